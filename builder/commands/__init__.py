@@ -1,0 +1,37 @@
+"""CLI subcommands: one module each, exposing NAME, HELP, configure(parser) and run(args) -> int.
+
+Add a subcommand by writing its module and naming it in ``MODULES``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from typing import Protocol
+
+
+class Command(Protocol):
+    NAME: str
+    HELP: str
+
+    def configure(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
+MODULES: tuple[str, ...] = (
+    "validate",
+    "plan",
+    "fetch",
+    "build",
+    "wheel",
+    "audit",
+)
+
+
+def load_all() -> list[Command]:
+    commands: list[Command] = []
+    for name in MODULES:
+        module = importlib.import_module(f"builder.commands.{name}")
+        commands.append(module)  # type: ignore[arg-type]
+    return commands

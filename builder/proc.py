@@ -1,0 +1,160 @@
+"""The one way this project runs another program.
+
+Resolve the program first, echo ``+ cmd``, pass env/cwd/timeout explicitly, send output to a log
+file or capture it, and turn a failure into :class:`CommandFailed` holding the tail of the output.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from builder.errors import EXIT_BUILD, CommandFailed, StackError
+
+TAIL_LINES = 40
+
+
+@dataclass(frozen=True, kw_only=True)
+class Result:
+    argv: tuple[str, ...]
+    returncode: int
+    output: str
+    seconds: float
+
+
+def which(program: str, path: str | None = None) -> str | None:
+    """Absolute path of ``program`` on PATH (or as given when it contains a slash)."""
+    if os.sep in program:
+        return program if os.access(program, os.X_OK) and Path(program).is_file() else None
+    return shutil.which(program, path=path)
+
+
+def quote(argv: Sequence[str]) -> str:
+    return " ".join(shlex.quote(str(a)) for a in argv)
+
+
+def _resolve(argv: Sequence[str], env: Mapping[str, str] | None) -> list[str]:
+    if not argv:
+        raise StackError("internal: empty command")
+    found = which(str(argv[0]), (env or os.environ).get("PATH"))
+    if found is None:
+        raise StackError(
+            f"program not found: {argv[0]}",
+            hint=f"install {argv[0]} or put it on PATH",
+        )
+    return [found, *(str(a) for a in argv[1:])]
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    what: str | None = None,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    log: Path | None = None,
+    timeout: float | None = None,
+    check: bool = True,
+    echo: IO[str] | None = None,
+    exit_code: int = EXIT_BUILD,
+) -> Result:
+    """Run ``argv``; output goes to ``log`` (appended) when given, else it is captured.
+
+    The child gets its own process group so that an interrupt stops everything it started.
+    """
+    resolved = _resolve(argv, env)
+    full_env = dict(env) if env is not None else None
+    if echo is not None:
+        print(f"+ {quote(argv)}", file=echo, flush=True)
+    start = time.monotonic()
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    captured: list[str] = []
+    sink = log.open("a", encoding="utf-8", errors="replace") if log else None
+    try:
+        if sink is not None:
+            sink.write(f"+ {quote(argv)}\n")
+            if cwd is not None:
+                sink.write(f"  (in {cwd})\n")
+            sink.flush()
+        proc = subprocess.Popen(
+            resolved,
+            cwd=cwd,
+            env=full_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                tail.append(line.rstrip("\n"))
+                if sink is not None:
+                    sink.write(line)
+                else:
+                    captured.append(line)
+            returncode = proc.wait(timeout=timeout)
+        except BaseException:
+            terminate(proc)
+            raise
+    except OSError as exc:
+        raise StackError(f"cannot run {quote(argv)}: {exc}") from exc
+    finally:
+        if sink is not None:
+            sink.close()
+    seconds = time.monotonic() - start
+    output = "".join(captured)
+    if check and returncode != 0:
+        raise CommandFailed(
+            what or Path(resolved[0]).name,
+            argv,
+            returncode,
+            "\n".join(tail),
+            log,
+            exit_code=exit_code,
+        )
+    return Result(argv=tuple(argv), returncode=returncode, output=output, seconds=seconds)
+
+
+def capture(
+    argv: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = 60,
+    check: bool = True,
+    exit_code: int = EXIT_BUILD,
+) -> str:
+    """Run a short query command and return its combined output."""
+    return run(argv, cwd=cwd, env=env, timeout=timeout, check=check, exit_code=exit_code).output
+
+
+def terminate(proc: subprocess.Popen[str], grace: float = 5.0) -> None:
+    """Stop ``proc`` and its process group: SIGTERM, then SIGKILL after ``grace`` seconds."""
+    if proc.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, None)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def stderr_echo() -> IO[str]:
+    return sys.stderr
