@@ -1,0 +1,54 @@
+"""Moore Threads MUSA: mcc, libmusa/libmusart, muBLAS, muDNN, MCCL."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from builder import proc
+from builder.vendors.base import HostFacts, Toolkit, VendorSettings, locate_root
+
+MUSA_ENV_VARS = ("MUSA_ROOT", "MUSA_HOME", "MUSA_PATH")
+MUSA_DEFAULTS = ("/usr/local/musa",)
+_MCC_VERSION = re.compile(r"(?:musa|MUSA)[^\n]*?(\d+\.\d+(?:\.\d+)?)")
+
+
+def mcc_version(text: str) -> str | None:
+    match = _MCC_VERSION.search(text)
+    return match.group(1) if match else None
+
+
+@dataclass(frozen=True)
+class Moore:
+    name: str = "moore"
+    aliases: tuple[str, ...] = ("musa", "mthreads")
+    description: str = "Moore Threads GPUs through MUSA"
+
+    def detect_toolkit(self, env: Mapping[str, str]) -> Toolkit | None:
+        located = locate_root(env, MUSA_ENV_VARS, MUSA_DEFAULTS, "mcc")
+        if located is None:
+            return None
+        root, source = located
+        mcc = root / "bin" / "mcc"
+        if not mcc.exists():
+            return Toolkit(root=root, compiler=None, version=None, found=False, source=source)
+        out = proc.capture([str(mcc), "--version"], check=False, timeout=30)
+        return Toolkit(root=root, compiler=mcc, version=mcc_version(out), found=True, source=source)
+
+    def cmake_defines(self, host: HostFacts, settings: VendorSettings) -> dict[str, str]:
+        root = host.toolkit.root if host.toolkit else MUSA_DEFAULTS[0]
+        return {"MUSA_ROOT": str(root)}
+
+    def environment(self, host: HostFacts) -> dict[str, str]:
+        root = host.toolkit.root if host.toolkit else MUSA_DEFAULTS[0]
+        return {"MUSA_ROOT": str(root), "MUSA_HOME": str(root)}
+
+    def local_version(self, host: HostFacts, settings: VendorSettings) -> str:
+        if settings.local_version:
+            return settings.local_version
+        version = host.toolkit.version if host.toolkit else None
+        return "musa" + "".join(version.split(".")[:2]) if version else "musa"
+
+
+MOORE = Moore()
