@@ -1,0 +1,420 @@
+"""Load and validate stack.yaml and its recipes into a frozen :class:`Stack`.
+
+Every problem in every file is collected and reported together, each located as FILE:LINE:COL.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from builder import vendors as vendor_registry
+from builder.errors import UsageError
+from builder.model import (
+    CiSettings,
+    Component,
+    GitSource,
+    PathSource,
+    Recipe,
+    Source,
+    Stack,
+    TestSpec,
+    VendorConfig,
+    VendorOverride,
+    WheelSpec,
+)
+from builder.schema import Doc, Key, Problems, Reader, load_doc, unknown_message
+from builder.vendors.base import VendorSettings
+
+MANIFEST_ENV = "INFINI_STACK_MANIFEST"
+SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+NAME_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
+CMAKE_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+TOP_KEYS = ("schema", "name", "build_type", "recipes", "vendors", "components", "wheel", "mirrors")
+VENDOR_KEYS = ("cuda_architectures", "local_version", "providers", "ci")
+CI_KEYS = ("runs-on", "image")
+COMPONENT_KEYS = ("git", "rev", "path", "options", "recipe", "vendors")
+OVERRIDE_KEYS = ("git", "rev", "path", "options")
+WHEEL_KEYS = (
+    "name", "version", "component", "python_dir", "packages", "library_dir", "bundle",
+    "requires", "requires_python", "summary",
+)
+RECIPE_KEYS = (
+    "description", "cmake_minimum", "depends", "options", "dependency_vars", "python",
+    "vendors", "outputs", "test", "project", "source_var",
+)
+RECIPE_VENDOR_KEYS = ("options",)
+TEST_KEYS = ("options", "command")
+BUILD_TYPES = ("Release", "Debug", "RelWithDebInfo", "MinSizeRel")
+
+
+def default_manifest() -> Path:
+    """``$INFINI_STACK_MANIFEST``, else ``./stack.yaml``, else the bundled mini stack."""
+    if env := os.environ.get(MANIFEST_ENV):
+        return Path(env)
+    here = Path("stack.yaml")
+    if here.is_file():
+        return here
+    return Path(__file__).resolve().parent.parent / "examples" / "mini-stack" / "stack.yaml"
+
+
+def load_stack(path: Path) -> Stack:
+    problems = Problems()
+    doc = load_doc(path, problems)
+    if doc is None:
+        problems.raise_if_any()
+        raise AssertionError("unreachable")
+    stack = _read_stack(path.resolve(), doc, problems)
+    problems.raise_if_any()
+    assert stack is not None
+    return stack
+
+
+def _read_stack(path: Path, doc: Doc, problems: Problems) -> Stack | None:
+    r = Reader(doc, problems)
+    if not isinstance(doc.data, dict):
+        r.error((), "the manifest must be a mapping at the top level")
+        return None
+    r.check_keys((), TOP_KEYS)
+    schema = r.get(("schema",))
+    if schema not in (None, 1):
+        r.error(("schema",), f"unsupported schema {schema!r}; this tool reads schema 1")
+    build_type = r.string(("build_type",), default="Release") or "Release"
+    if build_type not in BUILD_TYPES:
+        r.error(("build_type",), unknown_message("build_type", build_type, BUILD_TYPES))
+    vendor_configs = _read_vendors(r)
+    mirrors = _read_mirrors(r, path.parent)
+    recipes_dir = path.parent / (r.string(("recipes",), default="components") or "components")
+    pins = r.mapping(("components",), required=True)
+    if not pins and r.has(("components",)):
+        r.error(("components",), "no components listed")
+    components: dict[str, Component] = {}
+    recipe_docs: dict[str, Doc] = {}
+    for name in pins:
+        component = _read_component(
+            r, name, path.parent, recipes_dir, set(vendor_configs), recipe_docs
+        )
+        if component is not None:
+            components[name] = component
+    _check_references(r, components, vendor_configs, recipe_docs)
+    order = _order(r, components)
+    wheel = _read_wheel(r, components)
+    return Stack(
+        file=path,
+        label=doc.label,
+        build_type=build_type,
+        vendors=vendor_configs,
+        components=components,
+        order=order,
+        wheel=wheel,
+        mirrors=mirrors,
+    )
+
+
+def _read_vendors(r: Reader) -> dict[str, VendorConfig]:
+    configs: dict[str, VendorConfig] = {}
+    section = r.mapping(("vendors",), required=True)
+    for raw_name in section:
+        key: Key = ("vendors", raw_name)
+        if not vendor_registry.is_known(raw_name):
+            known = list(vendor_registry.REGISTRY) + list(vendor_registry.ALIASES)
+            r.error(key, unknown_message("vendor", raw_name, known), on_key=True)
+            continue
+        name = vendor_registry.canonical_name(raw_name)
+        if name in configs:
+            r.error(key, f"vendor '{raw_name}' is listed twice (as '{name}')", on_key=True)
+            continue
+        r.mapping(key)
+        r.check_keys(key, VENDOR_KEYS)
+        archs = r.strings((*key, "cuda_architectures"))
+        for i, arch in enumerate(archs):
+            if not re.fullmatch(r"\d{2,3}[af]?(-real|-virtual)?|native|all|all-major", arch):
+                r.error((*key, "cuda_architectures", i), f"not a CUDA architecture: '{arch}'")
+        settings = VendorSettings(
+            cuda_architectures=archs,
+            local_version=r.string((*key, "local_version")),
+        )
+        configs[name] = VendorConfig(
+            name=name,
+            settings=settings,
+            providers=_read_providers(r, (*key, "providers")),
+            ci=_read_ci(r, (*key, "ci")),
+        )
+    return configs
+
+
+def _read_providers(r: Reader, key: Key) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name in r.mapping(key):
+        spec = r.string((*key, name)) or ""
+        try:
+            SpecifierSet(spec)
+        except InvalidSpecifier:
+            r.error((*key, name), f"'{spec}' is not a PEP 440 version specifier (e.g. '>=12.4')")
+            continue
+        out[name] = spec
+    return out
+
+
+def _read_ci(r: Reader, key: Key) -> CiSettings:
+    r.mapping(key)
+    r.check_keys(key, CI_KEYS)
+    runs_on = r.get((*key, "runs-on"))
+    labels = (runs_on,) if isinstance(runs_on, str) else r.strings((*key, "runs-on"))
+    return CiSettings(runs_on=labels, image=r.string((*key, "image")))
+
+
+def _read_mirrors(r: Reader, root: Path) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for url in r.mapping(("mirrors",)):
+        target = r.string(("mirrors", url), required=True) or ""
+        out[url] = target if "://" in target else str((root / target).resolve())
+    return out
+
+
+def _read_source(r: Reader, key: Key, root: Path, *, required: bool) -> Source | None:
+    has_git, has_path = r.has((*key, "git")), r.has((*key, "path"))
+    has_rev = r.has((*key, "rev"))
+    if has_git and has_path:
+        r.error(key, "give either 'git' (with 'rev') or 'path', not both")
+        return None
+    if has_path:
+        raw = r.string((*key, "path"), required=True) or ""
+        path = (root / raw).resolve()
+        if not path.is_dir():
+            r.error((*key, "path"), f"path source '{raw}' is not a directory ({path})")
+        return PathSource(path=path)
+    if has_git or has_rev:
+        url = r.string((*key, "git"), required=required)
+        rev = r.string((*key, "rev"), required=True) or ""
+        if rev and not SHA_RE.match(rev):
+            r.error(
+                (*key, "rev"),
+                f"a git pin must be a full 40-hex commit SHA, not '{rev}'; "
+                "resolve a branch or tag with `infini-stack lock COMPONENT=REF`",
+            )
+        return GitSource(url=url or "", rev=rev) if url or not required else None
+    if required:
+        r.error(key, "missing a source: give 'git' and 'rev', or 'path'")
+    return None
+
+
+def _read_component(
+    r: Reader,
+    name: str,
+    root: Path,
+    recipes_dir: Path,
+    vendors: set[str],
+    recipe_docs: dict[str, Doc],
+) -> Component | None:
+    key: Key = ("components", name)
+    if not NAME_RE.match(name):
+        r.error(key, f"component name '{name}' must be lower case letters, digits, '-' or '_'",
+                on_key=True)
+    if not isinstance(r.get(key), dict):
+        r.mapping(key)
+        return None
+    r.check_keys(key, COMPONENT_KEYS)
+    source = _read_source(r, key, root, required=True)
+    options = r.cmake_options((*key, "options"))
+    overrides: dict[str, VendorOverride] = {}
+    for raw_vendor in r.mapping((*key, "vendors")):
+        vkey: Key = (*key, "vendors", raw_vendor)
+        vendor = vendor_registry.canonical_name(raw_vendor) if vendor_registry.is_known(
+            raw_vendor) else raw_vendor
+        if vendor not in vendors:
+            r.error(vkey, unknown_message("vendor", raw_vendor, vendors, ("vendors",)), on_key=True)
+            continue
+        r.mapping(vkey)
+        r.check_keys(vkey, OVERRIDE_KEYS)
+        override_source = _read_source(r, vkey, root, required=False)
+        if isinstance(override_source, GitSource) and not override_source.url:
+            base_url = source.url if isinstance(source, GitSource) else ""
+            override_source = GitSource(url=base_url, rev=override_source.rev)
+        overrides[vendor] = VendorOverride(
+            source=override_source, options=r.cmake_options((*vkey, "options"))
+        )
+    recipe_file = r.string((*key, "recipe"))
+    recipe_path = (root / recipe_file) if recipe_file else recipes_dir / f"{name}.yaml"
+    loaded = load_recipe(name, recipe_path, r.problems, r, (*key, "recipe") if recipe_file else key)
+    if source is None or loaded is None:
+        return None
+    recipe, recipe_docs[name] = loaded
+    return Component(name=name, source=source, options=options, overrides=overrides, recipe=recipe)
+
+
+def load_recipe(
+    name: str, path: Path, problems: Problems, parent: Reader, parent_key: Key
+) -> tuple[Recipe, Doc] | None:
+    if not path.is_file():
+        parent.error(parent_key, f"component '{name}' has no recipe: {path} does not exist")
+        return None
+    doc = load_doc(path, problems)
+    if doc is None:
+        return None
+    r = Reader(doc, problems)
+    if not isinstance(doc.data, dict):
+        r.error((), "a recipe must be a mapping")
+        return None
+    r.check_keys((), RECIPE_KEYS)
+    vendors: dict[str, dict[str, str]] = {}
+    for raw in r.mapping(("vendors",), required=True):
+        if not vendor_registry.is_known(raw):
+            known = list(vendor_registry.REGISTRY)
+            r.error(("vendors", raw), unknown_message("vendor", raw, known), on_key=True)
+            continue
+        r.check_keys(("vendors", raw), RECIPE_VENDOR_KEYS)
+        vendors[vendor_registry.canonical_name(raw)] = r.cmake_options(("vendors", raw, "options"))
+    minimum = r.string(("cmake_minimum",), default="3.18") or "3.18"
+    try:
+        Version(minimum)
+    except InvalidVersion:
+        r.error(("cmake_minimum",), f"'{minimum}' is not a version")
+    options = r.cmake_options(("options",))
+    for var in options:
+        if not CMAKE_VAR_RE.match(var):
+            r.error(("options", var), f"'{var}' is not a CMake variable name", on_key=True)
+    project_raw = r.string(("project",))
+    project = (path.parent / project_raw).resolve() if project_raw else None
+    if project is not None and not (project / "CMakeLists.txt").is_file():
+        r.error(("project",), f"project '{project_raw}' has no CMakeLists.txt")
+    source_var = r.string(("source_var",))
+    if project is not None and not source_var:
+        r.error(("project",), "a recipe with 'project' must name its 'source_var'")
+    recipe = Recipe(
+        name=name,
+        file=path.resolve(),
+        description=r.string(("description",), default="") or "",
+        cmake_minimum=minimum,
+        depends=r.strings(("depends",)),
+        options=options,
+        dependency_vars=_dependency_vars(r),
+        python=r.boolean(("python",)),
+        vendors=vendors,
+        outputs=r.strings(("outputs",)),
+        test=_read_test(r),
+        project=project,
+        source_var=source_var,
+    )
+    return recipe, doc
+
+
+def _dependency_vars(r: Reader) -> dict[str, str]:
+    out: dict[str, str] = {}
+    depends = r.strings(("depends",))
+    for var in r.mapping(("dependency_vars",)):
+        dep = r.string(("dependency_vars", var), required=True) or ""
+        if dep not in depends:
+            r.error(("dependency_vars", var), f"'{dep}' is not among this recipe's depends")
+        out[var] = dep
+    return out
+
+
+def _read_test(r: Reader) -> TestSpec | None:
+    if not r.has(("test",)):
+        return None
+    r.mapping(("test",))
+    r.check_keys(("test",), TEST_KEYS)
+    command = r.strings(("test", "command"))
+    if not command:
+        r.error(("test",), "a test needs a 'command'")
+    return TestSpec(options=r.cmake_options(("test", "options")), command=command)
+
+
+def _check_references(
+    r: Reader,
+    components: dict[str, Component],
+    vendors: dict[str, VendorConfig],
+    recipe_docs: dict[str, Doc],
+) -> None:
+    for name, component in components.items():
+        recipe = component.recipe
+        rr = Reader(recipe_docs[name], r.problems)
+        for i, dep in enumerate(recipe.depends):
+            if dep not in components:
+                rr.error(("depends", i), unknown_message("component", dep, components))
+        for vendor in vendors:
+            if vendor not in recipe.vendors:
+                supported = ", ".join(recipe.vendors) or "none"
+                r.error(
+                    ("vendors", _raw_vendor_key(r, vendor)),
+                    f"component '{name}' does not support vendor '{vendor}' "
+                    f"(its recipe {recipe.file.name} supports: {supported})",
+                    on_key=True,
+                )
+
+
+def _raw_vendor_key(r: Reader, vendor: str) -> str:
+    for raw in r.mapping(("vendors",)):
+        if vendor_registry.is_known(raw) and vendor_registry.canonical_name(raw) == vendor:
+            return str(raw)
+    return vendor
+
+
+def _order(r: Reader, components: dict[str, Component]) -> tuple[str, ...]:
+    graph = {
+        name: [d for d in c.recipe.depends if d in components] for name, c in components.items()
+    }
+    try:
+        return tuple(TopologicalSorter(graph).static_order())
+    except CycleError as exc:
+        cycle: list[str] = list(exc.args[1])
+        r.error(("components", cycle[0]), "dependency cycle: " + " -> ".join(cycle), on_key=True)
+        return tuple(components)
+
+
+def _read_wheel(r: Reader, components: dict[str, Component]) -> WheelSpec | None:
+    if not r.has(("wheel",)):
+        return None
+    key: Key = ("wheel",)
+    r.mapping(key)
+    r.check_keys(key, WHEEL_KEYS)
+    version = r.string((*key, "version"), required=True) or "0"
+    try:
+        Version(version)
+    except InvalidVersion:
+        r.error((*key, "version"), f"'{version}' is not a PEP 440 version")
+    component = r.string((*key, "component"), required=True) or ""
+    if component and component not in components:
+        r.error((*key, "component"), unknown_message("component", component, components))
+    bundle = r.strings((*key, "bundle"))
+    for i, name in enumerate(bundle):
+        if name not in components:
+            r.error((*key, "bundle", i), unknown_message("component", name, components))
+    requires_python = r.string((*key, "requires_python"), default=">=3.10") or ">=3.10"
+    try:
+        SpecifierSet(requires_python)
+    except InvalidSpecifier:
+        r.error((*key, "requires_python"), f"'{requires_python}' is not a version specifier")
+    packages = r.strings((*key, "packages"))
+    if not packages:
+        r.error(key, "a wheel needs at least one entry in 'packages'")
+    return WheelSpec(
+        name=r.string((*key, "name"), required=True) or "",
+        version=version,
+        component=component,
+        python_dir=r.string((*key, "python_dir"), default="python") or "python",
+        packages=packages,
+        library_dir=r.string((*key, "library_dir"), default=f"{packages[0] if packages else ''}/lib")
+        or "lib",
+        bundle=bundle,
+        requires=r.strings((*key, "requires")),
+        requires_python=requires_python,
+        summary=r.string((*key, "summary"), default="") or "",
+    )
+
+
+def resolve_vendor(stack: Stack, name: str) -> str:
+    """Canonical vendor name, which must be declared in the manifest."""
+    vendor = vendor_registry.canonical_name(name)
+    if vendor not in stack.vendors:
+        raise UsageError(
+            f"vendor '{vendor}' is not declared in {stack.label}",
+            hint=f"declared vendors: {', '.join(stack.vendors)}",
+        )
+    return vendor

@@ -1,0 +1,148 @@
+"""The frozen data model of a stack: what the manifest and the recipes say, validated."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from builder.vendors.base import VendorSettings
+
+
+@dataclass(frozen=True, kw_only=True)
+class GitSource:
+    url: str
+    rev: str  # a full 40-hex commit SHA
+
+    @property
+    def identity(self) -> str:
+        return f"git:{self.rev}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PathSource:
+    path: Path  # absolute
+
+    @property
+    def identity(self) -> str:  # the content hash is computed by builder.sources
+        return f"path:{self.path}"
+
+
+Source = GitSource | PathSource
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestSpec:
+    options: Mapping[str, str]
+    command: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recipe:
+    """How to build one component: ``components/<name>.yaml``."""
+
+    name: str
+    file: Path
+    description: str
+    cmake_minimum: str
+    depends: tuple[str, ...]
+    options: Mapping[str, str]
+    dependency_vars: Mapping[str, str]
+    python: bool
+    vendors: Mapping[str, Mapping[str, str]]  # supported vendor -> its options
+    outputs: tuple[str, ...]
+    test: TestSpec | None
+    project: Path | None = None  # a wrapper CMake project kept beside the recipe
+    source_var: str | None = None  # the cache variable that tells ``project`` where the sources are
+
+
+@dataclass(frozen=True, kw_only=True)
+class VendorOverride:
+    source: Source | None
+    options: Mapping[str, str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Component:
+    """A component as pinned in stack.yaml, with its recipe."""
+
+    name: str
+    source: Source
+    options: Mapping[str, str]
+    overrides: Mapping[str, VendorOverride]
+    recipe: Recipe
+
+    def source_for(self, vendor: str) -> Source:
+        override = self.overrides.get(vendor)
+        return override.source if override and override.source else self.source
+
+    def options_for(self, vendor: str) -> dict[str, str]:
+        """Recipe options, then the recipe's vendor options, then stack.yaml's, then overrides."""
+        merged = dict(self.recipe.options)
+        merged.update(self.recipe.vendors.get(vendor, {}))
+        merged.update(self.options)
+        override = self.overrides.get(vendor)
+        if override:
+            merged.update(override.options)
+        return merged
+
+
+@dataclass(frozen=True, kw_only=True)
+class CiSettings:
+    runs_on: tuple[str, ...] = ()
+    image: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class VendorConfig:
+    name: str
+    settings: VendorSettings
+    providers: Mapping[str, str]  # provider name -> PEP 440 specifier (validated)
+    ci: CiSettings = field(default_factory=CiSettings)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelSpec:
+    name: str
+    version: str
+    component: str  # whose install tree holds the Python packages
+    python_dir: str  # relative to that component's prefix
+    packages: tuple[str, ...]
+    library_dir: str  # inside the wheel, where bundled shared libraries go
+    bundle: tuple[str, ...]  # components whose lib/*.so* are bundled
+    requires: tuple[str, ...]
+    requires_python: str
+    summary: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Stack:
+    file: Path  # the manifest
+    label: str  # the manifest as shown in messages
+    build_type: str
+    vendors: Mapping[str, VendorConfig]
+    components: Mapping[str, Component]
+    order: tuple[str, ...]  # dependency order (dependencies first)
+    wheel: WheelSpec | None
+    mirrors: Mapping[str, str]  # repository URL -> local directory or URL
+
+    @property
+    def root(self) -> Path:
+        return self.file.parent
+
+    def closure(self, names: tuple[str, ...]) -> tuple[str, ...]:
+        """``names`` and everything they depend on, in dependency order."""
+        wanted: set[str] = set()
+        todo = list(names)
+        while todo:
+            name = todo.pop()
+            if name not in wanted:
+                wanted.add(name)
+                todo.extend(self.components[name].recipe.depends)
+        return tuple(n for n in self.order if n in wanted)
+
+    def dependents(self, name: str) -> tuple[str, ...]:
+        """Components that (transitively) depend on ``name``."""
+        return tuple(
+            n for n in self.order if n != name and name in self.closure((n,))
+        )
