@@ -357,15 +357,20 @@ def _raw_vendor_key(r: Reader, vendor: str) -> str:
 
 
 def _order(r: Reader, components: dict[str, Component]) -> tuple[str, ...]:
+    """Dependencies first; otherwise the manifest's own order, so plans read as the file does."""
     graph = {
         name: [d for d in c.recipe.depends if d in components] for name, c in components.items()
     }
     try:
-        return tuple(TopologicalSorter(graph).static_order())
+        TopologicalSorter(graph).prepare()
     except CycleError as exc:
         cycle: list[str] = list(exc.args[1])
         r.error(("components", cycle[0]), "dependency cycle: " + " -> ".join(cycle), on_key=True)
         return tuple(components)
+    order: list[str] = []
+    while len(order) < len(graph):
+        order.append(next(n for n in graph if n not in order and set(graph[n]) <= set(order)))
+    return tuple(order)
 
 
 def _read_wheel(r: Reader, components: dict[str, Component]) -> WheelSpec | None:

@@ -27,11 +27,17 @@ MODULES: tuple[str, ...] = (
     "wheel",
     "audit",
 )
+# Not every module exists yet while the tool grows; missing ones are skipped quietly.
 
 
 def load_all() -> list[Command]:
     commands: list[Command] = []
     for name in MODULES:
-        module = importlib.import_module(f"builder.commands.{name}")
+        try:
+            module = importlib.import_module(f"builder.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"builder.commands.{name}":
+                raise
+            continue
         commands.append(module)  # type: ignore[arg-type]
     return commands

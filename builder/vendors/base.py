@@ -32,9 +32,14 @@ class HostFacts:
     soabi: str
     pybind11_dir: str | None
     cpu_count: int
+    pybind11_version: str | None = None
+    cxx: str = ""
+    cxx_version: str = ""
     cmake: str = "cmake"
     toolkit: Toolkit | None = None
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    # Provider fingerprints (name -> "version@path") recorded by preflight; part of cache keys.
+    providers: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)

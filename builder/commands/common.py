@@ -1,0 +1,103 @@
+"""Options shared by subcommands, and the context they build from them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from builder import host as host_facts
+from builder import sources
+from builder.layout import Layout
+from builder.manifest import default_manifest, load_stack, resolve_vendor
+from builder.model import Stack
+from builder.plan import Plan, make_plan
+from builder.vendors.base import HostFacts
+
+
+def add_manifest(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--manifest", "-m", type=Path, default=None,
+        help="stack.yaml to use (default: $INFINI_STACK_MANIFEST, ./stack.yaml, "
+        "else the bundled mini stack)",
+    )
+
+
+def add_vendor(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
+    parser.add_argument("--vendor", "-V", required=required,
+                        help="cpu, nvidia, moore or thead (alias ali)")
+
+
+def add_home(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--home", type=Path, default=None,
+                        help="state directory (default: $INFINI_STACK_HOME or "
+                        "$XDG_CACHE_HOME/infini-stack)")
+    parser.add_argument("--store", type=Path, default=None,
+                        help="store directory (default: $INFINI_STACK_STORE or HOME/store)")
+
+
+def add_mirror(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--mirror", action="append", default=[], metavar="URL=DIR",
+                        help="fetch URL (or any URL starting with it) from DIR instead; repeatable")
+
+
+def add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print data as JSON")
+
+
+def add_plan_options(parser: argparse.ArgumentParser) -> None:
+    add_manifest(parser)
+    add_vendor(parser)
+    add_home(parser)
+    parser.add_argument("--component", "-c", action="append", default=[], metavar="NAME",
+                        help="only this component and what it depends on; repeatable")
+    parser.add_argument("--test", action="store_true",
+                        help="build with the recipes' tests enabled and run them")
+    parser.add_argument("--jobs", "-j", type=int, default=None,
+                        help="parallel compile jobs (default: the number of cores)")
+
+
+@dataclass(frozen=True)
+class Context:
+    stack: Stack
+    vendor: str
+    layout: Layout
+    host: HostFacts
+    mirrors: dict[str, str]
+
+
+def stack_from(args: argparse.Namespace) -> Stack:
+    return load_stack(args.manifest or default_manifest())
+
+
+def context_from(args: argparse.Namespace) -> Context:
+    stack = stack_from(args)
+    vendor = resolve_vendor(stack, args.vendor)
+    layout = Layout.from_env(home=getattr(args, "home", None), store=getattr(args, "store", None))
+    mirrors = dict(stack.mirrors)
+    mirrors.update(sources.parse_mirrors(getattr(args, "mirror", []) or []))
+    return Context(stack=stack, vendor=vendor, layout=layout,
+                   host=host_facts.detect(vendor, os.environ), mirrors=mirrors)
+
+
+def plan_from(args: argparse.Namespace, ctx: Context) -> Plan:
+    select = tuple(args.component or ())
+    for name in select:
+        if name not in ctx.stack.components:
+            from builder.errors import UsageError
+            from builder.schema import unknown_message
+
+            raise UsageError(unknown_message("component", name, ctx.stack.components))
+    names = ctx.stack.closure(select) if select else ctx.stack.order
+    inputs = sources.gather(ctx.stack, ctx.vendor, names)
+    return make_plan(ctx.stack, ctx.vendor, ctx.host, inputs, ctx.layout, select=select,
+                     tests=bool(getattr(args, "test", False)), jobs=getattr(args, "jobs", None))
+
+
+def print_json(data: Any) -> None:
+    json.dump(data, sys.stdout, indent=2, sort_keys=False)
+    sys.stdout.write("\n")

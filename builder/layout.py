@@ -1,0 +1,78 @@
+"""Where state lives: everything under ``$INFINI_STACK_HOME``, never inside component sources."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+HOME_ENV = "INFINI_STACK_HOME"
+STORE_ENV = "INFINI_STACK_STORE"
+
+
+def default_home(env: Mapping[str, str]) -> Path:
+    if value := env.get(HOME_ENV):
+        return Path(value).expanduser()
+    cache = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".cache")
+    return Path(cache).expanduser() / "infini-stack"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:60]
+
+
+@dataclass(frozen=True)
+class Layout:
+    home: Path
+    store_root: Path
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, home: Path | None = None,
+        store: Path | None = None,
+    ) -> Layout:
+        env = os.environ if env is None else env
+        root = (home or default_home(env)).resolve()
+        store_env = env.get(STORE_ENV)
+        store_root = store or (Path(store_env) if store_env else root / "store")
+        return cls(home=root, store_root=store_root.resolve())
+
+    def git_cache(self, url: str) -> Path:
+        digest = hashlib.sha256(url.encode()).hexdigest()[:10]
+        name = _slug(url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git"))
+        return self.home / "git" / f"{name}-{digest}.git"
+
+    def source_tree(self, component: str, key: str) -> Path:
+        return self.home / "src" / f"{component}-{key[:16]}"
+
+    def build_dir(self, component: str, key: str) -> Path:
+        return self.home / "build" / f"{component}-{key[:16]}"
+
+    def incremental_build_dir(self, component: str, vendor: str, source: Path) -> Path:
+        digest = hashlib.sha256(str(source).encode()).hexdigest()[:12]
+        return self.home / "build" / f"{component}-{vendor}-dev-{digest}"
+
+    def entry(self, key: str) -> Path:
+        return self.store_root / key[:32]
+
+    def entry_prefix(self, key: str) -> Path:
+        return self.entry(key) / "prefix"
+
+    def incoming(self) -> Path:
+        return self.store_root / ".incoming"
+
+    def staging(self, key: str) -> Path:
+        """Where an entry is assembled before it is renamed to :meth:`entry`."""
+        return self.incoming() / key[:32]
+
+    def staging_prefix(self, key: str) -> Path:
+        return self.staging(key) / "prefix"
+
+    def runs(self) -> Path:
+        return self.home / "runs"
+
+    def locks(self) -> Path:
+        return self.home / "locks"

@@ -1,0 +1,274 @@
+"""Planning: manifest + vendor + host facts -> ordered steps with exact commands and cache keys.
+
+Pure: nothing here touches the disk or runs a program. ``infini-stack plan`` prints a Plan;
+``infini-stack build`` executes one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from builder import __version__
+from builder.layout import Layout
+from builder.model import Component, GitSource, PathSource, Source, Stack
+from builder.vendors import get as get_vendor
+from builder.vendors.base import HostFacts
+
+StepKind = Literal["configure", "build", "test", "install"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Step:
+    kind: StepKind
+    argv: tuple[str, ...]
+    cwd: Path | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Inputs:
+    """What planning needs from the disk, gathered beforehand (see builder.sources.gather)."""
+
+    source_ids: Mapping[str, str]  # component -> "git:<sha>" or "path:<content hash>"
+    recipe_digests: Mapping[str, str]  # component -> hash of its recipe (and project files)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ComponentPlan:
+    name: str
+    vendor: str
+    key: str
+    source: Source
+    source_id: str
+    source_dir: Path  # the tree configure reads (a per-build checkout, or the path source)
+    cmake_source: Path  # -S: the source tree, or the recipe's wrapper project
+    build_dir: Path
+    prefix: Path  # the store entry's install prefix
+    depends: tuple[str, ...]
+    defines: Mapping[str, str]
+    env: Mapping[str, str]
+    steps: tuple[Step, ...]
+    outputs: tuple[str, ...]
+    incremental: bool  # a path source keeps its build directory across keys
+    key_inputs: Mapping[str, Any] = field(compare=False)
+
+    @property
+    def short_key(self) -> str:
+        return self.key[:12]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    stack: Stack
+    vendor: str
+    host: HostFacts
+    components: tuple[ComponentPlan, ...]
+    jobs: int
+
+    def get(self, name: str) -> ComponentPlan:
+        for component in self.components:
+            if component.name == name:
+                return component
+        raise KeyError(name)
+
+
+def make_plan(
+    stack: Stack,
+    vendor: str,
+    host: HostFacts,
+    inputs: Inputs,
+    layout: Layout,
+    *,
+    select: tuple[str, ...] = (),
+    tests: bool = False,
+    jobs: int | None = None,
+) -> Plan:
+    names = stack.closure(select) if select else stack.order
+    jobs = jobs or host.cpu_count
+    planned: dict[str, ComponentPlan] = {}
+    for name in names:
+        planned[name] = plan_component(
+            stack, stack.components[name], vendor, host, inputs, layout, planned, tests, jobs
+        )
+    return Plan(
+        stack=stack, vendor=vendor, host=host, components=tuple(planned.values()), jobs=jobs
+    )
+
+
+def plan_component(
+    stack: Stack,
+    component: Component,
+    vendor: str,
+    host: HostFacts,
+    inputs: Inputs,
+    layout: Layout,
+    done: Mapping[str, ComponentPlan],
+    tests: bool,
+    jobs: int,
+) -> ComponentPlan:
+    recipe = component.recipe
+    plugin = get_vendor(vendor)
+    settings = stack.vendors[vendor].settings
+    options = component.options_for(vendor)
+    if tests and recipe.test:
+        options.update(recipe.test.options)
+    vendor_defines = plugin.cmake_defines(host, settings)
+    env = plugin.environment(host)
+    deps = recipe.depends
+    key_inputs: dict[str, Any] = {
+        "tool": __version__,
+        "component": component.name,
+        "vendor": vendor,
+        "source": inputs.source_ids[component.name],
+        "recipe": inputs.recipe_digests[component.name],
+        "build_type": stack.build_type,
+        "options": dict(sorted(options.items())),
+        "vendor_defines": dict(sorted(vendor_defines.items())),
+        "env": dict(sorted(env.items())),
+        "dependencies": {d: done[d].key for d in deps},
+        "dependency_vars": dict(sorted(recipe.dependency_vars.items())),
+        "compiler": [host.cxx, host.cxx_version],
+        "toolkit": _toolkit_identity(host),
+        "providers": dict(sorted(host.providers.items())),
+        "tests": bool(tests and recipe.test),
+    }
+    if recipe.python:
+        key_inputs["python"] = [host.python, host.soabi, host.pybind11_version]
+    key = hash_inputs(key_inputs)
+    source = component.source_for(vendor)
+    incremental = isinstance(source, PathSource)
+    if isinstance(source, PathSource):
+        source_dir = source.path
+        build_dir = layout.incremental_build_dir(component.name, vendor, source.path)
+    else:
+        source_dir = layout.source_tree(component.name, key)
+        build_dir = layout.build_dir(component.name, key)
+    prefix = layout.entry_prefix(key)
+    defines = _defines(stack, component, host, options, vendor_defines, prefix, done, source_dir)
+    cmake_source = recipe.project if recipe.project else source_dir
+    test_command = recipe.test.command if tests and recipe.test else None
+    steps = _steps(cmake_source, build_dir, layout.staging_prefix(key), defines, jobs, test_command)
+    return ComponentPlan(
+        name=component.name,
+        vendor=vendor,
+        key=key,
+        source=source,
+        source_id=inputs.source_ids[component.name],
+        source_dir=source_dir,
+        cmake_source=cmake_source,
+        build_dir=build_dir,
+        prefix=prefix,
+        depends=deps,
+        defines=defines,
+        env=env,
+        steps=steps,
+        outputs=recipe.outputs,
+        incremental=incremental,
+        key_inputs=key_inputs,
+    )
+
+
+def _toolkit_identity(host: HostFacts) -> list[str] | None:
+    tk = host.toolkit
+    return [str(tk.root), tk.version or ""] if tk else None
+
+
+def hash_inputs(data: Mapping[str, Any]) -> str:
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _defines(
+    stack: Stack,
+    component: Component,
+    host: HostFacts,
+    options: Mapping[str, str],
+    vendor_defines: Mapping[str, str],
+    prefix: Path,
+    done: Mapping[str, ComponentPlan],
+    source_dir: Path,
+) -> dict[str, str]:
+    recipe = component.recipe
+    defines: dict[str, str] = {
+        "CMAKE_BUILD_TYPE": stack.build_type,
+        "CMAKE_INSTALL_PREFIX": str(prefix),
+        # GNUInstallDirs picks lib64 on some distributions; recipes name lib/.
+        "CMAKE_INSTALL_LIBDIR": "lib",
+    }
+    dep_prefixes = [str(done[d].prefix) for d in stack.closure(recipe.depends)]
+    if dep_prefixes:
+        defines["CMAKE_PREFIX_PATH"] = ";".join(dep_prefixes)
+    for var, dep in recipe.dependency_vars.items():
+        defines[var] = str(done[dep].prefix)
+    if recipe.project is not None and recipe.source_var:
+        defines[recipe.source_var] = str(source_dir)
+    if recipe.python:
+        defines["Python_EXECUTABLE"] = host.python
+        if host.pybind11_dir:
+            defines["pybind11_DIR"] = host.pybind11_dir
+    defines.update(vendor_defines)
+    defines.update(options)
+    return defines
+
+
+def _steps(
+    cmake_source: Path,
+    build_dir: Path,
+    staging: Path,
+    defines: Mapping[str, str],
+    jobs: int,
+    test_command: tuple[str, ...] | None,
+) -> tuple[Step, ...]:
+    configure = (
+        "cmake", "-S", str(cmake_source), "-B", str(build_dir), "-G", "Ninja",
+        *(f"-D{k}={v}" for k, v in defines.items()),
+    )
+    steps = [
+        Step(kind="configure", argv=configure),
+        Step(kind="build", argv=("cmake", "--build", str(build_dir), "--parallel", str(jobs))),
+    ]
+    if test_command:
+        steps.append(Step(kind="test", argv=test_command, cwd=build_dir))
+    # Installed aside, then renamed into the store; the configured prefix stays the final one so
+    # that paths baked in at configure time name where the files will live.
+    install = ("cmake", "--install", str(build_dir), "--prefix", str(staging))
+    steps.append(Step(kind="install", argv=install))
+    return tuple(steps)
+
+
+def source_label(source: Source) -> str:
+    if isinstance(source, GitSource):
+        return f"{source.url} @ {source.rev}"
+    return str(source.path)
+
+
+def to_json(plan: Plan) -> dict[str, Any]:
+    return {
+        "manifest": str(plan.stack.file),
+        "vendor": plan.vendor,
+        "jobs": plan.jobs,
+        "components": [
+            {
+                "name": c.name,
+                "key": c.key,
+                "source": source_label(c.source),
+                "source_id": c.source_id,
+                "source_dir": str(c.source_dir),
+                "build_dir": str(c.build_dir),
+                "prefix": str(c.prefix),
+                "depends": list(c.depends),
+                "defines": dict(c.defines),
+                "env": dict(c.env),
+                "steps": [
+                    {"kind": s.kind, "argv": list(s.argv), "cwd": str(s.cwd) if s.cwd else None}
+                    for s in c.steps
+                ],
+                "outputs": list(c.outputs),
+            }
+            for c in plan.components
+        ],
+    }

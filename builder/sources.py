@@ -1,0 +1,227 @@
+"""Pinned, verified source trees: a shared bare git cache, one checkout per build, never shared.
+
+Upstream writes generated/ into its source trees at configure time, so every build gets its own
+checkout; the cache is only ever fetched into. Mirrors rewrite repository URLs (prefix match, as
+git's ``insteadOf``) so a host without the network can fetch from local copies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from builder import proc
+from builder.errors import EXIT_SOURCES, CommandFailed, SourceError
+from builder.layout import Layout
+from builder.model import GitSource, PathSource, Stack
+from builder.plan import ComponentPlan, Inputs
+
+SKIP_DIRS = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache"})
+
+
+# --- identities ---------------------------------------------------------------------------------
+
+def tree_digest(root: Path) -> str:
+    """A hash of a directory's contents: relative paths, executable bits, bytes; links by target."""
+    h = hashlib.sha256()
+    for rel, full in _walk(root):
+        info = full.lstat()
+        h.update(rel.encode() + b"\0")
+        if stat.S_ISLNK(info.st_mode):
+            h.update(b"L" + os.readlink(full).encode())
+        else:
+            h.update(b"X" if info.st_mode & 0o111 else b"F")
+            h.update(_file_digest(full))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def _walk(root: Path) -> Iterator[tuple[str, Path]]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        base = Path(dirpath)
+        for name in sorted(filenames):
+            if name.endswith(".pyc"):
+                continue
+            full = base / name
+            yield full.relative_to(root).as_posix(), full
+
+
+def _file_digest(path: Path) -> bytes:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.digest()
+
+
+def gather(stack: Stack, vendor: str, names: tuple[str, ...] | None = None) -> Inputs:
+    """Read what planning needs from the disk: source identities and recipe digests."""
+    source_ids: dict[str, str] = {}
+    recipe_digests: dict[str, str] = {}
+    for name in names or stack.order:
+        component = stack.components[name]
+        source = component.source_for(vendor)
+        if isinstance(source, PathSource):
+            if not source.path.is_dir():
+                raise SourceError(f"component '{name}': path source {source.path} does not exist")
+            source_ids[name] = f"path:{tree_digest(source.path)}"
+        else:
+            source_ids[name] = source.identity
+        recipe = component.recipe
+        h = hashlib.sha256(recipe.file.read_bytes())
+        if recipe.project is not None:
+            h.update(tree_digest(recipe.project).encode())
+        recipe_digests[name] = h.hexdigest()
+    return Inputs(source_ids=source_ids, recipe_digests=recipe_digests)
+
+
+# --- mirrors ------------------------------------------------------------------------------------
+
+def parse_mirrors(specs: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """``URL=DIR`` pairs from the command line; DIR may also be a URL."""
+    out: dict[str, str] = {}
+    for spec in specs:
+        url, sep, target = spec.partition("=")
+        if not sep or not url or not target:
+            raise SourceError(f"--mirror expects URL=DIR, got '{spec}'")
+        out[url] = target if "://" in target else str(Path(target).expanduser().resolve())
+    return out
+
+
+def rewrite(url: str, mirrors: Mapping[str, str]) -> str:
+    """Apply the longest matching mirror prefix, as git's url.<base>.insteadOf does."""
+    best = max((m for m in mirrors if url.startswith(m)), key=len, default=None)
+    return mirrors[best] + url[len(best):] if best is not None else url
+
+
+def git_env(mirrors: Mapping[str, str]) -> dict[str, str]:
+    """Environment for git: never prompt; mirrors as insteadOf so submodules follow them too."""
+    env = dict(os.environ)
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    config = [("protocol.file.allow", "always"), ("advice.detachedHead", "false")]
+    config += [(f"url.{target}.insteadOf", url) for url, target in mirrors.items()]
+    env["GIT_CONFIG_COUNT"] = str(len(config))
+    for i, (k, v) in enumerate(config):
+        env[f"GIT_CONFIG_KEY_{i}"] = k
+        env[f"GIT_CONFIG_VALUE_{i}"] = v
+    return env
+
+
+# --- fetching -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Fetcher:
+    layout: Layout
+    mirrors: Mapping[str, str]
+
+    def _git(self, args: list[str], what: str, cwd: Path | None = None) -> str:
+        return proc.run(
+            ["git", *args], what=what, cwd=cwd, env=git_env(self.mirrors), exit_code=EXIT_SOURCES
+        ).output.strip()
+
+    def has_commit(self, repo: Path, rev: str) -> bool:
+        result = proc.run(
+            ["git", "--git-dir", str(repo), "cat-file", "-e", f"{rev}^{{commit}}"],
+            check=False, env=git_env(self.mirrors),
+        )
+        return result.returncode == 0
+
+    def ensure_commit(self, name: str, source: GitSource) -> Path:
+        """The bare cache for ``source.url`` holding ``source.rev``; fetches only when missing."""
+        cache = self.layout.git_cache(source.url)
+        url = rewrite(source.url, self.mirrors)
+        where = f"component '{name}' ({url} @ {source.rev})"
+        try:
+            if not cache.exists():
+                cache.parent.mkdir(parents=True, exist_ok=True)
+                tmp = Path(tempfile.mkdtemp(prefix=cache.name + ".", dir=cache.parent))
+                self._git(["clone", "--bare", "--quiet", url, str(tmp)], f"git clone of {where}")
+                tmp.rename(cache)
+            if self.has_commit(cache, source.rev):
+                return cache
+            self._git(["--git-dir", str(cache), "fetch", "--quiet", "--tags", url,
+                       "+refs/heads/*:refs/heads/*"], f"git fetch of {where}")
+            if not self.has_commit(cache, source.rev):
+                # Servers that allow it can serve an unadvertised commit by its SHA.
+                proc.run(["git", "--git-dir", str(cache), "fetch", "--quiet", url, source.rev],
+                         check=False, env=git_env(self.mirrors))
+        except CommandFailed as exc:
+            raise SourceError(
+                f"cannot fetch {where}:\n{exc.tail}",
+                hint="check the URL and the network, or give a local copy with --mirror URL=DIR",
+            ) from exc
+        if not self.has_commit(cache, source.rev):
+            raise SourceError(
+                f"commit {source.rev} of component '{name}' is not in {url}",
+                hint="the pin may be wrong or the branch holding it was rewritten; "
+                "check it with `git ls-remote`, or re-pin with `infini-stack lock`",
+            )
+        return cache
+
+    def checkout(self, component: ComponentPlan) -> Path:
+        """A verified checkout at the pin (with submodules) for this build; reused if intact."""
+        source = component.source
+        assert isinstance(source, GitSource)
+        tree = component.source_dir
+        if tree.exists():
+            self.verify(component.name, tree, source.rev)
+            return tree
+        cache = self.ensure_commit(component.name, source)
+        tree.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=tree.name + ".", dir=tree.parent))
+        try:
+            what = f"checkout of component '{component.name}' at {source.rev}"
+            self._git(["clone", "--quiet", "--shared", "--no-checkout", str(cache), str(tmp)], what)
+            self._git(["-C", str(tmp), "remote", "set-url", "origin", source.url], what)
+            self._git(["-C", str(tmp), "checkout", "--quiet", "--detach", source.rev], what)
+            if (tmp / ".gitmodules").exists():
+                self._git(["-C", str(tmp), "submodule", "update", "--init", "--recursive",
+                           "--quiet"], f"submodules of component '{component.name}'")
+            self.verify(component.name, tmp, source.rev)
+            tmp.rename(tree)
+        except CommandFailed as exc:
+            raise SourceError(exc.message) from exc
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+        return tree
+
+    def verify(self, name: str, tree: Path, rev: str) -> None:
+        """HEAD must equal the pin, submodules their gitlinks, and nothing tracked may differ."""
+        head = self._git(["-C", str(tree), "rev-parse", "HEAD"], f"git in {tree}")
+        if head != rev:
+            raise SourceError(
+                f"source tree of component '{name}' changed underneath: HEAD is {head}, "
+                f"the pin is {rev} ({tree})",
+                hint=f"remove {tree} to check it out again",
+            )
+        status = self._git(
+            ["-C", str(tree), "status", "--porcelain", "--untracked-files=no",
+             "--ignore-submodules=none"], f"git status in {tree}")
+        if status:
+            changed = ", ".join(line[3:] for line in status.splitlines()[:5])
+            raise SourceError(
+                f"source tree of component '{name}' changed underneath: modified {changed} "
+                f"({tree})",
+                hint=f"remove {tree} to check it out again",
+            )
+
+
+def prepare(plan_components: tuple[ComponentPlan, ...], layout: Layout,
+            mirrors: Mapping[str, str]) -> dict[str, Path]:
+    """Make every git component's per-build source tree ready; path sources are used as they are."""
+    fetcher = Fetcher(layout, mirrors)
+    trees: dict[str, Path] = {}
+    for component in plan_components:
+        if isinstance(component.source, GitSource):
+            trees[component.name] = fetcher.checkout(component)
+        else:
+            trees[component.name] = component.source_dir
+    return trees
