@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -30,6 +31,28 @@ class Result:
     returncode: int
     output: str
     seconds: float
+
+
+class Children:
+    """The child processes a caller has running, so an interrupt can stop them all."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._procs: set[subprocess.Popen[str]] = set()
+
+    def add(self, p: subprocess.Popen[str]) -> None:
+        with self._lock:
+            self._procs.add(p)
+
+    def discard(self, p: subprocess.Popen[str]) -> None:
+        with self._lock:
+            self._procs.discard(p)
+
+    def terminate_all(self) -> None:
+        with self._lock:
+            procs = list(self._procs)
+        for p in procs:
+            terminate(p)
 
 
 def which(program: str, path: str | None = None) -> str | None:
@@ -66,6 +89,7 @@ def run(
     check: bool = True,
     echo: IO[str] | None = None,
     exit_code: int = EXIT_BUILD,
+    children: Children | None = None,
 ) -> Result:
     """Run ``argv``; output goes to ``log`` (appended) when given, else it is captured.
 
@@ -96,6 +120,8 @@ def run(
             errors="replace",
             start_new_session=True,
         )
+        if children is not None:
+            children.add(proc)
         try:
             assert proc.stdout is not None
             for line in proc.stdout:
@@ -108,6 +134,9 @@ def run(
         except BaseException:
             terminate(proc)
             raise
+        finally:
+            if children is not None:
+                children.discard(proc)
     except OSError as exc:
         raise StackError(f"cannot run {quote(argv)}: {exc}") from exc
     finally:
