@@ -1,0 +1,3 @@
+#include "backends.h"
+
+int minirt_cpu_device_count() { return 1; }
