@@ -15,7 +15,8 @@ from builder.vendors.base import HostFacts
 
 def compiler_identity(env: Mapping[str, str]) -> tuple[str, str]:
     """The C++ compiler CMake will pick (CXX, else c++ on PATH) and its version line."""
-    cxx = env.get("CXX") or proc.which("c++", env.get("PATH")) or proc.which("g++", env.get("PATH"))
+    path = env.get("PATH")
+    cxx = env.get("CXX") or proc.which("c++", path) or proc.which("g++", path)
     if not cxx:
         return "", ""
     out = proc.capture([cxx, "--version"], check=False, env=env, timeout=30)
@@ -30,7 +31,9 @@ def pybind11_facts() -> tuple[str | None, str | None]:
     return pybind11.get_cmake_dir(), pybind11.__version__
 
 
-def detect(vendor: str, env: Mapping[str, str] | None = None, python: str | None = None) -> HostFacts:
+def detect(
+    vendor: str, env: Mapping[str, str] | None = None, python: str | None = None
+) -> HostFacts:
     env = dict(os.environ if env is None else env)
     cxx, cxx_version = compiler_identity(env)
     pybind11_dir, pybind11_version = pybind11_facts()

@@ -9,6 +9,7 @@ import os
 import re
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
+
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
@@ -397,6 +398,7 @@ def _read_wheel(r: Reader, components: dict[str, Component]) -> WheelSpec | None
     except InvalidSpecifier:
         r.error((*key, "requires_python"), f"'{requires_python}' is not a version specifier")
     packages = r.strings((*key, "packages"))
+    default_libdir = f"{packages[0]}/lib" if packages else "lib"
     if not packages:
         r.error(key, "a wheel needs at least one entry in 'packages'")
     return WheelSpec(
@@ -405,8 +407,7 @@ def _read_wheel(r: Reader, components: dict[str, Component]) -> WheelSpec | None
         component=component,
         python_dir=r.string((*key, "python_dir"), default="python") or "python",
         packages=packages,
-        library_dir=r.string((*key, "library_dir"), default=f"{packages[0] if packages else ''}/lib")
-        or "lib",
+        library_dir=r.string((*key, "library_dir"), default=default_libdir) or "lib",
         bundle=bundle,
         requires=r.strings((*key, "requires")),
         requires_python=requires_python,

@@ -34,7 +34,7 @@ def tree_digest(root: Path) -> str:
         info = full.lstat()
         h.update(rel.encode() + b"\0")
         if stat.S_ISLNK(info.st_mode):
-            h.update(b"L" + os.readlink(full).encode())
+            h.update(b"L" + str(full.readlink()).encode())
         else:
             h.update(b"X" if info.st_mode & 0o111 else b"F")
             h.update(_file_digest(full))

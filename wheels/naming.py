@@ -1,0 +1,70 @@
+"""The one place that decides wheel names: distribution, local version per vendor, tags."""
+
+from __future__ import annotations
+
+import re
+import sys
+import sysconfig
+from dataclasses import dataclass
+
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelName:
+    distribution: str  # as written in METADATA
+    version: str  # including the local part, e.g. 0.1.0+cu130
+    python_tag: str
+    abi_tag: str
+    platform_tag: str
+
+    @property
+    def filename(self) -> str:
+        name = re.sub(r"[^\w\d.]+", "_", canonicalize_name(self.distribution))
+        return f"{name}-{self.version}-{self.tag}.whl"
+
+    @property
+    def tag(self) -> str:
+        return f"{self.python_tag}-{self.abi_tag}-{self.platform_tag}"
+
+    @property
+    def dist_info(self) -> str:
+        name = re.sub(r"[^\w\d.]+", "_", canonicalize_name(self.distribution))
+        return f"{name}-{self.version}.dist-info"
+
+
+def with_local(version: str, local: str) -> str:
+    """``0.1.0`` + ``cu130`` -> ``0.1.0+cu130`` (normalised, validated by packaging)."""
+    return str(Version(f"{version}+{local}")) if local else str(Version(version))
+
+
+def interpreter_tags() -> tuple[str, str]:
+    """The CPython tags an extension built for this interpreter needs (``cp311``, ``cp311``)."""
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    return tag, tag
+
+
+def platform_tag() -> str:
+    return sysconfig.get_platform().replace("-", "_").replace(".", "_")
+
+
+def wheel_name(distribution: str, version: str, local: str, *, platform: str | None = None
+               ) -> WheelName:
+    python_tag, abi_tag = interpreter_tags()
+    return WheelName(
+        distribution=distribution,
+        version=with_local(version, local),
+        python_tag=python_tag,
+        abi_tag=abi_tag,
+        platform_tag=platform or platform_tag(),
+    )
+
+
+def vendor_of_local(version: str) -> str | None:
+    """Which vendor a local version names: ``+cpu``, ``+cu130``, ``+musa40``, ``+ppu12``."""
+    local = version.partition("+")[2].lower()
+    for prefix, vendor in (("cpu", "cpu"), ("cu", "nvidia"), ("musa", "moore"), ("ppu", "thead")):
+        if local.startswith(prefix):
+            return vendor
+    return None
