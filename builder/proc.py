@@ -135,6 +135,8 @@ def run(
             terminate(proc)
             raise
         finally:
+            if proc.stdout is not None:
+                proc.stdout.close()
             if children is not None:
                 children.discard(proc)
     except OSError as exc:

@@ -1,0 +1,101 @@
+"""Shared fixtures: an isolated state home, a copy of the mini stack, a CLI runner.
+
+Integration tests build the bundled mini stack for real; one session-wide store holds the cpu
+build so that tests needing a built stack reuse it (a store hit costs nothing).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from builder.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+MINI = ROOT / "examples" / "mini-stack"
+HAVE_NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").exists()
+
+
+def pytest_report_header() -> list[str]:
+    def version(argv: list[str]) -> str:
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, check=False).stdout
+        except OSError:
+            return "absent"
+        return out.splitlines()[0] if out else "absent"
+
+    return [
+        f"cmake: {version(['cmake', '--version'])}",
+        f"ninja: {version(['ninja', '--version'])}",
+        f"c++: {version(['c++', '--version'])}",
+        f"nvcc: {'present' if HAVE_NVCC else 'absent'}",
+    ]
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
+    """Run ``infini-stack ARGS`` in-process; returns exit code and captured output."""
+
+    def run(*args: str | Path) -> CliResult:
+        code = main([str(a) for a in args])
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private INFINI_STACK_HOME for one test."""
+    path = tmp_path / "home"
+    monkeypatch.setenv("INFINI_STACK_HOME", str(path))
+    monkeypatch.delenv("INFINI_STACK_STORE", raising=False)
+    return path
+
+
+@pytest.fixture
+def mini(tmp_path: Path) -> Path:
+    """A private copy of the bundled mini stack (its stack.yaml inside)."""
+    target = tmp_path / "mini-stack"
+    shutil.copytree(MINI, target)
+    return target / "stack.yaml"
+
+
+@pytest.fixture(scope="session")
+def built_cpu_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store holding the cpu build of the bundled mini stack, built once per session."""
+    home = tmp_path_factory.mktemp("session-home")
+    env = {**os.environ, "INFINI_STACK_HOME": str(home)}
+    subprocess.run(
+        [sys.executable, "-m", "builder", "build", "--manifest", str(MINI / "stack.yaml"),
+         "--vendor", "cpu"],
+        check=True, env=env, cwd=ROOT, capture_output=True,
+    )
+    return home / "store"
+
+
+@pytest.fixture
+def shared_home(built_cpu_store: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private home whose store starts as a copy of the session's built cpu store."""
+    shutil.copytree(built_cpu_store, home / "store", symlinks=True)
+    return home
+
+
+@pytest.fixture
+def chdir_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path

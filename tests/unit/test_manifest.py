@@ -1,0 +1,207 @@
+"""Loading stack.yaml and recipes: every error class, located as FILE:LINE:COL, all at once."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from builder.errors import ManifestError
+from builder.manifest import load_stack
+
+ROOT = Path(__file__).resolve().parents[2]
+SHA = "a" * 40
+
+
+def write_stack(tmp_path: Path, text: str, recipes: dict[str, str] | None = None) -> Path:
+    (tmp_path / "components").mkdir(exist_ok=True)
+    for name, body in (recipes or {}).items():
+        (tmp_path / "components" / f"{name}.yaml").write_text(body)
+    (tmp_path / "src").mkdir(exist_ok=True)
+    path = tmp_path / "stack.yaml"
+    path.write_text(text)
+    return path
+
+
+RECIPE_CPU = "vendors:\n  cpu: {options: {WITH_CPU: ON}}\n"
+
+
+def problems(path: Path) -> list[str]:
+    with pytest.raises(ManifestError) as info:
+        load_stack(path)
+    return list(info.value.problems)
+
+
+def test_real_stack_yaml_loads_with_four_components_and_four_vendors() -> None:
+    stack = load_stack(ROOT / "stack.yaml")
+    assert stack.order == ("infinirt", "infiniops", "infiniccl", "infinilm")
+    assert set(stack.vendors) == {"cpu", "nvidia", "moore", "thead"}
+
+
+def test_mini_stack_loads_with_path_sources() -> None:
+    stack = load_stack(ROOT / "examples" / "mini-stack" / "stack.yaml")
+    assert stack.order == ("minirt", "miniops", "miniccl", "minilm")
+    assert stack.wheel is not None and stack.wheel.bundle == ("minirt", "miniops", "miniccl")
+
+
+def test_malformed_yaml_is_reported_with_line_and_column(tmp_path: Path) -> None:
+    path = write_stack(tmp_path, "vendors:\n  cpu: {}\ncomponents: [unclosed\n")
+    (found,) = problems(path)
+    assert found.startswith(f"{path}:") or found.startswith("stack.yaml:") or ":4:" in found
+    assert "invalid YAML" in found
+    assert ":4:1:" in found
+
+
+def test_misspelled_key_gets_did_you_mean_with_location(tmp_path: Path) -> None:
+    path = write_stack(
+        tmp_path,
+        f"vendors:\n  cpu: {{}}\ncomponents:\n  rt:\n    git: https://x/rt.git\n    rev: {SHA}\n"
+        "    optoins: {A: 1}\n",
+        {"rt": RECIPE_CPU},
+    )
+    (found,) = problems(path)
+    assert found.endswith(":7:5: unknown key 'optoins' in 'components.rt'; did you mean 'options'?")
+
+
+def test_branch_name_as_pin_is_rejected_with_lock_hint(tmp_path: Path) -> None:
+    path = write_stack(
+        tmp_path,
+        "vendors:\n  cpu: {}\ncomponents:\n  rt:\n    git: https://x/rt.git\n    rev: main\n",
+        {"rt": RECIPE_CPU},
+    )
+    (found,) = problems(path)
+    assert ":6:10: a git pin must be a full 40-hex commit SHA, not 'main'" in found
+    assert "infini-stack lock" in found
+
+
+def test_short_sha_is_rejected(tmp_path: Path) -> None:
+    path = write_stack(
+        tmp_path,
+        "vendors:\n  cpu: {}\ncomponents:\n  rt:\n    git: https://x/rt.git\n    rev: a38977e\n",
+        {"rt": RECIPE_CPU},
+    )
+    assert "full 40-hex commit SHA, not 'a38977e'" in problems(path)[0]
+
+
+def test_path_source_must_exist(tmp_path: Path) -> None:
+    path = write_stack(tmp_path, "vendors:\n  cpu: {}\ncomponents:\n  rt: {path: nowhere}\n",
+                       {"rt": RECIPE_CPU})
+    (found,) = problems(path)
+    assert ":4:14: path source 'nowhere' is not a directory" in found
+
+
+def test_dependency_cycle_is_reported_with_its_members(tmp_path: Path) -> None:
+    path = write_stack(
+        tmp_path,
+        "vendors:\n  cpu: {}\ncomponents:\n  a: {path: src}\n  b: {path: src}\n",
+        {"a": "depends: [b]\n" + RECIPE_CPU, "b": "depends: [a]\n" + RECIPE_CPU},
+    )
+    (found,) = problems(path)
+    assert "dependency cycle:" in found
+    assert "a -> b" in found or "b -> a" in found
+    assert ":4:3:" in found or ":5:3:" in found
+
+
+def test_unknown_component_in_recipe_depends_is_located_in_the_recipe(tmp_path: Path) -> None:
+    path = write_stack(tmp_path, "vendors:\n  cpu: {}\ncomponents:\n  a: {path: src}\n",
+                       {"a": "depends: [rtt]\n" + RECIPE_CPU})
+    (found,) = problems(path)
+    assert found.startswith(str(Path("components") / "a.yaml")) or "a.yaml:1:11:" in found
+    assert "a.yaml:1:11: unknown component 'rtt'" in found
+
+
+def test_unknown_vendor_gets_a_suggestion(tmp_path: Path) -> None:
+    path = write_stack(tmp_path, "vendors:\n  nvidai: {}\ncomponents:\n  a: {path: src}\n",
+                       {"a": RECIPE_CPU})
+    found = problems(path)
+    assert any(":2:3: unknown vendor 'nvidai'; did you mean 'nvidia'?" in p for p in found)
+
+
+def test_vendor_a_component_does_not_support_names_component_and_vendor(tmp_path: Path) -> None:
+    path = write_stack(tmp_path, "vendors:\n  cpu: {}\n  moore: {}\ncomponents:\n  a: {path: src}\n",
+                       {"a": RECIPE_CPU})
+    (found,) = problems(path)
+    assert ":3:3: component 'a' does not support vendor 'moore'" in found
+    assert "supports: cpu" in found
+
+
+def test_alias_ali_is_accepted_as_thead(tmp_path: Path) -> None:
+    path = write_stack(tmp_path, "vendors:\n  ali: {}\ncomponents:\n  a: {path: src}\n",
+                       {"a": "vendors:\n  thead: {}\n"})
+    assert set(load_stack(path).vendors) == {"thead"}
+
+
+def test_malformed_provider_specifier_is_located(tmp_path: Path) -> None:
+    path = write_stack(
+        tmp_path, "vendors:\n  cpu:\n    providers:\n      cmake: '>>3.18'\ncomponents:\n"
+        "  a: {path: src}\n", {"a": RECIPE_CPU})
+    (found,) = problems(path)
+    assert ":4:14: '>>3.18' is not a PEP 440 version specifier" in found
+
+
+def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
+    path = write_stack(
+        tmp_path,
+        "build_type: Fast\nvendors:\n  cpu: {}\n  cpu: {}\ncomponents:\n  a: {path: src, oops: 1}\n"
+        "  b:\n    git: https://x/b.git\n    rev: v1.0\n",
+        {"a": RECIPE_CPU, "b": RECIPE_CPU},
+    )
+    found = problems(path)
+    assert len(found) == 4
+    joined = "\n".join(found)
+    assert "unknown build_type 'Fast'" in joined
+    assert "duplicate key 'cpu'" in joined
+    assert "unknown key 'oops'" in joined
+    assert "not 'v1.0'" in joined
+
+
+def test_missing_recipe_is_named(tmp_path: Path) -> None:
+    path = write_stack(tmp_path, "vendors:\n  cpu: {}\ncomponents:\n  a: {path: src}\n")
+    (found,) = problems(path)
+    assert "component 'a' has no recipe" in found
+
+
+def test_wrong_types_are_located(tmp_path: Path) -> None:
+    path = write_stack(tmp_path, "vendors:\n  cpu: {}\ncomponents:\n  a: {path: src}\n",
+                       {"a": "depends: rt\npython: maybe\n" + RECIPE_CPU})
+    found = "\n".join(problems(path))
+    assert "a.yaml:1:10: 'depends' must be a list" in found
+    assert "a.yaml:2:9: 'python' must be true or false" in found
+
+
+def test_cli_validate_exits_2_without_traceback(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    path = write_stack(tmp_path, "vendors: [cpu\n")
+    result = cli("validate", "--manifest", path)
+    assert result.code == 2
+    assert "invalid YAML" in result.err
+    assert "Traceback" not in result.err
+
+
+def test_cli_validate_ok_on_the_real_manifest(cli) -> None:  # type: ignore[no-untyped-def]
+    result = cli("validate", "--manifest", ROOT / "stack.yaml")
+    assert result.code == 0
+    assert "4 components" in result.out
+
+
+def test_per_vendor_override_changes_only_that_vendor(tmp_path: Path) -> None:
+    other = "b" * 40
+    path = write_stack(
+        tmp_path,
+        f"vendors:\n  cpu: {{}}\n  thead: {{}}\ncomponents:\n  rt:\n    git: https://x/rt.git\n"
+        f"    rev: {SHA}\n    vendors:\n      ali:\n        rev: {other}\n"
+        "        options: {EXTRA: ON}\n",
+        {"rt": "vendors:\n  cpu: {}\n  thead: {options: {WITH_THEAD: ON}}\n"},
+    )
+    rt = load_stack(path).components["rt"]
+    assert rt.source_for("cpu").rev == SHA  # type: ignore[union-attr]
+    assert rt.source_for("thead").rev == other  # type: ignore[union-attr]
+    assert rt.source_for("thead").url == "https://x/rt.git"  # type: ignore[union-attr]
+    assert rt.options_for("thead") == {"WITH_THEAD": "ON", "EXTRA": "ON"}
+    assert rt.options_for("cpu") == {}
+
+
+def test_copy_of_mini_stack_validates(tmp_path: Path) -> None:
+    target = tmp_path / "m"
+    shutil.copytree(ROOT / "examples" / "mini-stack", target)
+    assert load_stack(target / "stack.yaml").components["minirt"].recipe.test is not None

@@ -1,0 +1,174 @@
+"""Plans for the real stack.yaml, per vendor, asserted on the exact switches; planning is pure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from builder.layout import Layout
+from builder.manifest import load_stack
+from builder.plan import ComponentPlan, Plan, make_plan, to_json
+from builder.sources import gather
+from builder.vendors.base import HostFacts, Toolkit
+
+ROOT = Path(__file__).resolve().parents[2]
+CUDA = Toolkit(root=Path("/opt/cuda"), compiler=Path("/opt/cuda/bin/nvcc"), version="13.0",
+               found=True, source="CUDA_HOME")
+PPU = Toolkit(root=Path("/opt/ppu/CUDA_SDK"), compiler=Path("/opt/ppu/CUDA_SDK/bin/nvcc"),
+              version="12.3", found=True, source="PPU_SDK_ROOT")
+
+
+def host(toolkit: Toolkit | None = None) -> HostFacts:
+    return HostFacts(python="/usr/bin/python3", python_version="3.11",
+                     soabi="cpython-311-x86_64-linux-gnu", pybind11_dir="/pb/cmake",
+                     pybind11_version="3.1.0", cpu_count=8, cxx="/usr/bin/g++",
+                     cxx_version="g++ 12.2.0", toolkit=toolkit)
+
+
+def plan_for(vendor: str, toolkit: Toolkit | None = None, **kw: object) -> Plan:
+    stack = load_stack(ROOT / "stack.yaml")
+    return make_plan(stack, vendor, host(toolkit), gather(stack, vendor),
+                     Layout(home=Path("/h"), store_root=Path("/h/store")), **kw)  # type: ignore[arg-type]
+
+
+def defines(plan: Plan, name: str) -> dict[str, str]:
+    return dict(plan.get(name).defines)
+
+
+def configure_argv(c: ComponentPlan) -> tuple[str, ...]:
+    return next(s.argv for s in c.steps if s.kind == "configure")
+
+
+def test_nvidia_plan_matches_upstream_builder_switches() -> None:
+    plan = plan_for("nvidia", CUDA)
+    rt, ops, ccl = defines(plan, "infinirt"), defines(plan, "infiniops"), defines(plan, "infiniccl")
+    assert rt["WITH_CPU"] == "ON" and rt["WITH_NVIDIA"] == "ON"
+    assert ops["WITH_NVIDIA"] == ops["WITH_CPU"] == ops["WITH_LINKED"] == ops["WITH_TORCH"] == "ON"
+    assert ops["INFINI_RT_ROOT"] == str(plan.get("infinirt").prefix)
+    assert str(plan.get("infinirt").prefix) in ops["CMAKE_PREFIX_PATH"]
+    assert ccl["WITH_NVIDIA"] == "ON" and ccl["WITH_NCCL"] == "ON"
+    assert ccl["WITH_OMPI"] == ccl["WITH_MPICH"] == "OFF"
+    assert ccl["AUTO_DETECT_DEVICES"] == ccl["AUTO_DETECT_BACKENDS"] == "OFF"
+    for name in ("infinirt", "infiniops", "infiniccl"):
+        d = defines(plan, name)
+        assert d["CMAKE_CUDA_COMPILER"] == "/opt/cuda/bin/nvcc"
+        assert d["CMAKE_CUDA_ARCHITECTURES"] == "90"
+        assert d["CMAKE_BUILD_TYPE"] == "Release"
+
+
+def test_nvidia_pins_infiniops_to_a_revision_with_with_linked() -> None:
+    plan = plan_for("nvidia", CUDA)
+    assert plan.get("infiniops").source.rev.startswith("1f6f9c2")  # type: ignore[union-attr]
+    assert plan_for("cpu").get("infiniops").source.rev.startswith("2962714")  # type: ignore[union-attr]
+
+
+def test_plan_order_builds_runtime_first_and_infinilm_last() -> None:
+    plan = plan_for("nvidia", CUDA)
+    assert [c.name for c in plan.components] == ["infinirt", "infiniops", "infiniccl", "infinilm"]
+    assert plan.get("infinilm").depends == ("infinirt", "infiniops", "infiniccl")
+
+
+def test_commands_are_cmake_ninja_configure_build_install() -> None:
+    c = plan_for("cpu").get("infinirt")
+    kinds = [s.kind for s in c.steps]
+    assert kinds == ["configure", "build", "install"]
+    argv = configure_argv(c)
+    assert argv[:7] == ("cmake", "-S", str(c.source_dir), "-B", str(c.build_dir), "-G", "Ninja")
+    assert c.steps[1].argv == ("cmake", "--build", str(c.build_dir), "--parallel", "8")
+
+
+def test_test_flag_enables_ctest_and_the_testing_option() -> None:
+    c = plan_for("cpu", tests=True).get("infinirt")
+    assert [s.kind for s in c.steps] == ["configure", "build", "test", "install"]
+    assert c.defines["INFINI_RT_BUILD_TESTING"] == "ON"
+    assert c.steps[2].argv == ("ctest", "--output-on-failure")
+    assert c.steps[2].cwd == c.build_dir
+
+
+def test_thead_uses_the_newer_infinirt_with_with_thead_and_the_ppu_nvcc() -> None:
+    plan = plan_for("thead", PPU)
+    rt = plan.get("infinirt")
+    assert rt.source.rev == "a38977e03f9fafd803c3a4bd0d5810c57bc5a46e"  # type: ignore[union-attr]
+    assert rt.defines["WITH_THEAD"] == "ON"
+    assert rt.defines["CMAKE_CUDA_COMPILER"] == "/opt/ppu/CUDA_SDK/bin/nvcc"
+    assert rt.defines["CMAKE_CUDA_ARCHITECTURES"] == "80"
+    assert plan.get("infinirt").env["THEAD_CUDA_ROOT"] == "/opt/ppu/CUDA_SDK"
+    assert plan_for("nvidia", CUDA).get("infinirt").source.rev.startswith("08677bb")  # type: ignore[union-attr]
+
+
+def test_thead_plan_without_sdk_points_at_upstreams_default_location() -> None:
+    rt = plan_for("thead").get("infinirt")
+    assert rt.defines["CMAKE_CUDA_COMPILER"] == "/usr/local/PPU_SDK/CUDA_SDK/bin/nvcc"
+
+
+def test_moore_plan_uses_musa_switches_and_mccl() -> None:
+    plan = plan_for("moore")
+    assert defines(plan, "infinirt")["WITH_MOORE"] == "ON"
+    assert defines(plan, "infiniops")["WITH_MOORE"] == "ON"
+    ccl = defines(plan, "infiniccl")
+    assert ccl["WITH_MOORE"] == ccl["WITH_MCCL"] == "ON"
+    assert ccl["WITH_OMPI"] == "OFF"
+    assert defines(plan, "infinirt")["MUSA_ROOT"] == "/usr/local/musa"
+    assert "WITH_NVIDIA" not in defines(plan, "infinirt")
+
+
+def test_cpu_plan_limits_operators_and_uses_openmpi() -> None:
+    plan = plan_for("cpu")
+    ops = defines(plan, "infiniops")
+    assert ops["INFINI_OPS_OPS"] == "add,gemm,rms_norm,silu_and_mul,causal_softmax"
+    assert ops["WITH_CPU"] == "ON" and "WITH_NVIDIA" not in ops
+    assert defines(plan, "infiniccl")["WITH_OMPI"] == "ON"
+    assert "CMAKE_CUDA_COMPILER" not in defines(plan, "infinirt")
+
+
+def test_infinilm_is_built_from_the_cmake_project_in_components() -> None:
+    lm = plan_for("nvidia", CUDA).get("infinilm")
+    assert lm.cmake_source == ROOT / "components" / "infinilm"
+    assert lm.defines["INFINILM_SOURCE_DIR"] == str(lm.source_dir)
+    assert lm.defines["Python_EXECUTABLE"] == "/usr/bin/python3"
+    assert lm.defines["pybind11_DIR"] == "/pb/cmake"
+    for var, dep in (("INFINI_RT_ROOT", "infinirt"), ("INFINI_OPS_ROOT", "infiniops"),
+                     ("INFINI_CCL_ROOT", "infiniccl")):
+        assert lm.defines[var] == str(plan_for("nvidia", CUDA).get(dep).prefix)
+
+
+def test_keys_differ_per_vendor_and_are_stable() -> None:
+    a, b = plan_for("cpu"), plan_for("cpu")
+    assert [c.key for c in a.components] == [c.key for c in b.components]
+    assert a.get("infinirt").key != plan_for("nvidia", CUDA).get("infinirt").key
+
+
+def test_key_follows_dependencies_and_toolkit_but_not_jobs() -> None:
+    base = plan_for("nvidia", CUDA)
+    other_cuda = Toolkit(root=CUDA.root, compiler=CUDA.compiler, version="12.8", found=True,
+                         source="CUDA_HOME")
+    assert plan_for("nvidia", other_cuda).get("infiniops").key != base.get("infiniops").key
+    assert plan_for("nvidia", CUDA, jobs=1).get("infiniops").key == base.get("infiniops").key
+
+
+def test_selecting_a_component_plans_it_with_its_dependencies() -> None:
+    plan = plan_for("cpu", select=("infiniops",))
+    assert [c.name for c in plan.components] == ["infinirt", "infiniops"]
+
+
+def test_plan_json_carries_the_same_commands() -> None:
+    plan = plan_for("cpu")
+    data = to_json(plan)
+    assert [c["name"] for c in data["components"]] == [c.name for c in plan.components]
+    assert data["components"][0]["steps"][0]["argv"] == list(configure_argv(plan.components[0]))
+
+
+@pytest.mark.parametrize("vendor", ["cpu", "nvidia", "moore", "thead", "ali"])
+def test_cli_plan_prints_every_component_for_each_vendor(cli, vendor: str) -> None:  # type: ignore[no-untyped-def]
+    result = cli("plan", "--manifest", ROOT / "stack.yaml", "--vendor", vendor)
+    assert result.code == 0
+    for name in ("infinirt", "infiniops", "infiniccl", "infinilm"):
+        assert f"## {name}" in result.out
+    assert "cmake -S" in result.out
+
+
+def test_cli_plan_unknown_vendor_is_a_usage_error(cli) -> None:  # type: ignore[no-untyped-def]
+    result = cli("plan", "--manifest", ROOT / "stack.yaml", "--vendor", "nvdia")
+    assert result.code == 2
+    assert "did you mean 'nvidia'" in result.err
