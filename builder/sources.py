@@ -91,7 +91,10 @@ def parse_mirrors(specs: list[str] | tuple[str, ...]) -> dict[str, str]:
         url, sep, target = spec.partition("=")
         if not sep or not url or not target:
             raise SourceError(f"--mirror expects URL=DIR, got '{spec}'")
-        out[url] = target if "://" in target else str(Path(target).expanduser().resolve())
+        if "://" not in target:
+            slash = "/" if target.endswith("/") else ""
+            target = str(Path(target).expanduser().resolve()) + slash
+        out[url] = target
     return out
 
 
@@ -124,7 +127,7 @@ class Fetcher:
     def _git(self, args: list[str], what: str, cwd: Path | None = None) -> str:
         return proc.run(
             ["git", *args], what=what, cwd=cwd, env=git_env(self.mirrors), exit_code=EXIT_SOURCES
-        ).output.strip()
+        ).output
 
     def has_commit(self, repo: Path, rev: str) -> bool:
         result = proc.run(
@@ -195,7 +198,7 @@ class Fetcher:
 
     def verify(self, name: str, tree: Path, rev: str) -> None:
         """HEAD must equal the pin, submodules their gitlinks, and nothing tracked may differ."""
-        head = self._git(["-C", str(tree), "rev-parse", "HEAD"], f"git in {tree}")
+        head = self._git(["-C", str(tree), "rev-parse", "HEAD"], f"git in {tree}").strip()
         if head != rev:
             raise SourceError(
                 f"source tree of component '{name}' changed underneath: HEAD is {head}, "
@@ -205,7 +208,7 @@ class Fetcher:
         status = self._git(
             ["-C", str(tree), "status", "--porcelain", "--untracked-files=no",
              "--ignore-submodules=none"], f"git status in {tree}")
-        if status:
+        if status.strip():
             changed = ", ".join(line[3:] for line in status.splitlines()[:5])
             raise SourceError(
                 f"source tree of component '{name}' changed underneath: modified {changed} "

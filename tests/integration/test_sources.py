@@ -1,0 +1,139 @@
+"""Fetching pinned sources from real local git repositories: pins, wrong SHAs, moved branches,
+mirrors, submodules, trees that changed underneath."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.gitrepos import cmake_library, commit, git, init_repo, stack_for
+
+pytestmark = pytest.mark.integration
+
+
+def test_fetch_checks_out_the_pinned_sha_into_a_per_build_tree(tmp_path: Path, home: Path,
+                                                               cli) -> None:  # type: ignore[no-untyped-def]
+    repo = tmp_path / "libfoo"
+    first = init_repo(repo, cmake_library("foo"))
+    commit(repo, {"foo.c": "int answer(void) { return 43; }\n"}, "second")
+    stack = stack_for(tmp_path / "s", {"foo": (str(repo), first)})
+    result = cli("fetch", "--manifest", stack, "--vendor", "cpu")
+    assert result.code == 0, result.err
+    tree = Path(result.out.split()[-1])
+    assert tree.is_relative_to(home / "src")
+    assert git(tree, "rev-parse", "HEAD") == first
+    assert "return 42" in (tree / "foo.c").read_text()
+    assert (home / "git").is_dir()  # the shared cache is bare: no work tree in it
+    (cache,) = (home / "git").iterdir()
+    assert not (cache / "foo.c").exists()
+
+
+def test_wrong_sha_names_component_url_and_sha_and_exits_4(tmp_path: Path, home: Path,
+                                                           cli) -> None:  # type: ignore[no-untyped-def]
+    repo = tmp_path / "libfoo"
+    init_repo(repo, cmake_library("foo"))
+    missing = "0123456789abcdef0123456789abcdef01234567"
+    stack = stack_for(tmp_path / "s", {"foo": (str(repo), missing)})
+    result = cli("fetch", "--manifest", stack, "--vendor", "cpu")
+    assert result.code == 4
+    assert f"commit {missing} of component 'foo' is not in {repo}" in result.err
+    assert "Traceback" not in result.err
+
+
+def test_unreachable_url_names_component_and_exits_4(tmp_path: Path, home: Path,
+                                                     cli) -> None:  # type: ignore[no-untyped-def]
+    stack = stack_for(tmp_path / "s", {"foo": (str(tmp_path / "nowhere"), "a" * 40)})
+    result = cli("fetch", "--manifest", stack, "--vendor", "cpu")
+    assert result.code == 4
+    assert "cannot fetch component 'foo'" in result.err
+    assert "--mirror" in result.err
+
+
+def test_pin_behind_a_moved_branch_is_still_fetched(tmp_path: Path, home: Path,
+                                                    cli) -> None:  # type: ignore[no-untyped-def]
+    repo = tmp_path / "libfoo"
+    first = init_repo(repo, cmake_library("foo"))
+    stack = stack_for(tmp_path / "s", {"foo": (str(repo), first)})
+    assert cli("fetch", "--manifest", stack, "--vendor", "cpu").code == 0
+    second = commit(repo, {"foo.c": "int answer(void) { return 1; }\n"}, "moved")
+    stack = stack_for(tmp_path / "s", {"foo": (str(repo), second)})
+    result = cli("fetch", "--manifest", stack, "--vendor", "cpu")
+    assert result.code == 0, result.err
+    assert git(Path(result.out.split()[-1]), "rev-parse", "HEAD") == second
+
+
+def test_pin_dropped_by_a_force_pushed_branch_is_a_clear_error(tmp_path: Path, home: Path,
+                                                              cli) -> None:  # type: ignore[no-untyped-def]
+    repo = tmp_path / "libfoo"
+    init_repo(repo, cmake_library("foo"))
+    doomed = commit(repo, {"foo.c": "int answer(void) { return 7; }\n"}, "doomed")
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    git(repo, "reflog", "expire", "--expire=now", "--all")
+    git(repo, "gc", "-q", "--prune=now")
+    stack = stack_for(tmp_path / "s", {"foo": (str(repo), doomed)})
+    result = cli("fetch", "--manifest", stack, "--vendor", "cpu")
+    assert result.code == 4
+    assert f"commit {doomed} of component 'foo'" in result.err
+
+
+def test_mirror_rewrites_the_url_prefix(tmp_path: Path, home: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    mirrors = tmp_path / "mirrors"
+    sha = init_repo(mirrors / "foo.git", cmake_library("foo"))
+    stack = stack_for(tmp_path / "s", {"foo": ("https://example.invalid/org/foo.git", sha)})
+    result = cli("fetch", "--manifest", stack, "--vendor", "cpu",
+                 "--mirror", f"https://example.invalid/org/={mirrors}/")
+    assert result.code == 0, result.err
+    assert git(Path(result.out.split()[-1]), "rev-parse", "HEAD") == sha
+
+
+def test_submodules_are_checked_out_at_their_gitlinks_through_mirrors(
+    tmp_path: Path, home: Path, cli  # type: ignore[no-untyped-def]
+) -> None:
+    mirrors = tmp_path / "mirrors"
+    sub_first = init_repo(mirrors / "json.git", {"json.hpp": "// v1\n"})
+    commit(mirrors / "json.git", {"json.hpp": "// v2\n"}, "newer")
+    top = mirrors / "lm.git"
+    init_repo(top, cmake_library("lm"))
+    git(top, "-c", f"url.{mirrors}/.insteadOf=https://example.invalid/org/", "submodule", "add", "-q",
+        "https://example.invalid/org/json.git", "third_party/json")
+    git(top / "third_party" / "json", "checkout", "-q", sub_first)
+    # The gitlink records the submodule commit; the .gitmodules URL is the public one.
+    sha = commit(top, {}, "pin submodule")
+    stack = stack_for(tmp_path / "s", {"lm": ("https://example.invalid/org/lm.git", sha)})
+    result = cli("fetch", "--manifest", stack, "--vendor", "cpu",
+                 "--mirror", f"https://example.invalid/org/={mirrors}/")
+    assert result.code == 0, result.err
+    tree = Path(result.out.split()[-1])
+    assert (tree / "third_party" / "json" / "json.hpp").read_text() == "// v1\n"
+    assert git(tree / "third_party" / "json", "rev-parse", "HEAD") == sub_first
+
+
+def test_tree_changed_underneath_is_refused(tmp_path: Path, home: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    repo = tmp_path / "libfoo"
+    sha = init_repo(repo, cmake_library("foo"))
+    stack = stack_for(tmp_path / "s", {"foo": (str(repo), sha)})
+    tree = Path(cli("fetch", "--manifest", stack, "--vendor", "cpu").out.split()[-1])
+    (tree / "foo.c").write_text("int answer(void) { return 0; }\n")
+    result = cli("fetch", "--manifest", stack, "--vendor", "cpu")
+    assert result.code == 4
+    assert "changed underneath: modified foo.c" in result.err
+    git(tree, "checkout", "-q", "foo.c")
+    commit(tree, {"foo.c": "int answer(void) { return 5; }\n"}, "local commit")
+    result = cli("fetch", "--manifest", stack, "--vendor", "cpu")
+    assert result.code == 4
+    assert f"the pin is {sha}" in result.err
+
+
+def test_build_from_git_pins_then_second_build_is_all_hits(tmp_path: Path, home: Path,
+                                                           cli) -> None:  # type: ignore[no-untyped-def]
+    repo = tmp_path / "libfoo"
+    sha = init_repo(repo, cmake_library("foo"))
+    stack = stack_for(tmp_path / "s", {"foo": (str(repo), sha)})
+    first = cli("build", "--manifest", stack, "--vendor", "cpu")
+    assert first.code == 0, first.err
+    assert "1 built" in first.err
+    second = cli("build", "--manifest", stack, "--vendor", "cpu")
+    assert second.code == 0
+    assert "0 built, 1 from the store" in second.err
+    assert "[foo]" not in second.err  # no step ran
