@@ -1,0 +1,63 @@
+"""Wheel names: one authority for distribution, local version per vendor, and tags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from builder.vendors import get
+from builder.vendors.base import HostFacts, Toolkit, VendorSettings
+from wheels.naming import WheelName, vendor_of_local, wheel_name, with_local
+
+
+def facts(version: str | None) -> HostFacts:
+    tk = Toolkit(root=Path("/t"), compiler=Path("/t/bin/nvcc"), version=version, found=True,
+                 source="test") if version else None
+    return HostFacts(python="py", python_version="3.11", soabi="", pybind11_dir=None, cpu_count=1,
+                     toolkit=tk)
+
+
+@pytest.mark.parametrize(
+    ("vendor", "toolkit", "local"),
+    [("cpu", None, "cpu"), ("nvidia", "13.0", "cu130"), ("nvidia", "12.4", "cu124"),
+     ("moore", "4.1.0", "musa41"), ("thead", "1.5", "ppu15"), ("nvidia", None, "cuda")],
+)
+def test_local_version_per_vendor_comes_from_its_toolkit(vendor: str, toolkit: str | None,
+                                                         local: str) -> None:
+    assert get(vendor).local_version(facts(toolkit), VendorSettings()) == local
+
+
+def test_manifest_local_version_overrides_the_vendors() -> None:
+    settings = VendorSettings(local_version="cu13")
+    assert get("nvidia").local_version(facts("13.0"), settings) == "cu13"
+
+
+def test_filename_normalises_the_distribution_and_keeps_the_local_version() -> None:
+    name = WheelName(distribution="InfiniLM", version="0.1.0+cu130", python_tag="cp311",
+                     abi_tag="cp311", platform_tag="linux_x86_64")
+    assert name.filename == "infinilm-0.1.0+cu130-cp311-cp311-linux_x86_64.whl"
+    assert name.dist_info == "infinilm-0.1.0+cu130.dist-info"
+    dashed = WheelName(distribution="infini-mini", version="1.0", python_tag="cp311",
+                       abi_tag="cp311", platform_tag="linux_x86_64")
+    assert dashed.filename.startswith("infini_mini-1.0-")
+
+
+def test_with_local_validates_and_normalises() -> None:
+    assert with_local("0.1", "CU130") == "0.1+cu130"
+    assert with_local("0.1.0", "") == "0.1.0"
+
+
+def test_wheel_name_uses_this_interpreters_tags() -> None:
+    name = wheel_name("x", "1.0", "cpu")
+    assert name.python_tag.startswith("cp3") and name.abi_tag == name.python_tag
+    assert name.version == "1.0+cpu"
+
+
+@pytest.mark.parametrize(
+    ("version", "vendor"),
+    [("0.1+cpu", "cpu"), ("0.1+cu130", "nvidia"), ("0.1+musa41", "moore"), ("0.1+ppu15", "thead"),
+     ("0.1", None), ("0.1+weird", None)],
+)
+def test_vendor_is_read_back_from_the_local_version(version: str, vendor: str | None) -> None:
+    assert vendor_of_local(version) == vendor
