@@ -1,0 +1,63 @@
+"""``infini-stack audit``: what every ELF in a wheel needs; nothing leaked, nothing missing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from builder.errors import EXIT_AUDIT, UsageError
+
+NAME = "audit"
+HELP = (
+    "audit wheels: each ELF's needs and where they resolve, RUNPATH, libpython, symbols, "
+    "RECORD and platform tag (exit 6 on any violation)"
+)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("wheels", nargs="+", type=Path, metavar="WHEEL", help="wheel files")
+    parser.add_argument(
+        "--vendor", "-V", default=None,
+        help="vendor policy for every wheel: cpu, nvidia, moore or thead (alias ali); default: "
+        "from each wheel's local version (+cpu, +cu130, +musa..., +ppu...), else cpu",
+    )
+    parser.add_argument("--json", action="store_true", help="print the full graph as JSON")
+    parser.add_argument("--jobs", "-j", type=int, default=None,
+                        help="processes for reading big wheels (default: the number of cores)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="do not read or write the audit cache")
+    parser.add_argument("--cache-dir", type=Path, default=None,
+                        help="audit cache (default: $INFINI_STACK_HOME/audit-cache or "
+                        "$XDG_CACHE_HOME/infini-stack/audit-cache)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from builder.layout import default_home
+    from wheels.audit import audit_wheel, default_cache_dir, infer_vendor
+    from wheels.audit_report import render_text, to_json
+    from wheels.policy import load_vendor_policy
+
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    fixed = load_vendor_policy(args.vendor) if args.vendor else None
+    cache_dir = None if args.no_cache else (
+        args.cache_dir or default_cache_dir(default_home(os.environ)))
+    audits = [
+        audit_wheel(path, fixed or load_vendor_policy(infer_vendor(path)),
+                    cache_dir=cache_dir, workers=args.jobs)
+        for path in args.wheels
+    ]
+    if args.json:
+        print(json.dumps(to_json(audits), indent=2))
+    else:
+        print(render_text(audits))
+    failed = [a for a in audits if not a.ok]
+    if failed:
+        if not args.json:
+            print(f"error: {len(failed)} of {len(audits)} wheel(s) failed the audit",
+                  file=sys.stderr)
+        return EXIT_AUDIT
+    return 0

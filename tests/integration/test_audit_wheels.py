@@ -1,0 +1,218 @@
+"""The audit on real wheels built with gcc: each wheel breaks one rule and must fail for it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.wheelmaker import Corpus, corpus, have_gcc
+from wheels.audit import audit_wheel
+from wheels.audit_report import WheelAudit, render_text, to_json
+from wheels.policy import load_vendor_policy
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(not have_gcc(), reason="gcc is not installed"),
+]
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
+    return corpus(tmp_path_factory.mktemp("audit-corpus"))
+
+
+def audit(path: Path, vendor: str = "cpu") -> WheelAudit:
+    return audit_wheel(path, load_vendor_policy(vendor))
+
+
+def codes(result: WheelAudit) -> set[str]:
+    return {f.code for f in result.violations}
+
+
+def test_clean_wheel_passes_and_resolves_its_bundled_library_through_runpath(
+    wheels: Corpus,
+) -> None:
+    result = audit(wheels["clean"])
+    assert result.ok, render_text([result])
+    ext = next(e for e in result.elfs if e.kind == "extension")
+    need = next(n for n in ext.needs if n.soname == "libhelper.so")
+    assert (need.kind, need.where) == ("wheel", "demo/lib/libhelper.so")
+    assert ext.symbols.missing == () and ext.symbols.python == 1
+    assert result.tag == result.auditwheel_tag == "manylinux_2_5_x86_64"
+
+
+def test_runpath_leaking_the_build_directory_is_a_violation(wheels: Corpus) -> None:
+    result = audit(wheels["build_dir_runpath"])
+    leak = [f for f in result.violations if f.code == "runpath"]
+    assert leak and "absolute path" in leak[0].message
+    assert leak[0].member and leak[0].member.startswith("demo/_core")
+
+
+def test_libpython_in_dt_needed_is_a_violation(wheels: Corpus) -> None:
+    result = audit(wheels["libpython_needed"])
+    assert "libpython" in codes(result)
+    ext = next(e for e in result.elfs if e.kind == "extension")
+    assert any(n.kind == "libpython" for n in ext.needs)
+
+
+def test_statically_linked_interpreter_symbols_are_a_violation(wheels: Corpus) -> None:
+    result = audit(wheels["static_python"])
+    (finding,) = [f for f in result.violations if f.code == "static-libpython"]
+    assert "Py_Initialize" in finding.message and "_Py_Something" in finding.message
+
+
+def test_extension_without_its_pyinit_is_a_violation(wheels: Corpus) -> None:
+    result = audit(wheels["no_pyinit"])
+    (finding,) = [f for f in result.violations if f.code == "no-pyinit"]
+    assert "PyInit__wrong" in finding.message
+
+
+def test_missing_library_is_a_violation_naming_elf_and_library(wheels: Corpus) -> None:
+    result = audit(wheels["missing_library"])
+    (finding,) = [f for f in result.violations if f.code == "unresolved"]
+    assert "libhelper.so" in finding.message
+    assert finding.member and finding.member.startswith("demo/_core")
+
+
+def test_symbol_the_bundled_library_lacks_is_a_violation(wheels: Corpus) -> None:
+    result = audit(wheels["undefined_symbol"])
+    (finding,) = [f for f in result.violations if f.code == "undefined-symbol"]
+    assert "helper_old" in finding.message
+
+
+def test_library_from_declared_distribution_passes(wheels: Corpus) -> None:
+    result = audit(wheels["distribution_declared"], "nvidia")
+    assert result.ok, render_text([result])
+    rt = next(e for e in result.elfs if e.member == "demo/lib/libinfinirt.so")
+    need = next(n for n in rt.needs if n.soname == "libcudart.so.13")
+    assert need.kind == "distribution" and "nvidia-cuda-runtime" in (need.where or "")
+
+
+def test_library_from_undeclared_distribution_is_a_violation(wheels: Corpus) -> None:
+    result = audit(wheels["distribution_undeclared"], "nvidia")
+    (finding,) = [f for f in result.violations if f.code == "requires-dist"]
+    assert "nvidia-cuda-runtime" in finding.message and "libcudart.so.13" in finding.message
+
+
+def test_distribution_library_without_a_runpath_to_it_is_a_violation(wheels: Corpus) -> None:
+    result = audit(wheels["distribution_unreached"], "nvidia")
+    (finding,) = [f for f in result.violations if f.code == "unresolved"]
+    assert "nvidia/cu13/lib" in finding.message
+
+
+def test_same_wheel_under_cpu_policy_treats_cudart_as_missing(wheels: Corpus) -> None:
+    result = audit(wheels["distribution_declared"], "cpu")
+    assert "unresolved" in codes(result)
+
+
+def test_driver_library_is_external_for_nvidia_and_its_symbols_not_passed_silently(
+    wheels: Corpus,
+) -> None:
+    result = audit(wheels["driver_external"], "nvidia")
+    assert result.ok, render_text([result])
+    rt = next(e for e in result.elfs if e.member == "demo/lib/libinfinirt.so")
+    need = next(n for n in rt.needs if n.soname == "libcuda.so.1")
+    assert need.kind == "external"
+    assert need.where is not None or rt.symbols.unverified == ("cuInit",)
+
+
+def test_tampered_record_hash_is_a_violation(wheels: Corpus) -> None:
+    result = audit(wheels["tampered_record"])
+    (finding,) = [f for f in result.violations if f.code == "record-hash"]
+    assert finding.member == "demo/lib/libhelper.so"
+
+
+def test_dotdot_member_is_a_violation(wheels: Corpus) -> None:
+    assert "dotdot-name" in codes(audit(wheels["dotdot_member"]))
+
+
+def test_duplicate_member_is_a_violation(wheels: Corpus) -> None:
+    assert "duplicate" in codes(audit(wheels["duplicate_member"]))
+
+
+def test_symlink_member_is_a_violation(wheels: Corpus) -> None:
+    assert "symlink" in codes(audit(wheels["symlink_member"]))
+
+
+def test_tag_claiming_older_glibc_than_symbols_allow_is_a_violation(wheels: Corpus) -> None:
+    result = audit(wheels["overclaimed_tag"])
+    (finding,) = [f for f in result.violations if f.code == "platform-tag"]
+    assert "manylinux_2_17_x86_64" in finding.message and "GLIBC_2.34" in finding.message
+
+
+def test_honest_manylinux_tag_passes(wheels: Corpus) -> None:
+    result = audit(wheels["honest_manylinux"])
+    assert result.ok, render_text([result])
+
+
+def test_truncated_elf_member_is_a_located_finding(wheels: Corpus) -> None:
+    result = audit(wheels["truncated_elf"])
+    (finding,) = [f for f in result.violations if f.code == "bad-elf"]
+    assert finding.member == "demo/lib/libbroken.so" and str(wheels["truncated_elf"]) in \
+        finding.location
+
+
+def test_text_named_like_a_library_is_reported(wheels: Corpus) -> None:
+    result = audit(wheels["garbage_so"])
+    assert any(f.code == "not-elf" and f.member == "demo/lib/libtext.so" for f in result.findings)
+
+
+def test_zip_that_is_not_a_wheel_is_a_violation(wheels: Corpus) -> None:
+    assert "no-dist-info" in codes(audit(wheels["zip_not_wheel"]))
+
+
+def test_cli_exits_6_on_violations_and_prints_violations_first(
+    wheels: Corpus, cli, home: Path  # type: ignore[no-untyped-def]
+) -> None:
+    result = cli("audit", wheels["clean"], wheels["missing_library"])
+    assert result.code == 6
+    text = result.out.split("\n\n")[1]
+    lines = text.splitlines()
+    first_violation = next(i for i, line in enumerate(lines) if "violation:" in line)
+    first_elf = next(i for i, line in enumerate(lines) if "[extension" in line)
+    assert first_violation < first_elf
+
+
+def test_cli_json_has_the_full_graph_and_exit_0_when_clean(
+    wheels: Corpus, cli, home: Path  # type: ignore[no-untyped-def]
+) -> None:
+    result = cli("audit", "--json", wheels["clean"])
+    assert result.code == 0, result.out
+    data = json.loads(result.out)
+    (wheel,) = data["wheels"]
+    needs = {e["member"]: e["needs"] for e in wheel["elfs"]}
+    core = next(v for k, v in needs.items() if k.startswith("demo/_core"))
+    assert {"soname": "libhelper.so", "kind": "wheel", "where": "demo/lib/libhelper.so"} in core
+
+
+def test_vendor_is_inferred_from_local_version(
+    wheels: Corpus, cli, home: Path  # type: ignore[no-untyped-def]
+) -> None:
+    result = cli("audit", "--json", wheels["distribution_declared"])
+    assert json.loads(result.out)["wheels"][0]["vendor"] == "nvidia"
+
+
+def test_warm_cache_gives_the_same_verdict_as_cold(wheels: Corpus, tmp_path: Path) -> None:
+    policy = load_vendor_policy("cpu")
+    cold = audit_wheel(wheels["undefined_symbol"], policy, cache_dir=tmp_path)
+    warm = audit_wheel(wheels["undefined_symbol"], policy, cache_dir=tmp_path)
+    assert warm.stats.cached_batches == warm.stats.batches > 0
+    assert cold.stats.cached_batches == 0
+    assert to_json([warm])["wheels"][0]["violations"] == to_json([cold])["wheels"][0]["violations"]
+
+
+def test_parallel_scan_equals_serial_scan(
+    wheels: Corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import wheels.audit as audit_module
+
+    policy = load_vendor_policy("cpu")
+    serial = audit_wheel(wheels["undefined_symbol"], policy, workers=1)
+    monkeypatch.setattr(audit_module, "SERIAL_BELOW", 0)
+    monkeypatch.setattr(audit_module, "BATCH_BYTES", 1)
+    parallel = audit_wheel(wheels["undefined_symbol"], policy, workers=2)
+    assert parallel.stats.batches > 2
+    assert to_json([parallel])["wheels"][0]["elfs"] == to_json([serial])["wheels"][0]["elfs"]
+    assert [f.line() for f in parallel.findings] == [f.line() for f in serial.findings]

@@ -1,0 +1,135 @@
+"""Archive-level checks (RECORD, names, metadata) and robustness against mangled zips."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.wheelmaker import Breakage, make_wheel
+from wheels.audit import audit_wheel
+from wheels.audit_report import WheelAudit, render_text, to_json
+from wheels.policy import load_vendor_policy
+
+CPU = load_vendor_policy("cpu")
+PURE = {"demo/__init__.py": b"VALUE = 1\n", "demo/data.txt": b"hello\n" * 50}
+
+
+def violations(result: WheelAudit) -> dict[str, list[str | None]]:
+    out: dict[str, list[str | None]] = {}
+    for f in result.violations:
+        out.setdefault(f.code, []).append(f.member)
+    return out
+
+
+def test_consistent_wheel_without_elf_files_passes(tmp_path: Path) -> None:
+    result = audit_wheel(make_wheel(tmp_path, PURE, tag="py3-none-any"), CPU)
+    assert result.ok, render_text([result])
+    assert result.elfs == ()
+
+
+def test_record_hash_mismatch_names_the_member(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path, PURE, breakage=Breakage(tamper_record="demo/data.txt"))
+    assert violations(audit_wheel(wheel, CPU)) == {"record-hash": ["demo/data.txt"]}
+
+
+def test_member_missing_from_record_is_a_violation(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path, PURE, breakage=Breakage(extra_members={"demo/sneaky.py": b""}))
+    assert violations(audit_wheel(wheel, CPU)) == {"record": ["demo/sneaky.py"]}
+
+
+def test_record_size_mismatch_is_a_violation(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path, PURE)
+    rewritten = tmp_path / "out" / wheel.name
+    rewritten.parent.mkdir()
+    with zipfile.ZipFile(wheel) as src, zipfile.ZipFile(rewritten, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename.endswith("RECORD"):
+                data = data.replace(b"demo/data.txt,", b"demo/data.txt,").replace(b",300\n",
+                                                                                  b",301\n")
+            dst.writestr(info, data)
+    assert violations(audit_wheel(rewritten, CPU)) == {"record-size": ["demo/data.txt"]}
+
+
+def test_wheel_without_record_is_a_violation(tmp_path: Path) -> None:
+    target = tmp_path / "demo-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(target, "w") as zf:
+        zf.writestr("demo/__init__.py", b"")
+        zf.writestr("demo-1.0.dist-info/WHEEL", b"Wheel-Version: 1.0\nTag: py3-none-any\n")
+        zf.writestr("demo-1.0.dist-info/METADATA", b"Name: demo\nVersion: 1.0\n")
+    found = violations(audit_wheel(target, CPU))
+    assert found["missing-metadata"] == ["demo-1.0.dist-info/RECORD"]
+
+
+def test_bad_file_name_and_missing_file_are_located_findings(tmp_path: Path) -> None:
+    odd = tmp_path / "not-a-wheel-name.whl"
+    odd.write_bytes(make_wheel(tmp_path / "w", PURE).read_bytes())
+    assert "bad-filename" in violations(audit_wheel(odd, CPU))
+    gone = audit_wheel(tmp_path / "gone.whl", CPU)
+    assert [f.location for f in gone.violations] == [str(tmp_path / "gone.whl")]
+
+
+def test_pure_tag_on_a_wheel_with_an_elf_file_is_a_violation(tmp_path: Path) -> None:
+    lib = next(p for p in (Path("/lib/x86_64-linux-gnu/libpthread.so.0"),
+                           Path("/usr/lib64/libpthread.so.0")) if p.exists())
+    wheel = make_wheel(tmp_path, {**PURE, "demo/libpthread.so.0": lib}, tag="py3-none-any")
+    assert "platform-tag" in violations(audit_wheel(wheel, CPU))
+
+
+def test_json_report_is_serialisable_and_counts_violations(tmp_path: Path) -> None:
+    import json
+
+    wheel = make_wheel(tmp_path, PURE, breakage=Breakage(tamper_record="demo/data.txt"))
+    data = to_json([audit_wheel(wheel, CPU)])
+    assert json.loads(json.dumps(data))["ok"] is False
+    assert [v["code"] for v in data["wheels"][0]["violations"]] == ["record-hash"]
+
+
+# ---------------------------------------------------------------------------------------------
+# mangled zips: any bytes give an audit with located findings, never an exception
+
+
+def seed_wheel() -> bytes:
+    buffer = io.BytesIO()
+    lib = next((p for p in (Path("/lib/x86_64-linux-gnu/libpthread.so.0"),
+                            Path("/usr/lib64/libpthread.so.0")) if p.exists()), None)
+    files = dict(PURE)
+    if lib is not None:
+        files["demo/lib/libpthread.so.0"] = lib.read_bytes()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+        zf.writestr("demo-1.0.dist-info/WHEEL", b"Wheel-Version: 1.0\nTag: py3-none-any\n")
+        zf.writestr("demo-1.0.dist-info/METADATA", b"Name: demo\nVersion: 1.0\n")
+        zf.writestr("demo-1.0.dist-info/RECORD", b"demo/__init__.py,,\n")
+    return buffer.getvalue()
+
+
+SEED = seed_wheel()
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("mangled")
+
+
+@settings(max_examples=120, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, len(SEED) - 1), st.integers(0, 255)), max_size=30),
+       st.integers(1, len(SEED)))
+def test_mangled_zip_gives_an_audit_and_never_an_exception(
+    scratch: Path, flips: list[tuple[int, int]], cut: int
+) -> None:
+    data = bytearray(SEED)
+    for offset, value in flips:
+        data[offset] = value
+    wheel = scratch / "demo-1.0-py3-none-any.whl"
+    wheel.write_bytes(bytes(data[:cut]) if cut < len(SEED) // 2 else bytes(data))
+    result = audit_wheel(wheel, CPU)
+    assert all(f.wheel == str(wheel) for f in result.findings)
+    assert not any(f.code == "internal" for f in result.findings), render_text([result])

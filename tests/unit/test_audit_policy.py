@@ -1,0 +1,151 @@
+"""Vendor policy data and the classification rules of the audit, without a compiler."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from builder.errors import UsageError
+from wheels.audit import _extension_module, _runpath_dir, infer_vendor
+from wheels.elf import ElfInfo, read_elf_file
+from wheels.policy import (
+    VENDORS,
+    TagVerdict,
+    load_vendor_policy,
+    manylinux_policies,
+    vendor_from_local_version,
+)
+
+
+def test_vendors_json_has_exactly_the_four_vendors_in_the_agreed_format() -> None:
+    raw = json.loads(resources.files("wheels").joinpath("policy/vendors.json").read_text())
+    assert sorted(raw) == sorted(VENDORS)
+    for vendor, entry in raw.items():
+        assert set(entry) == {"external", "distributions"}, vendor
+        assert all(isinstance(p, str) for p in entry["external"])
+        for soname, lib in entry["distributions"].items():
+            assert set(lib) == {"distribution", "dir"}, soname
+
+
+def test_nvidia_cuda13_libraries_live_where_their_wheels_install_them() -> None:
+    nvidia = load_vendor_policy("nvidia")
+    assert nvidia.distributions["libcudart.so.13"].distribution == "nvidia-cuda-runtime"
+    assert nvidia.distributions["libcudart.so.13"].dir == "nvidia/cu13/lib"
+    assert nvidia.distributions["libcublasLt.so.13"].distribution == "nvidia-cublas"
+    assert nvidia.distributions["libnccl.so.2"].dir == "nvidia/nccl/lib"
+    assert nvidia.is_external("libcuda.so.1") and not nvidia.is_external("libcudart.so.13")
+
+
+def test_alias_ali_loads_the_thead_policy_and_unknown_vendor_is_a_usage_error() -> None:
+    assert load_vendor_policy("ali").name == "thead"
+    with pytest.raises(UsageError):
+        load_vendor_policy("nvidai")
+
+
+def test_external_patterns_are_globs() -> None:
+    moore = load_vendor_policy("moore")
+    assert moore.is_external("libmusa.so.4") and moore.outside_wheel("libmusart.so.4.2")
+    assert not moore.is_external("libmusa_extra.so")
+
+
+@pytest.mark.parametrize(
+    ("local", "vendor"),
+    [("cpu", "cpu"), ("cu130", "nvidia"), ("cuda", "nvidia"), ("musa43", "moore"),
+     ("ppu12", "thead"), (None, "cpu"), ("weird", "cpu")],
+)
+def test_vendor_follows_the_local_version(local: str | None, vendor: str) -> None:
+    assert vendor_from_local_version(local) == vendor
+
+
+def test_vendor_is_inferred_from_the_wheel_file_name() -> None:
+    assert infer_vendor(Path("x-1.0+cu130-cp311-cp311-linux_x86_64.whl")) == "nvidia"
+    assert infer_vendor(Path("x-1.0-cp311-cp311-linux_x86_64.whl")) == "cpu"
+    assert infer_vendor(Path("not a wheel.zip")) == "cpu"
+
+
+@pytest.mark.parametrize(
+    ("entry", "origin", "expected"),
+    [
+        ("$ORIGIN", "pkg", ("pkg", None)),
+        ("${ORIGIN}/lib", "pkg", ("pkg/lib", None)),
+        ("$ORIGIN/../../nvidia/cu13/lib", "pkg/lib", ("nvidia/cu13/lib", None)),
+        ("$ORIGIN/..", "pkg", ("", None)),
+    ],
+)
+def test_origin_relative_runpath_resolves_inside_site_packages(
+    entry: str, origin: str, expected: tuple[str | None, str | None]
+) -> None:
+    assert _runpath_dir(entry, origin) == expected
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ("/home/me/build/lib", "absolute path"),
+        ("$ORIGIN/../../..", "out of site-packages"),
+        ("", "current directory"),
+        ("lib", "relative to the current directory"),
+        ("$LIB/x", "token"),
+    ],
+)
+def test_runpath_entries_outside_the_installed_tree_are_problems(entry: str, problem: str) -> None:
+    where, message = _runpath_dir(entry, "pkg")
+    assert where is None and message is not None and problem in message
+
+
+@pytest.mark.parametrize(
+    ("install", "module"),
+    [
+        ("pkg/_core.cpython-311-x86_64-linux-gnu.so", "_core"),
+        ("pkg/_core.abi3.so", "_core"),
+        ("pkg/fast.so", "fast"),
+        ("pkg/libfast.so", None),
+        ("other/fast.so", None),
+        ("pkg/lib/libx.so.1", None),
+        (None, None),
+    ],
+)
+def test_extension_modules_are_recognised_by_name_and_package(
+    install: str | None, module: str | None
+) -> None:
+    installed = {"pkg/__init__.py": "pkg/__init__.py"}
+    assert _extension_module(install, installed) == module
+
+
+def verdict(tag: str) -> TagVerdict:
+    policies = manylinux_policies("glibc", "x86_64")
+    priorities = {n: p.priority for p in policies for n in (p.name, *p.aliases)}
+    return TagVerdict(tag, "glibc", "x86_64", priorities, (), ())
+
+
+def test_declared_tag_may_claim_less_but_not_more_than_the_verdict() -> None:
+    v = verdict("manylinux_2_28_x86_64")
+    assert v.allows("manylinux_2_34_x86_64") and v.allows("linux_x86_64")
+    assert v.allows("manylinux_2_28_x86_64")
+    assert v.allows("manylinux2014_x86_64") is False
+    assert v.allows("manylinux_2_28_aarch64") is None
+
+
+def fake_elf(**changes: object) -> ElfInfo:
+    base = read_elf_file(next(Path(d) / "libc.so.6" for d in ("/lib/x86_64-linux-gnu", "/lib64",
+                                                              "/usr/lib64", "/usr/lib")
+                              if (Path(d) / "libc.so.6").exists()))
+    values = {**base.__dict__, **changes}
+    return ElfInfo(**values)  # type: ignore[arg-type]
+
+
+def test_versioned_reference_binds_to_an_unversioned_definition_in_a_versioned_library() -> None:
+    lib = fake_elf(exports=frozenset({"f"}), exports_versioned=frozenset({"g@V2"}),
+                   exports_unversioned=frozenset({"f"}), has_versym=True)
+    assert lib.defines("f", "V1")  # ld.so accepts a base definition for a versioned need
+    assert lib.defines("g", "V2") and not lib.defines("g", "V3")
+    assert not lib.defines("h", "")
+
+
+def test_library_without_version_table_binds_any_version_by_name() -> None:
+    lib = fake_elf(exports=frozenset({"f"}), exports_versioned=frozenset(),
+                   exports_unversioned=None, has_versym=False)
+    assert lib.defines("f", "ANY_1.0")

@@ -1,0 +1,277 @@
+"""Build small real wheels for the audit tests: C sources compiled with the host's gcc.
+
+``Compiler`` turns C text into shared objects (SONAME, RUNPATH and links as asked);
+``make_wheel`` zips files into a wheel with WHEEL, METADATA and a correct RECORD, and lets a test
+break exactly one thing (a tampered RECORD, a ``..`` member, a duplicate, a symlink).
+``corpus`` builds the whole set of wheels the integration tests share, each named for what it
+demonstrates.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import shutil
+import subprocess
+import sys
+import zipfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
+EXT = f".{sys.implementation.cache_tag}-x86_64-linux-gnu.so"
+LINUX = f"{TAG}-{TAG}-linux_x86_64"
+
+
+def have_gcc() -> bool:
+    return shutil.which("gcc") is not None
+
+
+@dataclass
+class Compiler:
+    """Compiles C sources into ``root`` with gcc; each output is named for its role."""
+
+    root: Path
+    count: int = 0
+
+    def shared(
+        self,
+        name: str,
+        source: str,
+        *,
+        soname: str | None = None,
+        links: Sequence[Path] = (),
+        runpath: str | None = None,
+        flags: Sequence[str] = (),
+    ) -> Path:
+        """A shared object ``name``; ``links`` are other outputs it is linked against."""
+        self.count += 1
+        work = self.root / f"obj{self.count}"
+        work.mkdir(parents=True, exist_ok=True)
+        src = work / "src.c"
+        src.write_text(source, encoding="utf-8")
+        out = work / name
+        argv = ["gcc", "-shared", "-fPIC", "-O1", "-o", str(out), str(src)]
+        if soname:
+            argv.append(f"-Wl,-soname,{soname}")
+        if runpath is not None:
+            argv += ["-Wl,--enable-new-dtags", f"-Wl,-rpath,{runpath}"]
+        argv += ["-Wl,--no-as-needed", *(str(p) for p in links)]
+        argv += list(flags)
+        subprocess.run(argv, check=True, capture_output=True, text=True)
+        return out
+
+
+@dataclass(frozen=True)
+class Breakage:
+    """One thing to get wrong in the archive itself."""
+
+    tamper_record: str | None = None  # a member whose RECORD hash is altered
+    dotdot: bool = False
+    duplicate: str | None = None  # a member written twice
+    symlink: bool = False
+    extra_members: Mapping[str, bytes] = field(default_factory=dict)  # not listed in RECORD
+
+
+def _digest(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def make_wheel(
+    out_dir: Path,
+    files: Mapping[str, bytes | Path],
+    *,
+    name: str = "demo",
+    version: str = "1.0+cpu",
+    tag: str = LINUX,
+    requires: Sequence[str] = (),
+    breakage: Breakage = Breakage(),
+) -> Path:
+    """Write ``{name}-{version}-{tag}.whl`` holding ``files`` plus its .dist-info."""
+    dist_info = f"{name}-{version}.dist-info"
+    contents = {k: (v.read_bytes() if isinstance(v, Path) else v) for k, v in files.items()}
+    contents[f"{dist_info}/WHEEL"] = (
+        f"Wheel-Version: 1.0\nGenerator: wheelmaker\nRoot-Is-Purelib: false\nTag: {tag}\n"
+    ).encode()
+    meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    meta += [f"Requires-Dist: {r}" for r in requires]
+    contents[f"{dist_info}/METADATA"] = ("\n".join(meta) + "\n").encode()
+    record = [f"{p},{_digest(d)},{len(d)}" for p, d in contents.items()]
+    if breakage.tamper_record:
+        record = [
+            (line.replace("sha256=", "sha256=AAAA", 1)
+             if line.startswith(breakage.tamper_record + ",") else line)
+            for line in record
+        ]
+    record.append(f"{dist_info}/RECORD,,")
+    contents[f"{dist_info}/RECORD"] = ("\n".join(record) + "\n").encode()
+    target = out_dir / f"{name}-{version}-{tag}.whl"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path, data in contents.items():
+            info = zipfile.ZipInfo(path, date_time=(2020, 1, 1, 0, 0, 0))
+            info.external_attr = (0o100755 if data[:4] == b"\x7fELF" else 0o100644) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, data)
+        _break(zf, contents, breakage)
+    return target
+
+
+def _break(zf: zipfile.ZipFile, contents: Mapping[str, bytes], breakage: Breakage) -> None:
+    if breakage.dotdot:
+        zf.writestr("../escape.txt", b"outside\n")
+    if breakage.duplicate:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # zipfile warns about duplicates
+            zf.writestr(breakage.duplicate, contents[breakage.duplicate] + b"\n# again\n")
+    if breakage.symlink:
+        info = zipfile.ZipInfo("demo/link.so")
+        info.create_system = 3
+        info.external_attr = 0o120777 << 16
+        zf.writestr(info, b"/etc/passwd")
+    for path, data in breakage.extra_members.items():
+        zf.writestr(path, data)
+
+
+# ---------------------------------------------------------------------------------------------
+# C sources
+
+HELPER = "int helper(void) { return 41; }\nint helper_old(void) { return 1; }\n"
+HELPER_V2 = "int helper(void) { return 42; }\n"
+EXTENSION = """
+extern int helper(void);
+extern void *PyLong_FromLong(long);
+void *PyInit_{mod}(void) {{ return PyLong_FromLong(helper()); }}
+"""
+EXTENSION_OLD_API = """
+extern int helper_old(void);
+extern void *PyLong_FromLong(long);
+void *PyInit_{mod}(void) {{ return PyLong_FromLong(helper_old()); }}
+"""
+LONELY_EXTENSION = """
+extern void *PyLong_FromLong(long);
+void *PyInit_{mod}(void) {{ return PyLong_FromLong(7); }}
+"""
+STATIC_PYTHON = """
+extern void *PyLong_FromLong(long);
+int _Py_Something = 1;
+void Py_Initialize(void) {{ }}
+void *PyInit_{mod}(void) {{ Py_Initialize(); return PyLong_FromLong(_Py_Something); }}
+"""
+WRONG_INIT = """
+extern void *PyLong_FromLong(long);
+void *PyInit_somebody_else(void) { return PyLong_FromLong(1); }
+"""
+CUDART = "int cudaGetDeviceCount(int *n) { *n = 0; return 0; }\n"
+USES_CUDART = """
+extern int cudaGetDeviceCount(int *);
+int infinirt_devices(void) { int n = 0; cudaGetDeviceCount(&n); return n; }
+"""
+NEW_GLIBC = """
+#include <pthread.h>
+static void *run(void *arg) { return arg; }
+int spawn(void) { pthread_t t; return pthread_create(&t, 0, run, 0); }
+"""
+FAKE_LIBPYTHON = "int Py_IsInitialized(void) { return 1; }\n"
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Every test wheel, by what it shows; ``build`` holds the objects they were made from."""
+
+    wheels: Mapping[str, Path]
+    build: Path
+
+    def __getitem__(self, key: str) -> Path:
+        return self.wheels[key]
+
+
+def corpus(root: Path) -> Corpus:
+    """Compile and zip the shared set of wheels (about 15 gcc runs)."""
+    cc = Compiler(root / "build")
+    out = root / "wheels"
+    helper = cc.shared("libhelper.so", HELPER, soname="libhelper.so")
+    ext = cc.shared(f"_core{EXT}", EXTENSION.format(mod="_core"), links=[helper],
+                    runpath="$ORIGIN/lib")
+    base = {"demo/__init__.py": b"", f"demo/_core{EXT}": ext, "demo/lib/libhelper.so": helper}
+    w: dict[str, Path] = {}
+    w["clean"] = make_wheel(out / "clean", base)
+    leaky = cc.shared(f"_core{EXT}", EXTENSION.format(mod="_core"), links=[helper],
+                      runpath=f"$ORIGIN/lib:{helper.parent}")
+    w["build_dir_runpath"] = make_wheel(out / "leak", {**base, f"demo/_core{EXT}": leaky})
+    fake_py = cc.shared("libpython3.11.so.1.0", FAKE_LIBPYTHON, soname="libpython3.11.so.1.0")
+    linked = cc.shared(f"_core{EXT}", EXTENSION.format(mod="_core"), links=[helper, fake_py],
+                       runpath="$ORIGIN/lib")
+    w["libpython_needed"] = make_wheel(out / "libpython", {**base, f"demo/_core{EXT}": linked})
+    static = cc.shared(f"_static{EXT}", STATIC_PYTHON.format(mod="_static"))
+    w["static_python"] = make_wheel(out / "static", {"demo/__init__.py": b"",
+                                                      f"demo/_static{EXT}": static})
+    wrong = cc.shared(f"_wrong{EXT}", WRONG_INIT)
+    w["no_pyinit"] = make_wheel(out / "noinit", {"demo/__init__.py": b"",
+                                                  f"demo/_wrong{EXT}": wrong})
+    w["missing_library"] = make_wheel(out / "missing", {"demo/__init__.py": b"",
+                                                        f"demo/_core{EXT}": ext})
+    old = cc.shared(f"_core{EXT}", EXTENSION_OLD_API.format(mod="_core"), links=[helper],
+                    runpath="$ORIGIN/lib")
+    helper2 = cc.shared("libhelper.so", HELPER_V2, soname="libhelper.so")
+    w["undefined_symbol"] = make_wheel(out / "undef", {**base, f"demo/_core{EXT}": old,
+                                                       "demo/lib/libhelper.so": helper2})
+    _distribution_wheels(cc, out, w)
+    _archive_wheels(out, base, w)
+    _tag_and_garbage_wheels(cc, out, base, w)
+    return Corpus(w, cc.root)
+
+
+def _distribution_wheels(cc: Compiler, out: Path, w: dict[str, Path]) -> None:
+    cudart = cc.shared("libcudart.so.13", CUDART, soname="libcudart.so.13")
+    rt = cc.shared("libinfinirt.so", USES_CUDART, soname="libinfinirt.so", links=[cudart],
+                   runpath="$ORIGIN/../../nvidia/cu13/lib")
+    ext = cc.shared(f"_rt{EXT}", LONELY_EXTENSION.format(mod="_rt"), links=[rt],
+                    runpath="$ORIGIN/lib")
+    files = {"demo/__init__.py": b"", f"demo/_rt{EXT}": ext, "demo/lib/libinfinirt.so": rt}
+    w["distribution_declared"] = make_wheel(
+        out / "dist-ok", files, version="1.0+cu130", requires=["nvidia-cuda-runtime>=13"])
+    w["distribution_undeclared"] = make_wheel(out / "dist-missing", files, version="1.0+cu130")
+    unreached = cc.shared("libinfinirt.so", USES_CUDART, soname="libinfinirt.so",
+                          links=[cudart], runpath="$ORIGIN")
+    w["distribution_unreached"] = make_wheel(
+        out / "dist-unreached", {**files, "demo/lib/libinfinirt.so": unreached},
+        version="1.0+cu130", requires=["nvidia-cuda-runtime"])
+    driver = cc.shared("libcuda.so.1", "int cuInit(unsigned f) { return (int)f; }\n",
+                       soname="libcuda.so.1")
+    uses_driver = cc.shared("libinfinirt.so", "extern int cuInit(unsigned);\n"
+                            "int rt_init(void) { return cuInit(0); }\n",
+                            soname="libinfinirt.so", links=[driver])
+    w["driver_external"] = make_wheel(
+        out / "driver", {**files, "demo/lib/libinfinirt.so": uses_driver}, version="1.0+cu130")
+
+
+def _archive_wheels(out: Path, base: Mapping[str, bytes | Path], w: dict[str, Path]) -> None:
+    w["tampered_record"] = make_wheel(out / "tampered", base,
+                                      breakage=Breakage(tamper_record="demo/lib/libhelper.so"))
+    w["dotdot_member"] = make_wheel(out / "dotdot", base, breakage=Breakage(dotdot=True))
+    w["duplicate_member"] = make_wheel(out / "dup", base,
+                                       breakage=Breakage(duplicate="demo/__init__.py"))
+    w["symlink_member"] = make_wheel(out / "symlink", base, breakage=Breakage(symlink=True))
+
+
+def _tag_and_garbage_wheels(
+    cc: Compiler, out: Path, base: Mapping[str, bytes | Path], w: dict[str, Path]
+) -> None:
+    new = cc.shared("libspawn.so", NEW_GLIBC, soname="libspawn.so", flags=["-pthread"])
+    w["overclaimed_tag"] = make_wheel(
+        out / "overclaim", {**base, "demo/lib/libspawn.so": new},
+        tag=f"{TAG}-{TAG}-manylinux_2_17_x86_64")
+    w["honest_manylinux"] = make_wheel(
+        out / "honest", base, tag=f"{TAG}-{TAG}-manylinux_2_17_x86_64")
+    whole = Path(str(base["demo/lib/libhelper.so"])).read_bytes()
+    w["truncated_elf"] = make_wheel(out / "trunc", {**base, "demo/lib/libbroken.so": whole[:200]})
+    w["garbage_so"] = make_wheel(out / "garbage", {**base, "demo/lib/libtext.so": b"INPUT(x)\n"})
+    not_wheel = out / "notwheel" / "demo-1.0-py3-none-any.whl"
+    not_wheel.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(not_wheel, "w") as zf:
+        zf.writestr("readme.txt", b"just a zip\n")
+    w["zip_not_wheel"] = not_wheel

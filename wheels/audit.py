@@ -1,0 +1,1147 @@
+"""The complete wheel audit: every ELF in a wheel, what it needs, where each need resolves.
+
+One pass over the archive: each member is read raw from the zip, inflated once in bounded
+steps while its RECORD hash is computed, and ELF members are decoded from the inflated parts in
+memory (:mod:`wheels.elf`). Big wheels are spread over processes, largest members first.
+
+Checks, per ELF: identity; each DT_NEEDED resolved through RUNPATH into the wheel, into another
+distribution (which must be a Requires-Dist), to a manylinux system library or to a library the
+vendor expects on the machine; libpython absent (not needed, not linked in statically); the
+extension's ``PyInit_<name>``; every undefined symbol bound by the libraries it loads. Per wheel:
+archive hygiene, RECORD, and the platform tag against auditwheel's rules (:mod:`wheels.policy`).
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import json
+import multiprocessing
+import multiprocessing.context
+import os
+import pickle
+import posixpath
+import re
+import site
+import stat
+import sysconfig
+import tempfile
+import threading
+import time
+import warnings
+import zipfile
+import zlib
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from email.parser import Parser
+from pathlib import Path
+
+from packaging.markers import Marker
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import (
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_wheel_filename,
+)
+from packaging.version import InvalidVersion, Version
+
+from wheels.audit_report import (
+    AuditStats,
+    ElfKind,
+    ElfReport,
+    Finding,
+    Need,
+    Severity,
+    SymbolCheck,
+    WheelAudit,
+    shorten,
+)
+from wheels.elf import (
+    ELF_MAGIC,
+    Chunks,
+    ElfError,
+    ElfInfo,
+    HostLibraries,
+    from_record,
+    looks_like_elf,
+    read_elf,
+    to_record,
+)
+from wheels.policy import (
+    LIBPYTHON_RE,
+    TagVerdict,
+    VendorPolicy,
+    host_library_dirs,
+    manylinux_policies,
+    platform_verdict,
+    vendor_from_local_version,
+)
+
+__all__ = ["WheelAudit", "audit_wheel", "default_cache_dir", "infer_vendor"]
+
+CACHE_VERSION = "infini-stack-audit-1"
+MAX_MEMBER = 4 << 30  # larger members are reported, not inflated
+INFLATE_STEP = 32 << 10  # compressed bytes per inflate call: bounded output, no giant join
+ONE_SHOT_BELOW = 1 << 20  # members this small are inflated in one call
+BATCH_BYTES = 8 << 20
+BATCH_MEMBERS = 1024
+SERIAL_BELOW = 16 << 20  # wheels smaller than this are read on the calling thread
+HASHES = ("sha256", "sha384", "sha512")
+LISTED_SYMBOLS = 200
+
+_PY_SYMBOL = re.compile(r"^_?Py")
+_PY_API_DEFINED = re.compile(r"^_?Py(_|[A-Z][A-Za-z0-9]*_)")
+_EXTENSION = re.compile(r"^(?P<mod>[A-Za-z_]\w*)\.(cpython-[^./]+|abi3|pypy[^./]*)\.so$")
+_BARE_MODULE = re.compile(r"^(?P<mod>[A-Za-z_]\w*)\.so$")
+_ORIGIN = re.compile(r"\$(ORIGIN\b|\{ORIGIN\})")
+_TOKEN = re.compile(r"\$(\{[A-Za-z_]+\}|[A-Za-z_]+)")
+_SITE = "/\0site-packages"
+
+
+def audit_wheel(
+    path: Path,
+    policy: VendorPolicy,
+    *,
+    cache_dir: Path | None = None,
+    workers: int | None = None,
+) -> WheelAudit:
+    """Audit one wheel; never raises for anything the wheel contains or lacks.
+
+    ``cache_dir`` enables the result cache there; ``workers`` defaults to the CPU count.
+    """
+    start = time.perf_counter()
+    findings = _Findings(str(path))
+    try:
+        return _audit(Path(path), policy, cache_dir, workers or os.cpu_count() or 1, findings,
+                      start)
+    except Exception as exc:  # the safety net: a bug here must not become a traceback
+        findings.violation("internal", None, f"the audit stopped early: "
+                           f"{type(exc).__name__}: {exc}")
+        return _empty(Path(path), policy, findings, start)
+
+
+def infer_vendor(path: Path) -> str:
+    """The vendor a wheel was built for, from its local version: ``+cu130`` -> nvidia."""
+    try:
+        _, version, _, _ = parse_wheel_filename(Path(path).name)
+    except (InvalidWheelFilename, InvalidVersion):
+        return "cpu"
+    return vendor_from_local_version(version.local)
+
+
+def default_cache_dir(home: Path) -> Path:
+    return home / "audit-cache"
+
+
+# ---------------------------------------------------------------------------------------------
+# findings
+
+
+class _Findings:
+    def __init__(self, wheel: str) -> None:
+        self.wheel = wheel
+        self.items: list[Finding] = []
+
+    def add(self, severity: Severity, code: str, member: str | None, message: str) -> None:
+        self.items.append(Finding(severity, code, self.wheel, member, message))
+
+    def violation(self, code: str, member: str | None, message: str) -> None:
+        self.add("violation", code, member, message)
+
+    def warning(self, code: str, member: str | None, message: str) -> None:
+        self.add("warning", code, member, message)
+
+
+def _empty(path: Path, policy: VendorPolicy, findings: _Findings, start: float) -> WheelAudit:
+    stats = AuditStats(0, 0, 0, 0, 0, 0, time.perf_counter() - start)
+    return WheelAudit(path, policy.name, None, None, (), None, None, (), (), (),
+                      tuple(findings.items), stats)
+
+
+# ---------------------------------------------------------------------------------------------
+# reading members: raw bytes from the zip, inflated once, hashed, ELF decoded
+
+
+@dataclass(frozen=True)
+class _Task:
+    index: int
+    name: str
+    raw_name: bytes
+    offset: int
+    compress_size: int
+    file_size: int
+    method: int
+    flags: int
+    algo: str
+
+
+@dataclass(frozen=True)
+class MemberScan:
+    """One member after one pass: its size and hash, and its ELF data when it is an ELF file."""
+
+    index: int
+    name: str
+    size: int | None = None
+    digest: str | None = None
+    algo: str = "sha256"
+    elf: ElfInfo | None = None
+    elf_error: str | None = None
+    not_elf_but_named: bool = False
+    read_error: str | None = None
+
+
+class _MemberError(Exception):
+    pass
+
+
+def _pread(fd: int, size: int, offset: int) -> bytes:
+    chunks: list[bytes] = []
+    while size > 0:
+        chunk = os.pread(fd, min(size, 1 << 30), offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size -= len(chunk)
+        offset += len(chunk)
+    return b"".join(chunks) if len(chunks) != 1 else chunks[0]
+
+
+def _read_raw(fd: int, task: _Task) -> bytes:
+    head = _pread(fd, 30, task.offset)
+    if len(head) < 30 or head[:4] != b"PK\x03\x04":
+        raise _MemberError(f"no local file header at offset {task.offset}")
+    name_len = int.from_bytes(head[26:28], "little")
+    extra_len = int.from_bytes(head[28:30], "little")
+    local_name = _pread(fd, name_len, task.offset + 30)
+    if local_name != task.raw_name:
+        raise _MemberError(
+            f"the local header names {local_name.decode('utf-8', 'replace')!r}, the central "
+            "directory another file"
+        )
+    raw = _pread(fd, task.compress_size, task.offset + 30 + name_len + extra_len)
+    if len(raw) != task.compress_size:
+        raise _MemberError(f"truncated: {len(raw)} of {task.compress_size} compressed bytes")
+    return raw
+
+
+def _inflate(task: _Task, raw: bytes, path: Path) -> tuple[list[bytes], str]:
+    """The member's content as parts, and its RECORD-style digest; bounded by the stated size."""
+    if task.flags & 1:
+        raise _MemberError("encrypted member")
+    if task.file_size > MAX_MEMBER:
+        raise _MemberError(f"states {task.file_size} bytes, more than this audit inflates")
+    hasher = hashlib.new(task.algo)
+    if task.method == zipfile.ZIP_STORED:
+        parts = [raw]
+    elif task.method == zipfile.ZIP_DEFLATED:
+        parts = _inflate_deflate(task, raw)
+    else:
+        parts = [_inflate_other(task, path)]
+    total = 0
+    for part in parts:
+        hasher.update(part)
+        total += len(part)
+    if total != task.file_size:
+        raise _MemberError(f"holds {total} bytes, the zip directory says {task.file_size}")
+    return parts, base64.urlsafe_b64encode(hasher.digest()).rstrip(b"=").decode()
+
+
+def _inflate_deflate(task: _Task, raw: bytes) -> list[bytes]:
+    if len(raw) <= ONE_SHOT_BELOW:
+        # Small enough that even a bomb (deflate expands at most 1032:1) stays affordable.
+        try:
+            return [zlib.decompress(raw, -15, max(1, min(task.file_size, len(raw) * 1032)))]
+        except zlib.error as exc:
+            raise _MemberError(f"corrupt deflate data: {exc}") from None
+    inflater = zlib.decompressobj(-15)
+    view = memoryview(raw)
+    parts: list[bytes] = []
+    total = 0
+    try:
+        for start in range(0, len(raw), INFLATE_STEP):
+            part = inflater.decompress(view[start : start + INFLATE_STEP])
+            total += len(part)
+            if total > task.file_size:
+                raise _MemberError(f"inflates past the {task.file_size} bytes it states")
+            if part:
+                parts.append(part)
+        tail = inflater.flush()
+    except zlib.error as exc:
+        raise _MemberError(f"corrupt deflate data: {exc}") from None
+    if tail:
+        parts.append(tail)
+    if not inflater.eof:
+        raise _MemberError("deflate data ends early (truncated member)")
+    return parts
+
+
+def _inflate_other(task: _Task, path: Path) -> bytes:
+    # bzip2 and lzma are legal zip methods that wheels hardly use: let zipfile read them.
+    try:
+        with zipfile.ZipFile(path) as zf:
+            info = zf.infolist()[task.index]
+            with zf.open(info) as member:
+                data = member.read(task.file_size + 1)
+    except (zipfile.BadZipFile, NotImplementedError, OSError, EOFError, ValueError,
+            RuntimeError, IndexError, zlib.error) as exc:
+        raise _MemberError(f"cannot read (compression method {task.method}): {exc}") from None
+    return data
+
+
+def _scan_member(task: _Task, raw: bytes | _MemberError, path: Path) -> MemberScan:
+    if isinstance(raw, _MemberError):
+        return MemberScan(task.index, task.name, algo=task.algo, read_error=str(raw))
+    try:
+        parts, digest = _inflate(task, raw, path)
+    except _MemberError as exc:
+        return MemberScan(task.index, task.name, algo=task.algo, read_error=str(exc))
+    content = Chunks(parts)
+    head = content.head(4)
+    base = MemberScan(task.index, task.name, content.size, digest, task.algo)
+    if not looks_like_elf(task.name, head):
+        return base
+    if head != ELF_MAGIC:
+        return _replace(base, not_elf_but_named=True)
+    try:
+        return _replace(base, elf=read_elf(content))
+    except ElfError as exc:
+        return _replace(base, elf_error=str(exc))
+
+
+def _replace(scan: MemberScan, **changes: object) -> MemberScan:
+    values = {**scan.__dict__, **changes}
+    return MemberScan(**values)
+
+
+# The cache: one JSON file per batch, keyed by the hash of the batch's compressed bytes.
+
+
+@dataclass(frozen=True)
+class _Cache:
+    root: Path
+
+    def key(self, batch: Sequence[_Task], raws: Sequence[bytes]) -> str:
+        h = hashlib.sha256(CACHE_VERSION.encode())
+        for task, raw in zip(batch, raws, strict=True):
+            h.update(f"\0{task.name}\0{task.method}\0{task.file_size}\0{task.algo}\0".encode())
+            h.update(hashlib.sha256(raw).digest())
+        return h.hexdigest()
+
+    def get(self, key: str, batch: Sequence[_Task]) -> list[MemberScan] | None:
+        try:
+            data = json.loads((self.root / key[:2] / f"{key}.json").read_text(encoding="utf-8"))
+            rows = data["members"]
+            if data.get("version") != CACHE_VERSION or len(rows) != len(batch):
+                return None
+            return [_scan_from(task, row) for task, row in zip(batch, rows, strict=True)]
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            return None
+
+    def put(self, key: str, scans: Sequence[MemberScan]) -> None:
+        rows = [_scan_to(s) for s in scans]
+        target = self.root / key[:2] / f"{key}.json"
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump({"version": CACHE_VERSION, "members": rows}, out)
+            Path(tmp).replace(target)
+        except OSError:
+            return  # a cache that cannot be written is a cache miss next time, nothing worse
+
+
+def _scan_to(scan: MemberScan) -> dict[str, object]:
+    return {
+        "size": scan.size, "digest": scan.digest, "elf_error": scan.elf_error,
+        "not_elf_but_named": scan.not_elf_but_named,
+        "elf": to_record(scan.elf) if scan.elf is not None else None,
+    }
+
+
+def _scan_from(task: _Task, row: Mapping[str, object]) -> MemberScan:
+    elf = row["elf"]
+    size, digest, error = row["size"], row["digest"], row["elf_error"]
+    if not isinstance(size, int) or not isinstance(digest, str):
+        raise TypeError("bad cache row")
+    return MemberScan(
+        task.index, task.name, size, digest, task.algo,
+        elf=from_record(elf) if isinstance(elf, dict) else None,
+        elf_error=error if isinstance(error, str) else None,
+        not_elf_but_named=bool(row["not_elf_but_named"]),
+    )
+
+
+def _run_batch(path: Path, batch: Sequence[_Task], cache: _Cache | None) -> tuple[
+    list[MemberScan], bool
+]:
+    with path.open("rb") as fh:
+        raws: list[bytes | _MemberError] = []
+        for task in batch:
+            try:
+                raws.append(_read_raw(fh.fileno(), task))
+            except _MemberError as exc:
+                raws.append(exc)
+    good = [r for r in raws if isinstance(r, bytes)]
+    key = cache.key(batch, good) if cache is not None and len(good) == len(raws) else None
+    if key is not None and cache is not None:
+        hit = cache.get(key, batch)
+        if hit is not None:
+            return hit, True
+    scans = [_scan_member(task, raw, path) for task, raw in zip(batch, raws, strict=True)]
+    if key is not None and cache is not None and not any(s.read_error for s in scans):
+        cache.put(key, scans)
+    return scans, False
+
+
+def _run_batches(
+    path: Path, batches: Sequence[Sequence[_Task]], cache: _Cache | None
+) -> list[tuple[list[MemberScan], bool]]:
+    return [_run_batch(path, b, cache) for b in batches]
+
+
+def _batches(tasks: Sequence[_Task]) -> list[list[_Task]]:
+    """Big members alone, small ones together; largest first so that the long ones start early."""
+    batches: list[list[_Task]] = []
+    current: list[_Task] = []
+    size = 0
+    for task in sorted(tasks, key=lambda t: t.file_size, reverse=True):
+        if task.file_size >= BATCH_BYTES:
+            batches.append([task])
+            continue
+        current.append(task)
+        size += task.file_size
+        if size >= BATCH_BYTES or len(current) >= BATCH_MEMBERS:
+            batches.append(current)
+            current, size = [], 0
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _scan(
+    path: Path, tasks: Sequence[_Task], cache: _Cache | None, workers: int
+) -> tuple[list[MemberScan], int, int]:
+    """Read every member once: here, and in ``workers - 1`` child processes for big wheels.
+
+    Processes rather than threads: inflating one 434 MB member takes thousands of short calls,
+    each of which would wait for the GIL behind threads busy with small members.
+    """
+    batches = _batches(tasks)
+    total = sum(t.file_size for t in tasks)
+    if workers <= 1 or total < SERIAL_BELOW or len(batches) < 2:
+        results = _run_batches(path, batches, cache)
+    else:
+        results = _scan_parallel(path, batches, cache, workers)
+    scans = sorted((s for batch, _ in results for s in batch), key=lambda s: s.index)
+    return scans, sum(hit for _, hit in results), len(batches)
+
+
+def _scan_parallel(
+    path: Path, batches: Sequence[Sequence[_Task]], cache: _Cache | None, workers: int
+) -> list[tuple[list[MemberScan], bool]]:
+    """The largest batch here, the rest queued to children; then take back what they left.
+
+    Keeping the largest member in this process also spares pickling its symbol tables.
+    """
+    first, rest = batches[0], batches[1:]
+    try:
+        with warnings.catch_warnings():
+            # Python 3.12+ warns about fork() in a process with threads; we start none.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pool = ProcessPoolExecutor(max_workers=min(workers - 1, len(rest)),
+                                       mp_context=_mp_context())
+            futures = [pool.submit(_run_batch, path, b, cache) for b in rest]
+    except (OSError, ValueError, RuntimeError):
+        return _run_batches(path, batches, cache)
+    with pool:
+        results = [_run_batch(path, first, cache)]
+        for batch, future in reversed(list(zip(rest, futures, strict=True))):
+            if future.cancel():  # not started yet: the smallest batches come back here
+                results.append(_run_batch(path, batch, cache))
+        for batch, future in zip(rest, futures, strict=True):
+            if future.cancelled():
+                continue
+            try:
+                results.append(future.result())
+            except (BrokenProcessPool, OSError, EOFError, pickle.PickleError):
+                results.append(_run_batch(path, batch, cache))
+    return results
+
+
+def _mp_context() -> multiprocessing.context.BaseContext:
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+# ---------------------------------------------------------------------------------------------
+# the archive: hygiene, dist-info, RECORD
+
+
+@dataclass
+class _Archive:
+    path: Path
+    infos: list[zipfile.ZipInfo]
+    distribution: str | None = None
+    version: Version | None = None
+    file_tags: tuple[str, ...] = ()
+    dist_info: str | None = None
+    data_dir: str | None = None
+    wheel_tags: tuple[str, ...] = ()
+    root_is_purelib: bool = False
+    requires: list[Requirement] = field(default_factory=list)
+    record: dict[str, tuple[str, str]] = field(default_factory=dict)
+    record_order: list[str] = field(default_factory=list)
+
+
+def _open(path: Path, f: _Findings) -> _Archive | None:
+    if not path.exists():
+        f.violation("missing", None, "no such file")
+        return None
+    if not path.is_file():
+        f.violation("not-a-file", None, "not a regular file")
+        return None
+    try:
+        with zipfile.ZipFile(path) as zf:
+            infos = zf.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError,
+            OverflowError, UnicodeDecodeError, NotImplementedError, IndexError, KeyError) as exc:
+        f.violation("not-a-zip", None, f"not a readable zip archive: {exc}")
+        return None
+    return _Archive(path, infos)
+
+
+def _check_names(archive: _Archive, f: _Findings) -> None:
+    counts = Counter(i.filename for i in archive.infos)
+    normal: dict[str, str] = {}
+    for info in archive.infos:
+        name = info.filename
+        parts = name.split("/")
+        if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
+            f.violation("absolute-name", name, "member name is an absolute path")
+        if ".." in parts:
+            f.violation("dotdot-name", name, "member name climbs out of the install root ('..')")
+        if "\\" in name or "\0" in info.orig_filename:
+            f.violation("odd-name", name, "member name holds a backslash or a NUL byte")
+        if counts[name] > 1 and normal.get(name) != "reported":
+            f.violation("duplicate", name, f"member appears {counts[name]} times in the archive")
+            normal[name] = "reported"
+        squashed = posixpath.normpath(name) + ("/" if name.endswith("/") else "")
+        if squashed != name and squashed in counts:
+            f.violation("duplicate", name, f"member names the same file as {squashed!r}")
+        mode = info.external_attr >> 16
+        if stat.S_ISLNK(mode):
+            f.violation("symlink", name, "member is a symbolic link")
+        elif stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFDIR):
+            f.violation("special-file", name, f"member is a special file (mode {oct(mode)})")
+
+
+def _is_member_file(info: zipfile.ZipInfo) -> bool:
+    mode = info.external_attr >> 16
+    return not info.is_dir() and not stat.S_ISLNK(mode)
+
+
+def _read_metadata(archive: _Archive, f: _Findings) -> None:
+    try:
+        name, version, _build, tags = parse_wheel_filename(archive.path.name)
+    except (InvalidWheelFilename, InvalidVersion) as exc:
+        f.violation("bad-filename", None, f"not a wheel file name: {exc}")
+        name, version, tags = None, None, frozenset()
+    archive.distribution, archive.version = name, version
+    archive.file_tags = tuple(sorted({t.platform for t in tags}))
+    tops = sorted({i.filename.split("/", 1)[0] for i in archive.infos if "/" in i.filename})
+    dist_infos = [t for t in tops if t.endswith(".dist-info")]
+    if not dist_infos:
+        f.violation("no-dist-info", None, "no .dist-info directory: this zip is not a wheel")
+        return
+    expected = f"{_escape(name)}-{version}.dist-info" if name and version else None
+    if expected in dist_infos:
+        archive.dist_info = expected
+    else:
+        archive.dist_info = dist_infos[0]
+        if expected:
+            f.violation("dist-info-name", archive.dist_info,
+                        f"the .dist-info directory should be {expected}")
+    if len(dist_infos) > 1:
+        f.violation("dist-info-name", None, "several .dist-info directories: "
+                    + ", ".join(dist_infos))
+    archive.data_dir = archive.dist_info[: -len(".dist-info")] + ".data"
+    with zipfile.ZipFile(archive.path) as zf:
+        _read_wheel_file(archive, _small(zf, f"{archive.dist_info}/WHEEL", f), f)
+        _read_metadata_file(archive, _small(zf, f"{archive.dist_info}/METADATA", f), f)
+        _read_record(archive, _small(zf, f"{archive.dist_info}/RECORD", f), f)
+
+
+def _escape(name: str) -> str:
+    return re.sub(r"[^\w\d.]+", "_", name)
+
+
+def _small(zf: zipfile.ZipFile, member: str, f: _Findings) -> str | None:
+    try:
+        info = zf.getinfo(member)
+    except KeyError:
+        f.violation("missing-metadata", member, "missing")
+        return None
+    if info.file_size > 64 << 20:
+        f.violation("metadata-too-large", member, f"{info.file_size} bytes")
+        return None
+    try:
+        return zf.read(info).decode("utf-8")
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError,
+            zlib.error, RuntimeError) as exc:
+        f.violation("unreadable-metadata", member, f"cannot read: {exc}")
+        return None
+
+
+def _read_wheel_file(archive: _Archive, text: str | None, f: _Findings) -> None:
+    if text is None:
+        return
+    msg = Parser().parsestr(text)
+    member = f"{archive.dist_info}/WHEEL"
+    if not (msg.get("Wheel-Version") or "").startswith("1."):
+        f.violation("wheel-version", member, f"Wheel-Version {msg.get('Wheel-Version')!r}, "
+                    "expected 1.x")
+    archive.root_is_purelib = (msg.get("Root-Is-Purelib") or "").strip().lower() == "true"
+    platforms = []
+    for tag in msg.get_all("Tag") or []:
+        pieces = tag.strip().split("-")
+        if len(pieces) != 3:
+            f.violation("wheel-tag", member, f"malformed Tag {tag!r}")
+            continue
+        platforms.append(pieces[2])
+    archive.wheel_tags = tuple(sorted(set(platforms)))
+    if archive.file_tags and set(archive.wheel_tags) != set(archive.file_tags):
+        f.violation("wheel-tag", member, "Tag lines ({}) disagree with the file name ({})".format(
+            ", ".join(archive.wheel_tags) or "none", ", ".join(archive.file_tags)))
+
+
+def _read_metadata_file(archive: _Archive, text: str | None, f: _Findings) -> None:
+    if text is None:
+        return
+    member = f"{archive.dist_info}/METADATA"
+    msg = Parser().parsestr(text)
+    name = msg.get("Name")
+    if archive.distribution and (not name or canonicalize_name(name) != archive.distribution):
+        f.warning("metadata-name", member, f"Name {name!r} differs from the file name")
+    for value in msg.get_all("Requires-Dist") or []:
+        try:
+            archive.requires.append(Requirement(value))
+        except InvalidRequirement as exc:
+            f.violation("requires-dist", member, f"invalid Requires-Dist {value!r}: {exc}")
+
+
+def _read_record(archive: _Archive, text: str | None, f: _Findings) -> None:
+    if text is None:
+        return
+    member = f"{archive.dist_info}/RECORD"
+    try:
+        rows = list(csv.reader(text.splitlines()))
+    except csv.Error as exc:
+        f.violation("record", member, f"not CSV: {exc}")
+        return
+    for number, row in enumerate(rows, 1):
+        if not row:
+            continue
+        if len(row) != 3:
+            f.violation("record", member, f"row {number} has {len(row)} fields, not 3")
+            continue
+        path, digest, size = row
+        if path in archive.record:
+            f.violation("record", member, f"row {number} lists {path} a second time")
+        archive.record[path] = (digest, size)
+        archive.record_order.append(path)
+
+
+def _record_algo(archive: _Archive, name: str) -> str:
+    algo = archive.record.get(name, ("", ""))[0].partition("=")[0]
+    return algo if algo in HASHES else "sha256"
+
+
+def _check_record(archive: _Archive, scans: Sequence[MemberScan], f: _Findings) -> None:
+    if archive.dist_info is None or not archive.record:
+        return
+    own = f"{archive.dist_info}/RECORD"
+    unsigned = {own, f"{own}.jws", f"{own}.p7s"}
+    present = {i.filename for i in archive.infos if not i.is_dir()}
+    for name in sorted(present - set(archive.record) - unsigned):
+        f.violation("record", name, "not listed in RECORD")
+    for name in sorted(set(archive.record) - present):
+        f.violation("record", name, "listed in RECORD but not in the wheel")
+    for scan in scans:
+        if scan.name in unsigned or scan.name not in archive.record:
+            continue
+        digest, size = archive.record[scan.name]
+        algo, _, value = digest.partition("=")
+        if not digest:
+            f.violation("record", scan.name, "RECORD gives no hash")
+        elif algo not in HASHES:
+            f.violation("record", scan.name, f"RECORD uses hash {algo!r}; sha256 or stronger "
+                        "is required")
+        elif scan.digest is not None and value != scan.digest:
+            f.violation("record-hash", scan.name, f"content does not match its RECORD {algo}")
+        if scan.size is not None and size != str(scan.size):
+            f.violation("record-size", scan.name, f"RECORD says {size or 'no'} bytes, the "
+                        f"member has {scan.size}")
+
+
+# ---------------------------------------------------------------------------------------------
+# the ELF files: resolution, libpython, entry points, symbols
+
+
+@dataclass
+class _Elves:
+    """Everything the per-ELF checks need about the wheel."""
+
+    policy: VendorPolicy
+    elfs: dict[str, ElfInfo]
+    install_of: dict[str, str | None]
+    installed: dict[str, str]
+    requires: Mapping[str, list[Requirement]]
+    whitelist: frozenset[str]
+    host: HostLibraries
+    site_dirs: tuple[Path, ...]
+    arch: str | None
+    needs: dict[str, tuple[Need, ...]] = field(default_factory=dict)
+    extensions: dict[str, str] = field(default_factory=dict)
+
+
+def _install_path(archive: _Archive, name: str) -> str | None:
+    """Where a member lands relative to site-packages; None for scripts, headers and data."""
+    if archive.data_dir and name.startswith(archive.data_dir + "/"):
+        _, category, rest = [*name.split("/", 2), "", ""][:3]
+        return rest if category in ("purelib", "platlib") and rest else None
+    return name
+
+
+def _elf_kind(ctx: _Elves, member: str, info: ElfInfo) -> ElfKind:
+    if member in ctx.extensions:
+        return "extension"
+    return "executable" if info.elf_type == 2 or info.interpreter else "library"
+
+
+def _extension_module(install: str | None, installed: Mapping[str, str]) -> str | None:
+    if install is None:
+        return None
+    directory, base = posixpath.split(install)
+    if m := _EXTENSION.match(base):
+        return m.group("mod")
+    m = _BARE_MODULE.match(base)
+    in_package = not directory or posixpath.join(directory, "__init__.py") in installed
+    if m and in_package and not m.group("mod").startswith("lib"):
+        return m.group("mod")
+    return None
+
+
+def _runpath_dir(entry: str, origin: str | None) -> tuple[str | None, str | None]:
+    """(site-packages-relative dir, problem) for one RUNPATH/RPATH entry."""
+    if entry == "":
+        return None, "an empty entry, which means the current directory"
+    tokens = [t.strip("{}") for t in _TOKEN.findall(entry)]
+    if any(t != "ORIGIN" for t in tokens):
+        return None, f"'{entry}' uses a token this audit cannot evaluate"
+    if tokens:
+        if origin is None:
+            return None, None
+        expanded = posixpath.normpath(_ORIGIN.sub(f"{_SITE}/{origin}".rstrip("/"), entry))
+        if expanded == _SITE:
+            return "", None
+        if expanded.startswith(_SITE + "/"):
+            return expanded[len(_SITE) + 1 :], None
+        return None, f"'{entry}' leads out of site-packages"
+    if entry.startswith("/"):
+        return None, f"'{entry}' is an absolute path outside the wheel (a build or toolkit " \
+                     "directory?)"
+    return None, f"'{entry}' is relative to the current directory"
+
+
+def _search_dirs(ctx: _Elves, member: str, info: ElfInfo, f: _Findings) -> list[str]:
+    install = ctx.install_of.get(member)
+    origin = posixpath.dirname(install) if install is not None else None
+    dirs: list[str] = []
+    active = "runpath" if info.runpath is not None else "rpath"
+    for which in ("runpath", "rpath"):
+        for entry in info.split_path(which):
+            where, problem = _runpath_dir(entry, origin)
+            if problem:
+                f.violation("runpath", member, f"{which.upper()} {problem}")
+            elif where is not None and which == active and where not in dirs:
+                dirs.append(where)
+    return dirs
+
+
+def _requires_covers(ctx: _Elves, distribution: str, arch: str | None) -> bool:
+    env = {"extra": "", "sys_platform": "linux", "platform_system": "Linux", "os_name": "posix"}
+    if arch:
+        env["platform_machine"] = arch
+    for req in ctx.requires.get(canonicalize_name(distribution), []):
+        marker: Marker | None = req.marker
+        try:
+            if marker is None or marker.evaluate(env):
+                return True
+        except Exception:  # packaging raises several types on odd markers; not covered then
+            continue
+    return False
+
+
+def _resolve(ctx: _Elves, member: str, info: ElfInfo, f: _Findings) -> tuple[Need, ...]:
+    dirs = _search_dirs(ctx, member, info, f)
+    return tuple(_resolve_one(ctx, member, info, soname, dirs, f) for soname in info.needed)
+
+
+def _resolve_one(
+    ctx: _Elves, member: str, info: ElfInfo, soname: str, dirs: Sequence[str], f: _Findings
+) -> Need:
+    if LIBPYTHON_RE.match(soname) or soname.startswith("libpython"):
+        f.violation("libpython", member, f"DT_NEEDED {soname}: extensions must take Python's "
+                    "symbols from the running interpreter, not link libpython")
+        return Need(soname, "libpython", None)
+    if "/" in soname:
+        f.violation("needed-path", member, f"DT_NEEDED {soname!r} is a path")
+        return Need(soname, "missing", None)
+    for d in dirs:
+        found = ctx.installed.get(posixpath.join(d, soname) if d else soname)
+        lib = ctx.elfs.get(found) if found else None
+        if found and lib is not None and info.is_compatible(lib):
+            return Need(soname, "wheel", found)
+    supplied = ctx.policy.supplier(soname)
+    if supplied is not None:
+        return _from_distribution(ctx, member, soname, supplied.distribution, supplied.dir, dirs,
+                                  f)
+    if soname in ctx.whitelist or "ld-linux" in soname or soname in ("ld64.so.1", "ld64.so.2"):
+        return Need(soname, "system", _host_path(ctx, soname, info))
+    if ctx.policy.is_external(soname):
+        return Need(soname, "external", _host_path(ctx, soname, info))
+    elsewhere = sorted(m for m in ctx.elfs if posixpath.basename(m) == soname)
+    hint = (f"; the wheel has {', '.join(elsewhere)} but no RUNPATH entry reaches it"
+            if elsewhere else "")
+    f.violation("unresolved", member, f"needs {soname}: not in the wheel, not supplied by a "
+                f"declared distribution, not a manylinux system library and not expected from "
+                f"the {ctx.policy.name} vendor's machine{hint}")
+    return Need(soname, "missing", None)
+
+
+def _from_distribution(
+    ctx: _Elves, member: str, soname: str, dist: str, where: str, dirs: Sequence[str],
+    f: _Findings,
+) -> Need:
+    if where not in dirs:
+        f.violation("unresolved", member, f"needs {soname}, which {dist} installs in {where}, "
+                    "but no RUNPATH entry reaches that directory")
+        return Need(soname, "missing", None)
+    if not _requires_covers(ctx, dist, ctx.arch):
+        f.violation("requires-dist", member, f"needs {soname} from {dist} ({where}), but {dist} "
+                    "is not in Requires-Dist")
+    return Need(soname, "distribution", f"{dist}: {where}/{soname}")
+
+
+def _host_path(ctx: _Elves, soname: str, like: ElfInfo) -> str | None:
+    hit = ctx.host.find(soname, like)
+    return hit[0] if hit else None
+
+
+# Symbols: every undefined, non-weak symbol must be defined by something the ELF loads.
+
+
+@dataclass
+class _Scope:
+    providers: list[ElfInfo]
+    unverifiable: list[str]
+
+
+def _scope(ctx: _Elves, member: str) -> _Scope:
+    """Breadth-first over the libraries ``member`` loads, as the dynamic loader would."""
+    scope = _Scope([], [])
+    seen: set[str] = {f"wheel:{member}"}
+    queue: deque[tuple[str, ElfInfo | None, str]] = deque()
+
+    def push(key: str, info: ElfInfo | None, label: str) -> None:
+        if key not in seen:
+            seen.add(key)
+            queue.append((key, info, label))
+
+    for need in ctx.needs.get(member, ()):
+        key, info = _need_node(ctx, need, ctx.elfs[member])
+        push(key, info, need.soname)
+    while queue:
+        key, info, label = queue.popleft()
+        if info is None:
+            scope.unverifiable.append(label)
+            continue
+        scope.providers.append(info)
+        if key.startswith("wheel:"):
+            for need in ctx.needs.get(key[len("wheel:") :], ()):
+                push(*_need_node(ctx, need, info), need.soname)
+            continue
+        for soname in info.needed:
+            hit = ctx.host.find(soname, info, _host_rpath(key[len("host:") :], info))
+            push(f"host:{hit[0]}" if hit else f"none:{soname}", hit[1] if hit else None, soname)
+    return scope
+
+
+def _need_node(ctx: _Elves, need: Need, like: ElfInfo) -> tuple[str, ElfInfo | None]:
+    if need.kind == "wheel" and need.where:
+        return f"wheel:{need.where}", ctx.elfs[need.where]
+    if need.kind == "distribution":
+        lib = ctx.policy.supplier(need.soname)
+        for site_dir in ctx.site_dirs if lib else ():
+            hit = ctx.host.locate(f"{site_dir}/{lib.dir}/{need.soname}") if lib else None
+            if hit is not None and like.is_compatible(hit[1]):
+                return f"host:{hit[0]}", hit[1]
+        return f"none:{need.soname}", None
+    if need.kind in ("system", "external"):
+        hit = ctx.host.find(need.soname, like)
+        return (f"host:{hit[0]}", hit[1]) if hit else (f"none:{need.soname}", None)
+    return f"none:{need.soname}", None
+
+
+def _host_rpath(path: str, info: ElfInfo) -> list[str]:
+    origin = posixpath.dirname(path)
+    entries = info.split_path("runpath") or info.split_path("rpath")
+    return [posixpath.normpath(_ORIGIN.sub(origin, e)) for e in entries if e.startswith(("/", "$"))]
+
+
+def _check_symbols(ctx: _Elves, member: str, python_ok: bool, f: _Findings) -> SymbolCheck:
+    info = ctx.elfs[member]
+    scope = _scope(ctx, member)
+    bound = python = 0
+    unverified: list[str] = []
+    missing: list[str] = []
+    for name, version in zip(info.undefined, info.undefined_versions, strict=True):
+        if any(p.defines(name, version) for p in scope.providers):
+            bound += 1
+        elif python_ok and _PY_SYMBOL.match(name):
+            python += 1
+        elif scope.unverifiable:
+            unverified.append(f"{name}@{version}" if version else name)
+        else:
+            missing.append(f"{name}@{version}" if version else name)
+    if missing:
+        f.violation("undefined-symbol", member, f"{len(missing)} undefined symbols are defined "
+                    f"by none of the libraries it loads: {shorten(missing)}")
+    if unverified:
+        f.warning("unverified-symbols", member, f"{len(unverified)} undefined symbols could not "
+                  f"be checked ({', '.join(sorted(set(scope.unverifiable)))} not readable on "
+                  f"this host): {shorten(unverified)}")
+    return SymbolCheck(
+        len(info.undefined), bound, python, tuple(unverified[:LISTED_SYMBOLS]),
+        tuple(sorted(set(scope.unverifiable))), tuple(missing[:LISTED_SYMBOLS]),
+    )
+
+
+def _check_python(ctx: _Elves, member: str, info: ElfInfo, f: _Findings) -> None:
+    defined = sorted(s for s in info.exports if _PY_API_DEFINED.match(s)
+                     and not s.startswith("PyInit_"))
+    if defined:
+        f.violation("static-libpython", member, f"defines {len(defined)} Python C-API symbols "
+                    f"({shorten(defined, 4)}): a statically linked interpreter")
+    module = ctx.extensions.get(member)
+    if module and f"PyInit_{module}" not in info.entry_points:
+        f.violation("no-pyinit", member, f"extension module {module!r} does not export "
+                    f"PyInit_{module}")
+
+
+def _python_reach(ctx: _Elves) -> set[str]:
+    """Members loaded into the interpreter: extensions and what they load from the wheel."""
+    reach = set(ctx.extensions)
+    queue = deque(reach)
+    while queue:
+        for need in ctx.needs.get(queue.popleft(), ()):
+            if need.kind == "wheel" and need.where and need.where not in reach:
+                reach.add(need.where)
+                queue.append(need.where)
+    return reach
+
+
+def _check_elfs(ctx: _Elves, archive: _Archive, f: _Findings) -> list[ElfReport]:
+    for member, info in ctx.elfs.items():
+        if ctx.arch and info.arch and info.arch != ctx.arch:
+            f.violation("arch", member, f"built for {info.arch}, the wheel is tagged {ctx.arch}")
+        elif info.arch is None:
+            f.warning("arch", member, info.arch_error or "unknown architecture")
+        if ctx.install_of.get(member) is None:
+            f.warning("outside-site-packages", member, "installs outside site-packages, so "
+                      "its $ORIGIN-relative RUNPATH cannot be checked")
+        if archive.root_is_purelib or "purelib" in member.split("/")[1:2]:
+            f.violation("purelib", member, "shared library in purelib: the wheel must be "
+                        "platlib (Root-Is-Purelib: false)")
+        ctx.needs[member] = _resolve(ctx, member, info, f)
+    reach = _python_reach(ctx)
+    reports = []
+    for member, info in ctx.elfs.items():
+        _check_python(ctx, member, info, f)
+        symbols = _check_symbols(ctx, member, member in reach, f)
+        reports.append(_report(ctx, member, info, symbols))
+    return reports
+
+
+def _report(ctx: _Elves, member: str, info: ElfInfo, symbols: SymbolCheck) -> ElfReport:
+    return ElfReport(
+        member=member, kind=_elf_kind(ctx, member, info), arch=info.arch, soname=info.soname,
+        needed=info.needed, rpath=info.rpath, runpath=info.runpath,
+        version_needs={n.file: n.versions for n in info.version_needs},
+        version_defs=info.version_defs, exports=len(info.exports), needs=ctx.needs[member],
+        symbols=symbols, isa=info.isa_ext,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# the wheel
+
+
+def _site_dirs() -> tuple[Path, ...]:
+    candidates = [*site.getsitepackages(), site.getusersitepackages(),
+                  sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
+    return tuple(dict.fromkeys(Path(c) for c in candidates if Path(c).is_dir()))
+
+
+def _whitelist(arch: str | None) -> frozenset[str]:
+    if arch is None:
+        return frozenset()
+    try:
+        policies = manylinux_policies("glibc", arch)
+    except (ValueError, KeyError):
+        return frozenset()
+    return frozenset().union(*(p.whitelist for p in policies))
+
+
+def _scan_findings(scans: Sequence[MemberScan], f: _Findings) -> None:
+    for scan in scans:
+        if scan.read_error:
+            f.violation("unreadable-member", scan.name, scan.read_error)
+        elif scan.elf_error:
+            f.violation("bad-elf", scan.name, f"starts like an ELF file but cannot be read: "
+                        f"{scan.elf_error}")
+        elif scan.not_elf_but_named:
+            f.warning("not-elf", scan.name, "named like a shared library but is not an ELF file")
+
+
+def _check_tags(archive: _Archive, verdict: TagVerdict, has_elf: bool, f: _Findings) -> None:
+    declared = sorted(set(archive.file_tags) | set(archive.wheel_tags))
+    for tag in declared:
+        if tag == "any":
+            if has_elf:
+                f.violation("platform-tag", None, "tagged 'any' (pure Python) but holds ELF files")
+            continue
+        if not has_elf or verdict.error:
+            continue
+        allowed = verdict.allows(tag)
+        if allowed is False:
+            why = "; ".join(verdict.reasons) or "its ELF files"
+            f.violation("platform-tag", None, f"declares {tag}, but its ELF files allow at most "
+                        f"{verdict.tag}: {why}")
+        elif allowed is None:
+            f.violation("platform-tag", None, f"declares {tag}, which does not fit its ELF files "
+                        f"({verdict.libc or 'unknown libc'}, {verdict.arch or 'unknown arch'})")
+    if has_elf and verdict.error:
+        f.warning("platform-tag", None, f"no platform verdict: {verdict.error}")
+
+
+def _requirements(archive: _Archive) -> dict[str, list[Requirement]]:
+    out: dict[str, list[Requirement]] = {}
+    for req in archive.requires:
+        out.setdefault(canonicalize_name(req.name), []).append(req)
+    return out
+
+
+def _audit(
+    path: Path, policy: VendorPolicy, cache_dir: Path | None, workers: int, f: _Findings,
+    start: float,
+) -> WheelAudit:
+    archive = _open(path, f)
+    if archive is None:
+        return _empty(path, policy, f, start)
+    _check_names(archive, f)
+    _read_metadata(archive, f)
+    tasks = [
+        _Task(i, info.filename, _raw_name(info), info.header_offset, info.compress_size,
+              info.file_size, info.compress_type, info.flag_bits,
+              _record_algo(archive, info.filename))
+        for i, info in enumerate(archive.infos) if _is_member_file(info)
+    ]
+    cache = _Cache(cache_dir) if cache_dir is not None else None
+    scans, hits, batches = _scan(path, tasks, cache, workers)
+    _scan_findings(scans, f)
+    _check_record(archive, scans, f)
+    by_name = {s.name: s for s in scans}
+    elfs = {n: s.elf for n, s in by_name.items() if s.elf is not None}
+    verdicts = _verdicts(archive, by_name, policy)
+    arch = verdicts[0].arch or _first_arch(elfs.values())
+    ctx = _context(archive, policy, elfs, arch)
+    reports = _check_elfs(ctx, archive, f)
+    _check_tags(archive, verdicts[1], bool(elfs), f)
+    stats = AuditStats(
+        members=len(archive.infos), elf_members=len(elfs),
+        compressed_bytes=sum(t.compress_size for t in tasks),
+        uncompressed_bytes=sum(t.file_size for t in tasks), cached_batches=hits,
+        batches=batches, seconds=time.perf_counter() - start,
+    )
+    return WheelAudit(
+        path=path, vendor=policy.name, distribution=archive.distribution,
+        version=str(archive.version) if archive.version else None,
+        declared=tuple(sorted(set(archive.file_tags) | set(archive.wheel_tags))),
+        tag=verdicts[1].tag, auditwheel_tag=verdicts[0].tag, tag_reasons=verdicts[1].reasons,
+        requires=tuple(str(r) for r in archive.requires), elfs=tuple(reports),
+        findings=tuple(_ordered(f.items)), stats=stats,
+    )
+
+
+def _raw_name(info: zipfile.ZipInfo) -> bytes:
+    encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
+    return info.orig_filename.encode(encoding, errors="surrogateescape")
+
+
+def _first_arch(elfs: Iterable[ElfInfo]) -> str | None:
+    return next((e.arch for e in elfs if e.arch), None)
+
+
+def _context(
+    archive: _Archive, policy: VendorPolicy, elfs: dict[str, ElfInfo], arch: str | None
+) -> _Elves:
+    install_of = {i.filename: _install_path(archive, i.filename) for i in archive.infos
+                  if _is_member_file(i)}
+    installed = {p: m for m, p in install_of.items() if p is not None}
+    ctx = _Elves(
+        policy=policy, elfs=elfs, install_of=install_of, installed=installed,
+        requires=_requirements(archive), whitelist=_whitelist(arch),
+        host=HostLibraries(host_library_dirs()), site_dirs=_site_dirs(), arch=arch,
+    )
+    for member in elfs:
+        module = _extension_module(install_of.get(member), installed)
+        if module:
+            ctx.extensions[member] = module
+    return ctx
+
+
+def _verdicts(
+    archive: _Archive, scans: Mapping[str, MemberScan], policy: VendorPolicy
+) -> tuple[TagVerdict, TagVerdict]:
+    """auditwheel's own verdict, and the one with the vendor's outside libraries excluded."""
+    members = {n: s.elf for n, s in scans.items()}
+    order = archive.record_order or list(members)
+    host = HostLibraries(host_library_dirs())
+    plain = platform_verdict(archive.path.name, members, order, host)
+    needed = {n for e in members.values() if e is not None for n in e.needed}
+    if not any(policy.outside_wheel(n) for n in needed):
+        return plain, plain
+    vendor = platform_verdict(archive.path.name, members, order, host, policy.outside_wheel)
+    return plain, vendor
+
+
+def _ordered(items: Iterable[Finding]) -> list[Finding]:
+    return sorted(items, key=lambda i: (i.severity != "violation", i.member or "", i.code))
+
+
+def audit_wheels(
+    paths: Sequence[Path],
+    vendor_for: Callable[[Path], VendorPolicy],
+    *,
+    cache_dir: Path | None = None,
+    workers: int | None = None,
+) -> list[WheelAudit]:
+    """Audit several wheels, one after the other (each one already uses every core)."""
+    return [audit_wheel(p, vendor_for(p), cache_dir=cache_dir, workers=workers) for p in paths]

@@ -1,0 +1,234 @@
+"""What a wheel audit found, and its two renderings: a summary for people, JSON for machines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+Severity = Literal["violation", "warning"]
+NeedKind = Literal["wheel", "distribution", "system", "external", "libpython", "missing"]
+ElfKind = Literal["extension", "library", "executable"]
+
+JSON_VERSION = 1
+_SHOWN = 8
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem, located: the wheel, the member when there is one, and what is wrong."""
+
+    severity: Severity
+    code: str
+    wheel: str
+    member: str | None
+    message: str
+
+    @property
+    def location(self) -> str:
+        return f"{self.wheel}:{self.member}" if self.member else self.wheel
+
+    def line(self) -> str:
+        return f"{self.severity}: {self.location}: {self.message} [{self.code}]"
+
+
+@dataclass(frozen=True)
+class Need:
+    """One DT_NEEDED entry and where it resolves."""
+
+    soname: str
+    kind: NeedKind
+    where: str | None
+
+
+@dataclass(frozen=True)
+class SymbolCheck:
+    """Undefined, non-weak dynamic symbols of one ELF against the libraries it loads."""
+
+    undefined: int
+    bound: int
+    python: int
+    unverified: tuple[str, ...]
+    unverifiable_from: tuple[str, ...]
+    missing: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ElfReport:
+    member: str
+    kind: ElfKind
+    arch: str | None
+    soname: str | None
+    needed: tuple[str, ...]
+    rpath: str | None
+    runpath: str | None
+    version_needs: dict[str, tuple[str, ...]]
+    version_defs: tuple[str, ...]
+    exports: int
+    needs: tuple[Need, ...]
+    symbols: SymbolCheck
+    isa: str | None
+
+
+@dataclass(frozen=True)
+class AuditStats:
+    members: int
+    elf_members: int
+    compressed_bytes: int
+    uncompressed_bytes: int
+    cached_batches: int
+    batches: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class WheelAudit:
+    """The audit of one wheel; ``ok`` is what a release gate looks at."""
+
+    path: Path
+    vendor: str
+    distribution: str | None
+    version: str | None
+    declared: tuple[str, ...]
+    tag: str | None
+    auditwheel_tag: str | None
+    tag_reasons: tuple[str, ...]
+    requires: tuple[str, ...]
+    elfs: tuple[ElfReport, ...]
+    findings: tuple[Finding, ...]
+    stats: AuditStats
+
+    @property
+    def violations(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity == "violation")
+
+    @property
+    def warnings(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity == "warning")
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+# ---------------------------------------------------------------------------------------------
+# text
+
+
+def render_text(audits: list[WheelAudit]) -> str:
+    """Per wheel: verdict and tags, violations first, then each ELF's needs and where they go."""
+    blocks = [_wheel_text(a) for a in audits]
+    if len(audits) > 1:
+        bad = sum(not a.ok for a in audits)
+        blocks.append(f"{len(audits)} wheels audited: {len(audits) - bad} passed, {bad} failed")
+    return "\n\n".join(blocks)
+
+
+def _wheel_text(audit: WheelAudit) -> str:
+    verdict = "PASS" if audit.ok else f"FAIL ({len(audit.violations)} violations)"
+    lines = [
+        f"{audit.path.name}: {verdict}",
+        f"  vendor {audit.vendor}; declared {', '.join(audit.declared) or '(none)'}; "
+        f"ELF contents allow {audit.tag or '(unknown)'} "
+        f"(auditwheel show: {audit.auditwheel_tag or '(no verdict)'})",
+    ]
+    lines += [f"  why not better: {r}" for r in audit.tag_reasons]
+    lines += [f"  {f.line()}" for f in audit.violations]
+    lines += [f"  {f.line()}" for f in audit.warnings]
+    for elf in audit.elfs:
+        lines += _elf_text(elf)
+    s = audit.stats
+    lines.append(
+        f"  {s.members} members, {s.elf_members} ELF, {s.uncompressed_bytes / 1e6:.1f} MB "
+        f"unpacked in {s.seconds:.2f} s ({s.cached_batches}/{s.batches} batches from cache)"
+    )
+    return "\n".join(lines)
+
+
+def _elf_text(elf: ElfReport) -> list[str]:
+    sym = elf.symbols
+    head = f"  {elf.member} [{elf.kind}"
+    head += f", SONAME {elf.soname}" if elf.soname else ""
+    head += f", RUNPATH {elf.runpath}" if elf.runpath is not None else ""
+    head += f", RPATH {elf.rpath}" if elf.rpath is not None else ""
+    head += "]"
+    lines = [head]
+    for need in elf.needs:
+        where = f" -> {need.where}" if need.where else ""
+        lines.append(f"      {need.soname}: {need.kind}{where}")
+    summary = f"      symbols: {sym.undefined} undefined, {sym.bound} bound"
+    summary += f", {sym.python} from the interpreter" if sym.python else ""
+    if sym.unverified:
+        summary += (f", {len(sym.unverified)} unverified (not readable here: "
+                    f"{', '.join(sym.unverifiable_from) or 'unknown'})")
+    summary += f", {len(sym.missing)} MISSING" if sym.missing else ""
+    lines.append(summary)
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON
+
+
+def to_json(audits: list[WheelAudit]) -> dict[str, Any]:
+    """The full graph: every ELF, every need and where it resolved, every finding."""
+    return {
+        "version": JSON_VERSION,
+        "ok": all(a.ok for a in audits),
+        "wheels": [_wheel_json(a) for a in audits],
+    }
+
+
+def _wheel_json(audit: WheelAudit) -> dict[str, Any]:
+    return {
+        "path": str(audit.path),
+        "ok": audit.ok,
+        "vendor": audit.vendor,
+        "distribution": audit.distribution,
+        "version": audit.version,
+        "declared_tags": list(audit.declared),
+        "tag": audit.tag,
+        "auditwheel_tag": audit.auditwheel_tag,
+        "tag_reasons": list(audit.tag_reasons),
+        "requires_dist": list(audit.requires),
+        "violations": [_finding_json(f) for f in audit.violations],
+        "warnings": [_finding_json(f) for f in audit.warnings],
+        "elfs": [_elf_json(e) for e in audit.elfs],
+        "stats": audit.stats.__dict__,
+    }
+
+
+def _finding_json(f: Finding) -> dict[str, Any]:
+    return {"code": f.code, "member": f.member, "message": f.message, "location": f.location}
+
+
+def _elf_json(elf: ElfReport) -> dict[str, Any]:
+    sym = elf.symbols
+    return {
+        "member": elf.member,
+        "kind": elf.kind,
+        "arch": elf.arch,
+        "isa": elf.isa,
+        "soname": elf.soname,
+        "needed": list(elf.needed),
+        "rpath": elf.rpath,
+        "runpath": elf.runpath,
+        "version_needs": {k: list(v) for k, v in elf.version_needs.items()},
+        "version_defs": list(elf.version_defs),
+        "exports": elf.exports,
+        "needs": [{"soname": n.soname, "kind": n.kind, "where": n.where} for n in elf.needs],
+        "symbols": {
+            "undefined": sym.undefined,
+            "bound": sym.bound,
+            "python": sym.python,
+            "unverified": list(sym.unverified),
+            "unverifiable_from": list(sym.unverifiable_from),
+            "missing": list(sym.missing),
+        },
+    }
+
+
+def shorten(names: tuple[str, ...] | list[str], shown: int = _SHOWN) -> str:
+    """``a, b, c and 12 more``: for messages that would otherwise list thousands of symbols."""
+    head = ", ".join(names[:shown])
+    return head + (f" and {len(names) - shown} more" if len(names) > shown else "")
