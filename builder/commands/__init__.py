@@ -22,6 +22,7 @@ class Command(Protocol):
 MODULES: tuple[str, ...] = (
     "validate",
     "plan",
+    "preflight",
     "fetch",
     "build",
     "wheel",

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Protocol
 
 from builder import proc
+from builder.providers.probe import Provider
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +41,9 @@ class HostFacts:
     env: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     # Provider fingerprints (name -> "version@path") recorded by preflight; part of cache keys.
     providers: Mapping[str, str] = field(default_factory=dict)
+    # CMake cache variables preflight found (NCCL_LIB, FETCHCONTENT_SOURCE_DIR_CUTLASS, ...);
+    # vendors pass them on in cmake_defines, so they are part of cache keys too.
+    hints: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,11 +55,21 @@ class VendorSettings:
 
 
 class Vendor(Protocol):
-    name: str
-    aliases: tuple[str, ...]
-    description: str
+    # Read-only: the plugins are frozen dataclasses.
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def aliases(self) -> tuple[str, ...]: ...
+
+    @property
+    def description(self) -> str: ...
 
     def detect_toolkit(self, env: Mapping[str, str]) -> Toolkit | None: ...
+
+    def providers(self) -> tuple[Provider, ...]:
+        """What the host must provide for this vendor (see builder.providers)."""
+        ...
 
     def cmake_defines(self, host: HostFacts, settings: VendorSettings) -> dict[str, str]: ...
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from builder.providers.common import TOOLS
+from builder.providers.cpu import CPU_PROVIDERS
+from builder.providers.probe import Provider
 from builder.vendors.base import HostFacts, Toolkit, VendorSettings
 
 
@@ -17,8 +20,11 @@ class Cpu:
     def detect_toolkit(self, env: Mapping[str, str]) -> Toolkit | None:
         return None
 
+    def providers(self) -> tuple[Provider, ...]:
+        return (*TOOLS, *CPU_PROVIDERS)
+
     def cmake_defines(self, host: HostFacts, settings: VendorSettings) -> dict[str, str]:
-        return {}
+        return dict(host.hints)  # e.g. MPI_HOME, pybind11_DIR as preflight found them
 
     def environment(self, host: HostFacts) -> dict[str, str]:
         return {}

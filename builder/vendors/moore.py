@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from builder import proc
+from builder.providers.common import TOOLS
+from builder.providers.cpu import CPU_PROVIDERS
+from builder.providers.musa import MOORE_PROVIDERS, MUSA_DEFAULTS, MUSA_ENV_VARS, mcc_version
+from builder.providers.probe import Provider
 from builder.vendors.base import HostFacts, Toolkit, VendorSettings, locate_root
 
-MUSA_ENV_VARS = ("MUSA_ROOT", "MUSA_HOME", "MUSA_PATH")
-MUSA_DEFAULTS = ("/usr/local/musa",)
-_MCC_VERSION = re.compile(r"(?:musa|MUSA)[^\n]*?(\d+\.\d+(?:\.\d+)?)")
-
-
-def mcc_version(text: str) -> str | None:
-    match = _MCC_VERSION.search(text)
-    return match.group(1) if match else None
+__all__ = ["MOORE", "MUSA_DEFAULTS", "MUSA_ENV_VARS", "mcc_version"]
 
 
 @dataclass(frozen=True)
@@ -36,9 +32,12 @@ class Moore:
         out = proc.capture([str(mcc), "--version"], check=False, timeout=30)
         return Toolkit(root=root, compiler=mcc, version=mcc_version(out), found=True, source=source)
 
+    def providers(self) -> tuple[Provider, ...]:
+        return (*TOOLS, *CPU_PROVIDERS, *MOORE_PROVIDERS)
+
     def cmake_defines(self, host: HostFacts, settings: VendorSettings) -> dict[str, str]:
         root = host.toolkit.root if host.toolkit else MUSA_DEFAULTS[0]
-        return {"MUSA_ROOT": str(root)}
+        return {"MUSA_ROOT": str(root), **host.hints}
 
     def environment(self, host: HostFacts) -> dict[str, str]:
         root = host.toolkit.root if host.toolkit else MUSA_DEFAULTS[0]

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from builder.providers.common import TOOLS
+from builder.providers.cpu import CPU_PROVIDERS
+from builder.providers.cuda import CUDA_DEFAULTS, CUDA_ENV_VARS, NVIDIA_PROVIDERS
+from builder.providers.probe import Provider
 from builder.vendors.base import HostFacts, Toolkit, VendorSettings, cuda_like_toolkit
 
-# Upstream's order: CMake's CUDAToolkit hints, then the default install, then nvcc on PATH.
-CUDA_ENV_VARS = ("CUDA_HOME", "CUDA_PATH")
-CUDA_DEFAULTS = ("/usr/local/cuda",)
+__all__ = ["CUDA_DEFAULTS", "CUDA_ENV_VARS", "NVIDIA"]
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,9 @@ class Nvidia:
     def detect_toolkit(self, env: Mapping[str, str]) -> Toolkit | None:
         return cuda_like_toolkit(env, CUDA_ENV_VARS, CUDA_DEFAULTS)
 
+    def providers(self) -> tuple[Provider, ...]:
+        return (*TOOLS, *CPU_PROVIDERS, *NVIDIA_PROVIDERS)
+
     def cmake_defines(self, host: HostFacts, settings: VendorSettings) -> dict[str, str]:
         defines: dict[str, str] = {}
         tk = host.toolkit
@@ -30,11 +35,15 @@ class Nvidia:
                 defines["CMAKE_CUDA_COMPILER"] = str(tk.compiler)
         if settings.cuda_architectures:
             defines["CMAKE_CUDA_ARCHITECTURES"] = ";".join(settings.cuda_architectures)
+        # What preflight found wins: the toolkit it chose, NCCL_LIB/NCCL_INC (InfiniCCL's
+        # find_library has no hints), FETCHCONTENT_SOURCE_DIR_CUTLASS, CUDA_cublas_LIBRARY, ...
+        defines.update(host.hints)
         return defines
 
     def environment(self, host: HostFacts) -> dict[str, str]:
-        tk = host.toolkit
-        return {"CUDA_HOME": str(tk.root)} if tk is not None else {}
+        root = host.hints.get("CUDAToolkit_ROOT") or (str(host.toolkit.root) if host.toolkit
+                                                      else None)
+        return {"CUDA_HOME": root} if root else {}
 
     def local_version(self, host: HostFacts, settings: VendorSettings) -> str:
         if settings.local_version:

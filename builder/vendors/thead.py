@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from builder.providers.common import TOOLS
+from builder.providers.cpu import CPU_PROVIDERS
+from builder.providers.ppu import PPU_DEFAULTS, PPU_DERIVED, PPU_ENV_VARS, THEAD_PROVIDERS
+from builder.providers.probe import Provider
 from builder.vendors.base import HostFacts, Toolkit, VendorSettings, cuda_like_toolkit
 
-PPU_ENV_VARS = ("THEAD_CUDA_ROOT", "PPU_CUDA_ROOT")
-PPU_DERIVED = {"PPU_SDK_ROOT": "CUDA_SDK"}
-PPU_DEFAULTS = ("/usr/local/PPU_SDK/CUDA_SDK",)
 DEFAULT_ARCHITECTURES = ("80",)
+__all__ = ["DEFAULT_ARCHITECTURES", "PPU_DEFAULTS", "PPU_DERIVED", "PPU_ENV_VARS", "THEAD"]
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,9 @@ class Thead:
         return cuda_like_toolkit({k: env[k] for k in env if k != "PATH"} | {"PATH": ""},
                                  PPU_ENV_VARS, PPU_DEFAULTS, derived=PPU_DERIVED)
 
+    def providers(self) -> tuple[Provider, ...]:
+        return (*TOOLS, *CPU_PROVIDERS, *THEAD_PROVIDERS)
+
     def cmake_defines(self, host: HostFacts, settings: VendorSettings) -> dict[str, str]:
         root = host.toolkit.root if host.toolkit else PPU_DEFAULTS[0]
         compiler = host.toolkit.compiler if host.toolkit and host.toolkit.compiler else None
@@ -32,6 +37,7 @@ class Thead:
             "CUDAToolkit_ROOT": str(root),
             "CMAKE_CUDA_COMPILER": str(compiler or f"{root}/bin/nvcc"),
             "CMAKE_CUDA_ARCHITECTURES": ";".join(arch),
+            **host.hints,
         }
 
     def environment(self, host: HostFacts) -> dict[str, str]:
