@@ -143,15 +143,19 @@ def _read_vendors(r: Reader) -> dict[str, VendorConfig]:
         configs[name] = VendorConfig(
             name=name,
             settings=settings,
-            providers=_read_providers(r, (*key, "providers")),
+            providers=_read_providers(r, (*key, "providers"), name),
             ci=_read_ci(r, (*key, "ci")),
         )
     return configs
 
 
-def _read_providers(r: Reader, key: Key) -> dict[str, str]:
+def _read_providers(r: Reader, key: Key, vendor: str) -> dict[str, str]:
     out: dict[str, str] = {}
+    known = {p.name for p in vendor_registry.get(vendor).providers()}
     for name in r.mapping(key):
+        if name not in known:
+            r.error((*key, name), unknown_message(f"{vendor} provider", name, known), on_key=True)
+            continue
         spec = r.string((*key, name)) or ""
         try:
             SpecifierSet(spec)

@@ -89,7 +89,7 @@ def load_doc(path: Path, problems: Problems) -> Doc | None:
 
 def parse_doc(text: str, label: str, problems: Problems) -> Doc | None:
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{label}:{mark.line + 1}:{mark.column + 1}" if mark else label
@@ -108,6 +108,12 @@ def parse_doc(text: str, label: str, problems: Problems) -> Doc | None:
         problems.add_plain(f"{label}: invalid YAML value: {exc}")
         return None
     return doc
+
+
+# libyaml's parser when PyYAML was built with it; its nodes carry the same marks.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# One constructor for every scalar: the safe loader's resolvers (ints, bools, floats ...).
+_SCALARS = yaml.SafeLoader("")
 
 
 def _mark(node: yaml.Node) -> Mark:
@@ -136,8 +142,7 @@ def _convert(node: yaml.Node, key: Key, doc: Doc, problems: Problems) -> Any:
 def _scalar(node: yaml.Node) -> Any:
     if not isinstance(node, yaml.ScalarNode):
         return str(node.value)
-    # Construct the scalar with the safe loader's own resolvers (ints, bools, floats ...).
-    return yaml.SafeLoader("").construct_object(node, deep=True)
+    return _SCALARS.construct_object(node, deep=True)
 
 
 @dataclass

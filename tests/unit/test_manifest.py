@@ -205,3 +205,11 @@ def test_copy_of_mini_stack_validates(tmp_path: Path) -> None:
     target = tmp_path / "m"
     shutil.copytree(ROOT / "examples" / "mini-stack", target)
     assert load_stack(target / "stack.yaml").components["minirt"].recipe.test is not None
+
+
+def test_unknown_provider_name_is_located_with_a_suggestion(tmp_path: Path) -> None:
+    path = write_stack(
+        tmp_path, "vendors:\n  cpu:\n    providers:\n      cmak: '>=3.18'\ncomponents:\n"
+        "  a: {path: src}\n", {"a": RECIPE_CPU})
+    (found,) = problems(path)
+    assert ":4:7: unknown cpu provider 'cmak'; did you mean 'cmake'?" in found
