@@ -1,44 +1,185 @@
-"""Execute a Plan: fetch, then build each component into the store, in dependency order.
+"""Execute a Plan: build each component into the store, in dependency order, never half-built.
 
-Components whose dependencies are done build at the same time, sharing one job budget. A store
-hit costs a stat: no cmake, no ninja. A failure stops new work, lets running builds finish, and
-reports every failure with its command, exit status, output tail and log.
+Components whose dependencies are done build at the same time, sharing one job budget that is
+never oversubscribed. A store hit costs a stat: no cmake, no ninja. A failure stops new work,
+lets running builds finish, and reports every failure with its command, exit status, output tail
+and log. Ctrl-C and SIGTERM stop the child processes and say what was interrupted.
+
+Safety against being killed at any moment (SIGKILL included):
+
+- an entry is staged aside and renamed into the store with its record written last (store.py);
+- the entry lock and the build-directory lock are flocks, released by the kernel on death;
+- children run in their own sessions, so a SIGKILLed builder leaves them running: their process
+  groups are written beside the build-directory lock, and the next build stops them first;
+- the configure stamp is removed before configure runs and written (atomically) after it
+  succeeds, so a build directory whose configure never finished is configured from scratch.
 """
 
 from __future__ import annotations
 
-import sys
+import contextlib
+import os
+import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from builder import proc
+from builder import __version__, proc
 from builder.errors import BuildError, CommandFailed, StackError
 from builder.layout import Layout
 from builder.plan import ComponentPlan, Plan, Step, hash_inputs, source_label
-from builder.report import ComponentResult, RunReport
-from builder.store import Store, file_lock
+from builder.report import ComponentResult, Progress, RunReport
+from builder.store import Store, file_lock, lock_path
 
-__all__ = ["Builder", "Progress", "Store", "execute"]
+__all__ = ["Builder", "Interrupted", "Progress", "Store", "execute", "interrupts"]
 
 STAMP = ".infini-stack-configured"
+LANGUAGES = ("C", "CXX", "CUDA")
 
 
-@dataclass
-class Progress:
-    """Plain progress lines (CI fold groups under GitHub Actions)."""
+class Interrupted(BuildError):
+    """Ctrl-C or SIGTERM: running builds were stopped; exits 128 + the signal number."""
 
-    stream: IO[str] = field(default_factory=lambda: sys.stderr)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    def __init__(self, signum: int, running: Mapping[str, str] | None = None) -> None:
+        self.signum = signum
+        self.running = dict(running or {})
+        name = signal.Signals(signum).name
+        what = ", ".join(f"{c} ({s})" for c, s in self.running.items()) or "no component"
+        super().__init__(
+            f"interrupted by {name} while building {what}; their processes were stopped",
+            hint="nothing partial was left in the store: the next build starts cleanly",
+        )
+        self.exit_code = 128 + signum
 
-    def say(self, component: str, text: str) -> None:
-        with self.lock:
-            print(f"[{component}] {text}", file=self.stream, flush=True)
 
+class _Cancelled(Exception):
+    """A worker noticed the run was interrupted; not an error of its component."""
+
+
+@contextlib.contextmanager
+def interrupts() -> Iterator[None]:
+    """Turn SIGTERM into an exception in the main thread, as Ctrl-C already is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_term(signum: int, frame: object) -> None:
+        raise Interrupted(signum)
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+# --- children that outlive a SIGKILLed builder ------------------------------------------------
+
+def _start_time(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (to tell a reused pid apart), None if it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text.rsplit(")", 1)[1].split()[19]
+
+
+class TrackedChildren(proc.Children):
+    """One component's children, also listed in a file so that a later build can stop them.
+
+    Children run in their own sessions (so a terminal's Ctrl-C reaches only this process, which
+    stops them in order); the price is that they survive a SIGKILL of the builder. The file names
+    each child's process group and start time.
+    """
+
+    def __init__(self, shared: proc.Children, record: Path) -> None:
+        super().__init__()
+        self.shared = shared
+        self.record = record
+        self.pids: dict[int, str] = {}
+        self.guard = threading.Lock()
+
+    def add(self, p: Any) -> None:
+        self.shared.add(p)
+        with self.guard:
+            self.pids[p.pid] = _start_time(p.pid) or "?"
+            self._write()
+
+    def discard(self, p: Any) -> None:
+        self.shared.discard(p)
+        with self.guard:
+            self.pids.pop(p.pid, None)
+            self._write()
+
+    def _write(self) -> None:
+        if not self.pids:
+            self.record.unlink(missing_ok=True)
+            return
+        tmp = self.record.with_name(self.record.name + f".{os.getpid()}")
+        tmp.write_text("".join(f"{pid} {start}\n" for pid, start in self.pids.items()))
+        tmp.replace(self.record)
+
+
+def stop_orphans(record: Path, grace: float = 5.0) -> list[int]:
+    """Stop the sessions a killed build left running; returns the session ids stopped.
+
+    Every child was started in a session of its own, and whatever it started (ninja puts each
+    compiler in a process group of its own) stays in that session; so the session id, with the
+    leader's start time, names everything a killed builder left behind.
+    """
+    try:
+        lines = record.read_text().splitlines()
+    except OSError:
+        return []
+    stopped = []
+    for line in lines:
+        sid_text, _, start = line.partition(" ")
+        sid = int(sid_text)
+        now = _start_time(sid)
+        if now is not None and now != start:
+            continue  # the pid was reused: that process is not ours
+        if _session(sid):
+            _stop_session(sid, grace)
+            stopped.append(sid)
+    record.unlink(missing_ok=True)
+    return stopped
+
+
+def _session(sid: int) -> list[tuple[int, int]]:
+    """(pid, process group) of every live (not zombie) process in session ``sid``."""
+    out = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = Path("/proc", entry.name, "stat").read_text()
+        except OSError:
+            continue
+        fields = text.rsplit(")", 1)[1].split()
+        if int(fields[3]) == sid and fields[0] not in ("Z", "X"):
+            out.append((int(entry.name), int(fields[2])))
+    return out
+
+
+def _stop_session(sid: int, grace: float) -> None:
+    """SIGTERM every process group of the session (ninja then stops its compilers and removes
+    their partial outputs), SIGKILL what is left after ``grace`` seconds."""
+    for sig, patience in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        for pgid in {pgid for _, pgid in _session(sid)}:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, sig)
+        deadline = time.monotonic() + patience
+        while time.monotonic() < deadline:
+            if not _session(sid):
+                return
+            time.sleep(0.05)
+
+
+# --- one component ------------------------------------------------------------------------------
 
 @dataclass
 class Builder:
@@ -49,53 +190,80 @@ class Builder:
     env: Mapping[str, str] | None = None
     launcher: str | None = None
     children: proc.Children = field(default_factory=proc.Children)
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    started: float = field(default_factory=time.monotonic)
+    verify_sources: Callable[[ComponentPlan], str | None] | None = None
 
     @property
     def store(self) -> Store:
         return Store(self.layout)
 
     def log_path(self, component: ComponentPlan, step: str) -> Path:
-        logs = self.layout.home / "logs" / self.run_id / component.name
+        logs = self.layout.logs(self.run_id) / component.name
         logs.mkdir(parents=True, exist_ok=True)
         return logs / f"{step}.log"
 
     def build_one(self, component: ComponentPlan, jobs: int, result: ComponentResult) -> None:
         start = time.monotonic()
         result.prefix = str(component.prefix)
+        result.jobs = jobs
         if self.store.has(component.key):
             result.status = "hit"
             return
-        with file_lock(self.layout.locks(), f"entry:{component.key}"):
+
+        waits: list[float] = []
+
+        def on_wait(holder: str) -> None:
+            waits.append(time.monotonic())
+            self.progress.waiting(component.name, holder)
+
+        with self.store.lock(component.key, on_wait=on_wait):
+            if waits:
+                result.waited = round(time.monotonic() - waits[0], 3)
             if self.store.has(component.key):  # another process built it while we waited
                 result.status = "hit"
                 return
-            with file_lock(self.layout.locks(), f"build:{component.build_dir}"):
-                self._build_locked(component, jobs, result)
+            build_lock = lock_path(self.layout.locks(), f"build:{component.build_dir}")
+            with file_lock(build_lock, on_wait=on_wait):
+                if waits:
+                    result.waited = round(time.monotonic() - waits[0], 3)
+                stop_orphans(build_lock.with_suffix(".running"))
+                children = TrackedChildren(self.children, build_lock.with_suffix(".running"))
+                self._build_locked(component, jobs, result, children)
         result.status = "built"
-        result.seconds = time.monotonic() - start
+        result.seconds = round(time.monotonic() - start - result.waited, 3)
 
-    def _build_locked(self, component: ComponentPlan, jobs: int, result: ComponentResult) -> None:
+    def _build_locked(
+        self, component: ComponentPlan, jobs: int, result: ComponentResult,
+        children: proc.Children,
+    ) -> None:
         staging = self.store.begin(component.key)
         env = self._env(component)
+        commands: list[dict[str, Any]] = []
         for step in component.steps:
-            if step.kind == "configure" and self._configured(component, step):
-                continue
+            if self.cancelled.is_set():
+                raise _Cancelled
             argv = self._argv(step, jobs)
+            if step.kind == "configure" and self._prepare_configure(component, argv):
+                result.reused.append(step.kind)
+                continue
             log = self.log_path(component, step.kind)
             result.logs[step.kind] = str(log)
-            self.progress.say(component.name, f"{step.kind} ...")
+            self.progress.step(component.name, step.kind)
             try:
                 done = proc.run(argv, what=f"{component.name}: {step.kind}", cwd=step.cwd,
-                                env=env, log=log, children=self.children)
+                                env=env, log=log, children=children)
             except CommandFailed as exc:
-                if step.kind == "configure":
-                    (component.build_dir / STAMP).unlink(missing_ok=True)
+                if self.cancelled.is_set():
+                    raise _Cancelled from exc
                 raise BuildError(f"component '{component.name}', step {step.kind}: "
                                  + exc.message) from exc
+            commands.append({"step": step.kind, "argv": list(argv),
+                             "cwd": str(step.cwd) if step.cwd else None})
             result.steps[step.kind] = round(done.seconds, 3)
-            self.progress.say(component.name, f"{step.kind} done in {done.seconds:.1f}s")
+            self.progress.step_done(component.name, step.kind, done.seconds)
             if step.kind == "configure":
-                (component.build_dir / STAMP).write_text(_configure_digest(step, env))
+                _write_atomically(component.build_dir / STAMP, _configure_digest(argv, env))
         prefix = staging / "prefix"
         missing = [o for o in component.outputs if not (prefix / o).exists()]
         if missing:
@@ -104,20 +272,41 @@ class Builder:
                 + ", ".join(missing),
                 hint=f"install log: {result.logs.get('install')}",
             )
+        self._check_source_unchanged(component)
         result.outputs = sorted(
             str(p.relative_to(prefix)) for p in prefix.rglob("*") if p.is_file() or p.is_symlink()
         )
-        self.store.commit(component.key, self._record(component, result))
+        self.store.commit(component.key, self._record(component, result, commands))
 
-    def _configured(self, component: ComponentPlan, step: Step) -> bool:
-        """Configure is skipped when this build dir was configured with exactly these inputs."""
-        stamp = component.build_dir / STAMP
-        cache = component.build_dir / "CMakeCache.txt"
-        env = self._env(component)
-        return (
-            stamp.is_file() and cache.is_file()
-            and stamp.read_text() == _configure_digest(step, env)
-        )
+    def _prepare_configure(self, component: ComponentPlan, argv: tuple[str, ...]) -> bool:
+        """True when the build dir is configured with exactly these inputs (configure skipped).
+
+        Otherwise the stamp goes first, so that a configure killed halfway is never trusted; a
+        build dir holding a cache but no stamp had its configure interrupted or failing, and
+        starts from scratch.
+        """
+        build_dir = component.build_dir
+        stamp = build_dir / STAMP
+        cache = build_dir / "CMakeCache.txt"
+        digest = _configure_digest(argv, self._env(component))
+        if stamp.is_file() and cache.is_file() and (build_dir / "build.ninja").is_file():
+            if stamp.read_text() == digest:
+                return True
+        elif cache.exists() or (build_dir / "CMakeFiles").exists():
+            _clear_dir(build_dir)
+        stamp.unlink(missing_ok=True)
+        return False
+
+    def _check_source_unchanged(self, component: ComponentPlan) -> None:
+        if self.verify_sources is None or not component.incremental:
+            return
+        now = self.verify_sources(component)
+        if now is not None and now != component.source_id:
+            raise BuildError(
+                f"component '{component.name}': its path source {component.source_dir} changed "
+                "while it was being built, so the result matches neither version",
+                hint="build again",
+            )
 
     def _argv(self, step: Step, jobs: int) -> tuple[str, ...]:
         argv = step.argv
@@ -126,32 +315,66 @@ class Builder:
         if step.kind == "configure" and self.launcher:
             # The launcher does not change outputs, so it is not part of the cache key.
             argv = (*argv, *(f"-DCMAKE_{lang}_COMPILER_LAUNCHER={self.launcher}"
-                             for lang in ("C", "CXX", "CUDA")))
+                             for lang in LANGUAGES))
         return argv
 
     def _env(self, component: ComponentPlan) -> dict[str, str]:
-        env = dict(self.env if self.env is not None else self.plan.host.env)
+        env = dict(self.env if self.env is not None else self.plan.host.env or os.environ)
         env.update(component.env)
         return env
 
-    def _record(self, component: ComponentPlan, result: ComponentResult) -> dict[str, Any]:
+    def _record(
+        self, component: ComponentPlan, result: ComponentResult, commands: list[dict[str, Any]],
+    ) -> dict[str, Any]:
         return {
             "name": component.name,
             "vendor": component.vendor,
             "key": component.key,
+            "tool": __version__,
             "source": source_label(component.source),
+            "source_id": component.source_id,
             "inputs": dict(component.key_inputs),
-            "commands": [list(s.argv) for s in component.steps],
+            "env": dict(component.env),
+            "launcher": self.launcher,
+            "commands": commands,
             "steps": result.steps,
+            "reused": result.reused,
             "logs": result.logs,
             "outputs": result.outputs,
+            "build_dir": str(component.build_dir),
+            "run": self.run_id,
             "created": time.time(),
         }
 
 
-def _configure_digest(step: Step, env: Mapping[str, str]) -> str:
-    return hash_inputs({"argv": list(step.argv)})
+def _configure_digest(argv: tuple[str, ...], env: Mapping[str, str]) -> str:
+    return hash_inputs({"argv": list(argv), "cmake_env": _cmake_env(env)})
 
+
+def _cmake_env(env: Mapping[str, str]) -> dict[str, str]:
+    """What in the environment a first configure reads (CMake ignores it afterwards)."""
+    names = ("CC", "CXX", "CUDACXX", "CUDAHOSTCXX", "CFLAGS", "CXXFLAGS", "CUDAFLAGS",
+             "LDFLAGS", "CUDA_HOME", "CUDA_PATH")
+    return {n: env[n] for n in names if n in env}
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def _clear_dir(path: Path) -> None:
+    import shutil
+
+    for child in path.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+
+
+# --- the run ------------------------------------------------------------------------------------
 
 def execute(
     plan: Plan,
@@ -161,27 +384,43 @@ def execute(
     prepare: Callable[[ComponentPlan], None] | None = None,
     progress: Progress | None = None,
     launcher: str | None = None,
+    env: Mapping[str, str] | None = None,
+    verify_sources: Callable[[ComponentPlan], str | None] | None = None,
 ) -> RunReport:
     """Build every component of ``plan``; raises BuildError after all running work finished."""
-    builder = Builder(plan=plan, layout=layout, run_id=_run_id(report), launcher=launcher,
-                      progress=progress or Progress())
-    results = {c.name: ComponentResult(name=c.name, key=c.key) for c in plan.components}
+    builder = Builder(plan=plan, layout=layout, run_id=run_id(report), launcher=launcher,
+                      progress=progress or Progress(), env=env, verify_sources=verify_sources)
+    results = {c.name: ComponentResult(name=c.name, key=c.key, prefix=str(c.prefix))
+               for c in plan.components}
     report.components = list(results.values())
+    report.jobs = plan.jobs
+    report.launcher = launcher
+    report.store = str(layout.store_root)
     start = time.monotonic()
-    errors = _schedule(plan, builder, results, prepare)
-    report.seconds = round(time.monotonic() - start, 3)
+    try:
+        errors = _schedule(plan, builder, results, prepare)
+    finally:
+        report.seconds = round(time.monotonic() - start, 3)
     report.ok = not errors
     if errors:
         failed = [name for name, _ in errors]
-        raise BuildError(
-            "\n".join(exc.message for _, exc in errors)
-            + f"\nbuild failed: {', '.join(failed)}",
-        )
+        report.error = f"build failed: {', '.join(failed)}"
+        raise BuildError("\n".join(exc.message for _, exc in errors) + f"\n{report.error}")
     return report
 
 
-def _run_id(report: RunReport) -> str:
-    return time.strftime("%Y%m%d-%H%M%S", time.gmtime(report.started)) + f"-{report.vendor}"
+def run_id(report: RunReport) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(report.started))
+    return f"{stamp}-{report.vendor}-{os.getpid()}"
+
+
+def shares(free: int, ready: int) -> list[int]:
+    """Split ``free`` job tokens over at most ``ready`` components, at least one token each."""
+    n = min(free, ready)
+    if n <= 0:
+        return []
+    base, extra = divmod(free, n)
+    return [base + (1 if i < extra else 0) for i in range(n)]
 
 
 def _schedule(
@@ -193,47 +432,79 @@ def _schedule(
     pending = list(plan.components)  # dependency order
     done: set[str] = set()
     errors: list[tuple[str, StackError]] = []
-    running: dict[Future[None], ComponentPlan] = {}
-    slots = max(1, plan.jobs)
+    running: dict[Future[None], tuple[ComponentPlan, int]] = {}
+    budget = max(1, plan.jobs)
 
     def task(component: ComponentPlan, jobs: int) -> None:
-        if prepare is not None:
-            prepare(component)
-        builder.build_one(component, jobs, results[component.name])
+        result = results[component.name]
+        result.started = round(time.monotonic() - builder.started, 3)
+        builder.progress.start(component.name, component.key, jobs)
+        try:
+            if prepare is not None:
+                prepare(component)
+            builder.build_one(component, jobs, result)
+        except _Cancelled:
+            result.status = "interrupted"
+            raise
+        except StackError as exc:
+            result.status = "failed"
+            result.error = exc.message
+            raise
+        finally:
+            builder.progress.finish(result)
 
-    with ThreadPoolExecutor(max_workers=slots) as pool:
+    with ThreadPoolExecutor(max_workers=budget, thread_name_prefix="build") as pool:
         try:
             while pending or running:
                 if not errors:
                     _settle_hits(pending, done, builder.store, results)
+                    free = budget - sum(jobs for _, jobs in running.values())
                     ready = [c for c in pending if set(c.depends) <= done]
-                    starting = ready[: slots - len(running)]
-                    share = max(1, plan.jobs // max(1, len(running) + len(starting)))
-                    for c in starting:
+                    for c, jobs in zip(ready, shares(free, len(ready)), strict=False):
                         pending.remove(c)
-                        running[pool.submit(task, c, share)] = c
+                        running[pool.submit(task, c, jobs)] = (c, jobs)
                 if not running:
                     break  # what is left waits on a failure
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished:
-                    c = running.pop(future)
+                    c, _ = running.pop(future)
                     exc = future.exception()
                     if exc is None:
                         done.add(c.name)
                     elif isinstance(exc, StackError):
-                        results[c.name].status = "failed"
-                        results[c.name].error = exc.message
                         errors.append((c.name, exc))
                     else:
                         raise exc
-        except KeyboardInterrupt:
-            names = ", ".join(c.name for c in running.values()) or "nothing"
-            for c in running.values():
-                results[c.name].status = "interrupted"
-            builder.children.terminate_all()
-            builder.progress.say("build", f"interrupted while building {names}; stopped")
-            raise
+        except (KeyboardInterrupt, Interrupted) as exc:
+            signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+            raise _stop(builder, running, results, signum) from None
     return errors
+
+
+def _stop(
+    builder: Builder,
+    running: dict[Future[None], tuple[ComponentPlan, int]],
+    results: dict[str, ComponentResult],
+    signum: int,
+) -> Interrupted:
+    """Stop every running component's processes and wait for its worker to notice."""
+    builder.cancelled.set()
+    what = {c.name: _current_step(results[c.name]) for c, _ in running.values()}
+    if what:
+        builder.progress.note(
+            "stopping " + ", ".join(f"{c} ({s})" for c, s in what.items()) + " ...")
+    futures = list(running)
+    while not all(f.done() for f in futures):
+        builder.children.terminate_all()  # again: a worker may have just started a step
+        wait(futures, timeout=0.1)
+    for c, _ in running.values():
+        results[c.name].status = "interrupted"
+    return Interrupted(signum, what)
+
+
+def _current_step(result: ComponentResult) -> str:
+    started = [s for s in result.logs if s not in result.steps]
+    return f"{started[-1]} step" if started else "starting"
 
 
 def _settle_hits(
@@ -249,3 +520,183 @@ def _settle_hits(
             pending.remove(c)
 
 
+# --- the no-op memo -----------------------------------------------------------------------------
+#
+# A full no-op build must cost about what ``ninja`` costs in each build directory: a stat per
+# input. Loading the manifest (YAML), hashing path sources and planning cost more than that, so a
+# successful build leaves a memo: for its request (manifest, vendor, selection, home, store), the
+# host facts it planned with, the stat of every file planning read (manifest, recipes, recipe
+# projects, path source trees, this tool's own code), the symlinks the manifest's paths go
+# through, and the keys it produced. The next identical request whose host facts and file stats
+# all match, and whose keys are all in the store, is a no-op decided without planning. Anything
+# else takes the full path. Files changed within a second of the build that read them are not
+# trusted (their timestamp might not tell a later edit apart), and then no memo is left.
+
+MEMO_VERSION = 1
+RACY_NS = 1_000_000_000
+_TREE_SKIP = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache"})
+
+
+# The memo is checked on every no-op build: these walk and stat with os functions on str paths,
+# which cost a fraction of what pathlib objects do.
+
+def signature(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)  # noqa: PTH116
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode]
+
+
+def tree_paths(root: Path) -> list[str]:
+    """``root``, its directories and its files as the source digest sees them."""
+    out = [str(root)]
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in _TREE_SKIP)
+        out.extend(os.path.join(dirpath, d) for d in dirnames)  # noqa: PTH118
+        out.extend(os.path.join(dirpath, f)  # noqa: PTH118
+                   for f in sorted(filenames) if not f.endswith(".pyc"))
+    return out
+
+
+def link_chain(path: Path) -> dict[str, str]:
+    """Every symlink met while resolving ``path`` (lexically absolute), with its target."""
+    links: dict[str, str] = {}
+    todo = list(path.absolute().parts[1:])
+    current = Path("/")
+    hops = 0
+    while todo and hops < 64:
+        part = todo.pop(0)
+        candidate = current.parent if part == ".." else current / part
+        if candidate.is_symlink():
+            target = candidate.readlink()
+            links[str(candidate)] = str(target)
+            hops += 1
+            if target.is_absolute():
+                todo = [*target.parts[1:], *todo]
+                current = Path("/")
+            else:
+                todo = [*target.parts, *todo]
+        else:
+            current = candidate
+    return links
+
+
+def manifest_links(files: list[Path]) -> dict[str, str]:
+    """Symlinks that paths written in these YAML files go through (a swapped link is a change)."""
+    import yaml
+
+    links: dict[str, str] = {}
+    for file in files:
+        try:
+            data = yaml.safe_load(file.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError):
+            continue
+        for text in _strings(data):
+            candidate = file.parent / text
+            if len(text) < 1024 and "\n" not in text and os.path.lexists(candidate):
+                links.update(link_chain(candidate))
+    return links
+
+
+def _strings(data: object) -> Iterator[str]:
+    if isinstance(data, str):
+        yield data
+    elif isinstance(data, dict):
+        for value in data.values():
+            yield from _strings(value)
+    elif isinstance(data, list):
+        for value in data:
+            yield from _strings(value)
+
+
+def planning_files(plan: Plan) -> list[str]:
+    """Every file whose content planning ``plan`` depended on, and the directories holding them."""
+    files = [str(plan.stack.file)]
+    for c in plan.components:
+        recipe = plan.stack.components[c.name].recipe
+        files.append(str(recipe.file))
+        if recipe.project is not None:
+            files.extend(tree_paths(recipe.project))
+        if c.incremental:
+            files.extend(tree_paths(c.source_dir))
+    files.extend(tree_paths(Path(__file__).resolve().parent))  # this tool's own code
+    return list(dict.fromkeys(files))
+
+
+def host_digest(host: Any) -> str:
+    from dataclasses import asdict
+
+    facts = {k: v for k, v in asdict(host).items() if k != "env"}
+    return hash_inputs(facts)
+
+
+@dataclass(frozen=True)
+class NoopMemo:
+    path: Path
+
+    @classmethod
+    def for_request(cls, layout: Layout, request: Mapping[str, Any]) -> NoopMemo:
+        digest = hash_inputs({"memo": MEMO_VERSION, "tool": __version__, **request})[:32]
+        return cls(layout.cache() / "noop" / f"{digest}.json")
+
+    def peek(self) -> dict[str, Any] | None:
+        import json
+
+        try:
+            data: dict[str, Any] = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if data.get("version") == MEMO_VERSION else None
+
+    @staticmethod
+    def still_true(data: Mapping[str, Any], host: str) -> bool:
+        """The memo's host facts, file stats and symlinks all still hold."""
+        if data.get("host") != host:
+            return False
+        for path, sig in data["files"]:
+            if signature(path) != sig:
+                return False
+        for link, target in data["links"].items():
+            try:
+                if os.readlink(link) != target:  # noqa: PTH115
+                    return False
+            except OSError:
+                return False
+        return True
+
+    def save(
+        self, plan: Plan, host: str, *, since_ns: int, extra_files: Sequence[str] = (),
+        manifest_arg: Path | None = None,
+    ) -> bool:
+        """Remember ``plan``'s keys; refuses (and forgets) when a file is too recent to trust."""
+        import json
+
+        files = [*planning_files(plan), *extra_files]
+        sigs = [(f, signature(f)) for f in files]
+        limit = since_ns - RACY_NS
+        if any(sig is not None and max(sig[0], sig[1]) >= limit for _, sig in sigs):
+            self.path.unlink(missing_ok=True)
+            return False
+        yaml_files = [plan.stack.file]
+        yaml_files += [plan.stack.components[c.name].recipe.file for c in plan.components]
+        links = manifest_links(yaml_files)
+        if manifest_arg is not None:
+            links.update(link_chain(manifest_arg))
+        data = {
+            "version": MEMO_VERSION,
+            "vendor": plan.vendor,
+            "manifest": str(plan.stack.file),
+            "host": host,
+            "components": [
+                {"name": c.name, "key": c.key, "prefix": str(c.prefix)} for c in plan.components
+            ],
+            "files": sigs,
+            "links": links,
+        }
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomically(self.path, json.dumps(data))
+        return True
+
+    def forget(self) -> None:
+        self.path.unlink(missing_ok=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import sys
 import sysconfig
@@ -13,14 +15,65 @@ from builder.vendors import get as get_vendor
 from builder.vendors.base import HostFacts
 
 
-def compiler_identity(env: Mapping[str, str]) -> tuple[str, str]:
-    """The C++ compiler CMake will pick (CXX, else c++ on PATH) and its version line."""
+def compiler_identity(env: Mapping[str, str], cache: Path | None = None) -> tuple[str, str]:
+    """The C++ compiler CMake will pick (CXX, else c++ on PATH) and its version line.
+
+    With ``cache`` (a directory), the version line is remembered by the compiler binary's stat,
+    as ccache's compiler_check=mtime does: a no-op build then runs no program at all.
+    """
     path = env.get("PATH")
     cxx = env.get("CXX") or proc.which("c++", path) or proc.which("g++", path)
     if not cxx:
         return "", ""
+    memo = _VersionMemo(cache / "compilers.json", proc.which(cxx, path)) if cache else None
+    if memo is not None and (known := memo.get()) is not None:
+        return str(Path(cxx).resolve()), known
     out = proc.capture([cxx, "--version"], check=False, env=env, timeout=30)
-    return str(Path(cxx).resolve()), out.splitlines()[0].strip() if out else ""
+    version = out.splitlines()[0].strip() if out else ""
+    if memo is not None:
+        memo.put(version)
+    return str(Path(cxx).resolve()), version
+
+
+class _VersionMemo:
+    """``--version`` output of a program, keyed by its resolved path and that file's stat."""
+
+    def __init__(self, file: Path, program: str | None) -> None:
+        self.file = file
+        self.program = os.path.realpath(program) if program else None
+
+    def _stat(self) -> list[int] | None:
+        try:
+            st = Path(self.program).stat() if self.program else None
+        except OSError:
+            return None
+        return [st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino] if st else None
+
+    def _load(self) -> dict[str, list[object]]:
+        try:
+            data = json.loads(self.file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def get(self) -> str | None:
+        stat = self._stat()
+        entry = self._load().get(self.program or "")
+        if stat is None or not isinstance(entry, list) or entry[0] != stat:
+            return None
+        return str(entry[1])
+
+    def put(self, version: str) -> None:
+        stat = self._stat()
+        if stat is None or self.program is None:
+            return
+        data = self._load()
+        data[self.program] = [stat, version]
+        with contextlib.suppress(OSError):
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.file.with_name(f".{self.file.name}.{os.getpid()}")
+            tmp.write_text(json.dumps(data), encoding="utf-8")
+            tmp.replace(self.file)
 
 
 def pybind11_facts() -> tuple[str | None, str | None]:
@@ -32,10 +85,11 @@ def pybind11_facts() -> tuple[str | None, str | None]:
 
 
 def detect(
-    vendor: str, env: Mapping[str, str] | None = None, python: str | None = None
+    vendor: str, env: Mapping[str, str] | None = None, python: str | None = None,
+    cache: Path | None = None,
 ) -> HostFacts:
     env = dict(os.environ if env is None else env)
-    cxx, cxx_version = compiler_identity(env)
+    cxx, cxx_version = compiler_identity(env, cache)
     pybind11_dir, pybind11_version = pybind11_facts()
     return HostFacts(
         python=python or sys.executable,

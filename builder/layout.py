@@ -74,5 +74,20 @@ class Layout:
     def runs(self) -> Path:
         return self.home / "runs"
 
+    def logs(self, run_id: str) -> Path:
+        return self.home / "logs" / run_id
+
     def locks(self) -> Path:
+        """Locks on what lives under the home (build directories)."""
         return self.home / "locks"
+
+    def entry_locks(self) -> Path:
+        """Locks on store entries live with the store, which homes may share."""
+        return self.store_root / ".locks"
+
+    def cache(self) -> Path:
+        """Small caches that only make things faster (no-op memos, probe results, digests)."""
+        return self.home / "cache"
+
+    def presets(self, vendor: str, component: str) -> Path:
+        return self.home / "presets" / f"{component}-{vendor}"

@@ -1,18 +1,27 @@
-"""Run reports: what each build did, as JSON for machines and a summary table for people."""
+"""Run reports and progress: JSON for machines, live lines and a summary table for people.
+
+Every ``build`` (and ``wheel``) writes ``runs/<stamp>-<command>-<vendor>-<pid>.json`` and
+``runs/last.json``. Progress is a live line per running component on a terminal, plain lines
+otherwise, with fold groups under GitHub Actions.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
+import threading
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 from builder.errors import UsageError
 from builder.layout import Layout
 
 Status = Literal["hit", "built", "failed", "skipped", "interrupted"]
+STATUSES: tuple[Status, ...] = ("hit", "built", "failed", "skipped", "interrupted")
 
 
 @dataclass
@@ -21,11 +30,15 @@ class ComponentResult:
     key: str
     status: Status = "skipped"
     steps: dict[str, float] = field(default_factory=dict)  # step -> seconds
+    reused: list[str] = field(default_factory=list)  # steps skipped: the build dir had them done
     logs: dict[str, str] = field(default_factory=dict)  # step -> log path
     outputs: list[str] = field(default_factory=list)
     prefix: str = ""
     error: str | None = None
+    started: float | None = None  # seconds after the run started
     seconds: float = 0.0
+    waited: float = 0.0  # seconds spent waiting for another process's lock
+    jobs: int = 0  # the share of the job budget it compiled with
 
 
 @dataclass
@@ -36,19 +49,29 @@ class RunReport:
     started: float = field(default_factory=time.time)
     seconds: float = 0.0
     providers: dict[str, str] = field(default_factory=dict)
+    host: dict[str, Any] = field(default_factory=dict)
+    store: str = ""
+    jobs: int = 0
+    launcher: str | None = None
     components: list[ComponentResult] = field(default_factory=list)
     ok: bool = False
+    error: str | None = None
+    interrupted: str | None = None
+    fast_path: bool = False  # settled from the no-op memo, without loading the manifest
 
     def result(self, name: str) -> ComponentResult:
         return next(c for c in self.components if c.name == name)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        data["totals"] = {
-            status: sum(1 for c in self.components if c.status == status)
-            for status in ("hit", "built", "failed", "skipped", "interrupted")
-        }
+        data["totals"] = totals(self.components)
         return data
+
+
+def totals(components: list[ComponentResult]) -> dict[str, Any]:
+    out: dict[str, Any] = {s: sum(1 for c in components if c.status == s) for s in STATUSES}
+    out["build_seconds"] = round(sum(c.seconds for c in components if c.status == "built"), 3)
+    return out
 
 
 def write(report: RunReport, layout: Layout) -> Path:
@@ -56,12 +79,11 @@ def write(report: RunReport, layout: Layout) -> Path:
     runs.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(report.started))
     path = runs / f"{stamp}-{report.command}-{report.vendor}-{os.getpid()}.json"
-    text = json.dumps(report.to_json(), indent=2)
-    path.write_text(text + "\n", encoding="utf-8")
-    last = runs / "last.json"
+    text = json.dumps(report.to_json(), indent=2) + "\n"
+    path.write_text(text, encoding="utf-8")
     tmp = runs / f".last.{os.getpid()}"
-    tmp.write_text(text + "\n", encoding="utf-8")
-    tmp.replace(last)
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(runs / "last.json")
     return path
 
 
@@ -73,16 +95,220 @@ def read_last(layout: Layout) -> dict[str, Any]:
     return data
 
 
-def summary_table(data: dict[str, Any]) -> str:
+def _steps_text(c: Mapping[str, Any]) -> str:
+    parts = [f"{k} {v:.1f}s" for k, v in c.get("steps", {}).items()]
+    parts += [f"{k} reused" for k in c.get("reused", [])]
+    if c.get("waited"):
+        parts.append(f"waited {c['waited']:.1f}s")
+    return ", ".join(parts)
+
+
+def summary_table(data: Mapping[str, Any]) -> str:
     rows = [("component", "status", "key", "seconds", "steps")]
     for c in data["components"]:
-        steps = " ".join(f"{k}={v:.1f}s" for k, v in c["steps"].items())
-        rows.append((c["name"], c["status"], c["key"][:12], f"{c['seconds']:.1f}", steps))
+        seconds = f"{c['seconds']:.1f}" if c["status"] in ("built", "failed") else "-"
+        rows.append((c["name"], c["status"], c["key"][:12], seconds, _steps_text(c)))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = ["  ".join(r[i].ljust(widths[i]) for i in range(4)) + "  " + r[4] for r in rows]
-    totals = data.get("totals", {})
-    lines.append(
-        f"{data['vendor']}: {totals.get('built', 0)} built, {totals.get('hit', 0)} from the store, "
-        f"{totals.get('failed', 0)} failed in {data['seconds']:.1f}s"
+    lines = [
+        ("  ".join(r[i].ljust(widths[i]) for i in range(4)) + "  " + r[4]).rstrip() for r in rows
+    ]
+    t = data.get("totals") or {
+        s: sum(1 for c in data["components"] if c["status"] == s) for s in STATUSES
+    }
+    text = (
+        f"{data['vendor']}: {t.get('built', 0)} built, {t.get('hit', 0)} from the store, "
+        f"{t.get('failed', 0)} failed"
     )
+    if t.get("skipped"):
+        text += f", {t['skipped']} skipped"
+    if t.get("interrupted"):
+        text += f", {t['interrupted']} interrupted"
+    lines.append(f"{text} in {data['seconds']:.1f}s")
     return "\n".join(lines)
+
+
+# --- progress -----------------------------------------------------------------------------------
+
+ProgressKind = Literal["auto", "plain", "live", "github", "quiet"]
+
+
+class Progress:
+    """Plain progress lines: one per event, safe to interleave in a log file."""
+
+    def __init__(self, stream: IO[str] | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.lock = threading.Lock()
+
+    def _print(self, *lines: str) -> None:
+        with self.lock:
+            for line in lines:
+                print(line, file=self.stream)
+            self.stream.flush()
+
+    def say(self, component: str, text: str) -> None:
+        self._print(f"[{component}] {text}")
+
+    def note(self, text: str) -> None:
+        self._print(text)
+
+    def start(self, component: str, key: str, jobs: int) -> None:
+        self.say(component, f"building (key {key[:12]}, {jobs} job{'s' * (jobs != 1)})")
+
+    def waiting(self, component: str, holder: str) -> None:
+        self.say(component, f"waiting: {holder} is building the same store entry")
+
+    def step(self, component: str, step: str) -> None:
+        self.say(component, f"{step} ...")
+
+    def step_done(self, component: str, step: str, seconds: float) -> None:
+        self.say(component, f"{step} done in {seconds:.1f}s")
+
+    def finish(self, result: ComponentResult) -> None:
+        if result.status == "built":
+            self.say(result.name, f"built in {result.seconds:.1f}s")
+        elif result.status == "failed":
+            self.say(result.name, "FAILED" + (f" (log: {_failed_log(result)})"
+                                              if _failed_log(result) else ""))
+        elif result.status == "hit" and result.waited:
+            self.say(result.name, f"built by another process (waited {result.waited:.1f}s)")
+
+    def close(self) -> None:
+        pass
+
+
+def _failed_log(result: ComponentResult) -> str | None:
+    return next(reversed(result.logs.values()), None) if result.logs else None
+
+
+class QuietProgress(Progress):
+    def _print(self, *lines: str) -> None:
+        pass
+
+
+class GithubProgress(Progress):
+    """GitHub Actions: a line when a component starts, a fold group with its steps when done.
+
+    Parallel components interleave, so each group is written whole when its component ends.
+    """
+
+    def step(self, component: str, step: str) -> None:
+        pass
+
+    def step_done(self, component: str, step: str, seconds: float) -> None:
+        pass
+
+    def finish(self, result: ComponentResult) -> None:
+        if result.status not in ("built", "failed"):
+            super().finish(result)
+            return
+        title = f"{result.name}: {result.status} in {result.seconds:.1f}s"
+        lines = [f"::group::{title}"]
+        for step, log in result.logs.items():
+            took = result.steps.get(step)
+            took_text = f" {took:.1f}s" if took is not None else ""
+            lines.append(f"{step}{took_text}  log: {log}")
+        lines.extend(f"{step} reused (configured with the same inputs)" for step in result.reused)
+        lines.append("::endgroup::")
+        if result.status == "failed":
+            first = (result.error or "failed").splitlines()[0]
+            lines.append(f"::error title={result.name} failed::{first}")
+        self._print(*lines)
+
+
+class LiveProgress(Progress):
+    """A terminal: permanent lines for events, below them one live line per running component."""
+
+    REFRESH = 0.2
+
+    def __init__(self, stream: IO[str] | None = None) -> None:
+        super().__init__(stream)
+        self.running: dict[str, tuple[str, float]] = {}  # component -> (step, started)
+        self.shown = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._tick, name="progress", daemon=True)
+        self.thread.start()
+
+    def _tick(self) -> None:
+        while not self.stop.wait(self.REFRESH):
+            self._print()
+
+    def _print(self, *lines: str) -> None:
+        with self.lock:
+            out = []
+            if self.shown:
+                out.append(f"\x1b[{self.shown}F\x1b[J")  # up to the live block, clear below
+            out.extend(line + "\n" for line in lines)
+            now = time.monotonic()
+            live = [
+                f"  {name:<14} {step:<10} {now - since:5.1f}s"
+                for name, (step, since) in self.running.items()
+            ]
+            out.extend(line + "\n" for line in live)
+            self.shown = len(live)
+            self.stream.write("".join(out))
+            self.stream.flush()
+
+    def _set(self, component: str, step: str | None, restart: bool = False) -> None:
+        with self.lock:
+            if step is None:
+                self.running.pop(component, None)
+                return
+            since = self.running.get(component, ("", time.monotonic()))[1]
+            self.running[component] = (step, time.monotonic() if restart else since)
+
+    def start(self, component: str, key: str, jobs: int) -> None:
+        self._set(component, "starting", restart=True)
+        self._print()
+
+    def step(self, component: str, step: str) -> None:
+        self._set(component, step)
+        self._print()
+
+    def step_done(self, component: str, step: str, seconds: float) -> None:
+        pass
+
+    def waiting(self, component: str, holder: str) -> None:
+        self._set(component, "waiting")
+        super().waiting(component, holder)
+
+    def finish(self, result: ComponentResult) -> None:
+        self._set(result.name, None)
+        if result.status in ("built", "failed"):
+            steps = _steps_text(asdict(result))
+            word = "built" if result.status == "built" else "FAILED"
+            self._print(f"[{result.name}] {word} in {result.seconds:.1f}s ({steps})")
+        else:
+            super().finish(result)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+        with self.lock:
+            self.running.clear()
+        self._print()
+
+
+def progress_for(
+    kind: ProgressKind = "auto", stream: IO[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Progress:
+    stream = stream if stream is not None else sys.stderr
+    env = os.environ if env is None else env
+    if kind == "auto":
+        if env.get("GITHUB_ACTIONS") == "true":
+            kind = "github"
+        elif _is_terminal(stream) and env.get("TERM", "") != "dumb" and not env.get("CI"):
+            kind = "live"
+        else:
+            kind = "plain"
+    classes: dict[str, type[Progress]] = {
+        "plain": Progress, "live": LiveProgress, "github": GithubProgress, "quiet": QuietProgress,
+    }
+    return classes[kind](stream)
+
+
+def _is_terminal(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False

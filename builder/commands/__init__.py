@@ -25,6 +25,9 @@ MODULES: tuple[str, ...] = (
     "preflight",
     "fetch",
     "build",
+    "presets",
+    "report",
+    "gc",
     "wheel",
     "audit",
 )

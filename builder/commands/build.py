@@ -1,64 +1,183 @@
-"""``infini-stack build``: fetch, preflight, then build each component into the store."""
+"""``infini-stack build``: fetch, then build each component into the store (hits cost a stat)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
+from pathlib import Path
 
 from builder import build as executor
-from builder import proc, sources
+from builder import proc
 from builder import report as run_report
 from builder.commands.common import (
     Context,
     add_mirror,
     add_plan_options,
     context_from,
+    detect_host,
+    layout_from,
     plan_from,
 )
-from builder.model import GitSource
-from builder.plan import Plan
+from builder.layout import Layout
+from builder.plan import ComponentPlan, Plan
 
 NAME = "build"
 HELP = "build the stack for a vendor in dependency order (store hits cost nothing)"
+LAUNCHER_ENV = "INFINI_STACK_LAUNCHER"
+LAUNCHERS = ("ccache", "sccache")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_plan_options(parser)
     add_mirror(parser)
-    parser.add_argument("--launcher", default="auto",
-                        help="compiler launcher: auto (ccache or sccache when found), none, "
-                        "or a program")
+    parser.add_argument(
+        "--launcher", default=os.environ.get(LAUNCHER_ENV, "auto"),
+        help="compiler launcher for C, C++ and CUDA: auto (ccache, else sccache, when found), "
+        f"none, or a program (default: ${LAUNCHER_ENV} or auto); not part of any cache key",
+    )
+    parser.add_argument(
+        "--progress", choices=("auto", "plain", "live", "github", "quiet"), default="auto",
+        help="progress output on stderr: auto (live lines on a terminal, fold groups under "
+        "GitHub Actions, plain lines otherwise)",
+    )
+    parser.add_argument(
+        "--no-memo", dest="memo", action="store_false",
+        help="always load the manifest and plan, even when the last identical build's inputs "
+        "are unchanged",
+    )
 
 
 def launcher_for(choice: str) -> str | None:
     if choice == "none":
         return None
     if choice == "auto":
-        return next((p for p in ("ccache", "sccache") if proc.which(p)), None)
-    return choice
+        return next((found for p in LAUNCHERS if (found := proc.which(p))), None)
+    found = proc.which(choice)
+    if found is None:
+        from builder.errors import UsageError
+
+        raise UsageError(f"compiler launcher not found: {choice}",
+                         hint="install it, give its path, or pass --launcher none")
+    return found
 
 
 def run(args: argparse.Namespace) -> int:
+    since = time.time_ns()
+    layout = layout_from(args)
+    memo = executor.NoopMemo.for_request(layout, request_of(args, layout))
+    if args.memo and noop_from_memo(memo, layout):
+        return 0
     ctx = context_from(args)
     plan = plan_from(args, ctx)
-    build_plan(ctx, plan, launcher=launcher_for(args.launcher))
+    build_plan(ctx, plan, launcher=launcher_for(args.launcher),
+               progress=run_report.progress_for(args.progress))
+    memo.save(plan, executor.host_digest(ctx.host), since_ns=since,
+              extra_files=[str(Path.cwd() / "stack.yaml")], manifest_arg=args.manifest)
     return 0
 
 
+def request_of(args: argparse.Namespace, layout: Layout) -> dict[str, object]:
+    """What, besides files and host facts, decides the plan of a ``build`` invocation."""
+    return {
+        "command": NAME,
+        "manifest": str(Path(args.manifest).absolute()) if args.manifest else None,
+        # builder.manifest.MANIFEST_ENV, spelled out: importing the loader costs more than a no-op
+        "manifest_env": os.environ.get("INFINI_STACK_MANIFEST"),
+        "cwd": str(Path.cwd()),
+        "vendor": args.vendor,
+        "components": sorted(args.component or ()),
+        "tests": bool(args.test),
+        "home": str(layout.home),
+        "store": str(layout.store_root),
+        "python": sys.executable,
+    }
+
+
+def noop_from_memo(memo: executor.NoopMemo, layout: Layout) -> bool:
+    """Settle the build from the memo when nothing it depends on changed; False otherwise."""
+    data = memo.peek()
+    if data is None:
+        return False
+    host = detect_host(data["vendor"], layout)
+    if not executor.NoopMemo.still_true(data, executor.host_digest(host)):
+        return False
+    store = executor.Store(layout)
+    if not all(store.has(c["key"]) for c in data["components"]):
+        return False
+    report = run_report.RunReport(
+        command=NAME, vendor=data["vendor"], manifest=data["manifest"],
+        providers=dict(host.providers), host=_host_summary(host), store=str(layout.store_root),
+        fast_path=True, ok=True,
+    )
+    report.components = [
+        run_report.ComponentResult(name=c["name"], key=c["key"], status="hit", prefix=c["prefix"])
+        for c in data["components"]
+    ]
+    report.seconds = round(time.time() - report.started, 3)
+    _finish(report, layout)
+    return True
+
+
 def build_plan(ctx: Context, plan: Plan, *, launcher: str | None = None,
-               command: str = "build") -> run_report.RunReport:
+               command: str = "build",
+               progress: run_report.Progress | None = None) -> run_report.RunReport:
     """Fetch what is not in the store, build it, write the run report, print the summary."""
     report = run_report.RunReport(command=command, vendor=ctx.vendor, manifest=str(ctx.stack.file),
-                                  providers=dict(ctx.host.providers))
-    fetcher = sources.Fetcher(ctx.layout, ctx.mirrors)
-    store = executor.Store(ctx.layout)
-    for c in plan.components:  # every source first: a bad pin fails before any compile
-        if isinstance(c.source, GitSource) and not store.has(c.key):
-            fetcher.checkout(c)
+                                  providers=dict(ctx.host.providers),
+                                  host=_host_summary(ctx.host))
+    progress = progress or run_report.progress_for()
     try:
-        executor.execute(plan, ctx.layout, report, launcher=launcher)
+        with executor.interrupts():
+            _fetch(ctx, plan)
+            executor.execute(plan, ctx.layout, report, launcher=launcher, progress=progress,
+                             env=ctx.host.env or None, verify_sources=_path_digest)
+    except executor.Interrupted as exc:
+        report.interrupted = exc.message
+        raise
+    except KeyboardInterrupt:
+        report.interrupted = "interrupted by SIGINT while fetching sources"
+        raise
     finally:
-        path = run_report.write(report, ctx.layout)
-        print(run_report.summary_table(report.to_json()), file=sys.stderr)
-        print(f"run report: {path}", file=sys.stderr)
+        progress.close()
+        _finish(report, ctx.layout)
     return report
+
+
+def _fetch(ctx: Context, plan: Plan) -> None:
+    """Every source first: a bad pin fails before any compile."""
+    from builder import sources
+    from builder.model import GitSource
+
+    store = executor.Store(ctx.layout)
+    missing = [c for c in plan.components
+               if isinstance(c.source, GitSource) and not store.has(c.key)]
+    if missing:
+        fetcher = sources.Fetcher(ctx.layout, ctx.mirrors)
+        for c in missing:
+            fetcher.checkout(c)
+
+
+def _path_digest(component: ComponentPlan) -> str | None:
+    from builder.sources import tree_digest
+
+    return f"path:{tree_digest(component.source_dir)}"
+
+
+def _host_summary(host: object) -> dict[str, object]:
+    from builder.vendors.base import HostFacts
+
+    assert isinstance(host, HostFacts)
+    tk = host.toolkit
+    return {
+        "cxx": host.cxx, "cxx_version": host.cxx_version, "python": host.python,
+        "cpu_count": host.cpu_count,
+        "toolkit": {"root": str(tk.root), "version": tk.version, "found": tk.found} if tk else None,
+    }
+
+
+def _finish(report: run_report.RunReport, layout: Layout) -> None:
+    path = run_report.write(report, layout)
+    print(run_report.summary_table(report.to_json()), file=sys.stderr)
+    print(f"run report: {path}", file=sys.stderr)

@@ -8,15 +8,18 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from builder import host as host_facts
-from builder import sources
 from builder.layout import Layout
-from builder.manifest import default_manifest, load_stack, resolve_vendor
-from builder.model import Stack
-from builder.plan import Plan, make_plan
-from builder.vendors.base import HostFacts
+
+if TYPE_CHECKING:
+    from builder.model import Stack
+    from builder.plan import Plan
+    from builder.vendors.base import HostFacts
+
+# The manifest loader (PyYAML, packaging) and sources are imported where they are used: a no-op
+# build decided from its memo never needs them, and every command's import is paid on each run.
 
 
 def add_manifest(parser: argparse.ArgumentParser) -> None:
@@ -71,20 +74,36 @@ class Context:
 
 
 def stack_from(args: argparse.Namespace) -> Stack:
+    from builder.manifest import default_manifest, load_stack
+
     return load_stack(args.manifest or default_manifest())
 
 
+def layout_from(args: argparse.Namespace) -> Layout:
+    return Layout.from_env(home=getattr(args, "home", None), store=getattr(args, "store", None))
+
+
+def detect_host(vendor: str, layout: Layout) -> HostFacts:
+    return host_facts.detect(vendor, os.environ, cache=layout.cache())
+
+
 def context_from(args: argparse.Namespace) -> Context:
+    from builder import sources
+    from builder.manifest import resolve_vendor
+
     stack = stack_from(args)
     vendor = resolve_vendor(stack, args.vendor)
-    layout = Layout.from_env(home=getattr(args, "home", None), store=getattr(args, "store", None))
+    layout = layout_from(args)
     mirrors = dict(stack.mirrors)
     mirrors.update(sources.parse_mirrors(getattr(args, "mirror", []) or []))
     return Context(stack=stack, vendor=vendor, layout=layout,
-                   host=host_facts.detect(vendor, os.environ), mirrors=mirrors)
+                   host=detect_host(vendor, layout), mirrors=mirrors)
 
 
 def plan_from(args: argparse.Namespace, ctx: Context) -> Plan:
+    from builder import sources
+    from builder.plan import make_plan
+
     select = tuple(args.component or ())
     for name in select:
         if name not in ctx.stack.components:

@@ -1,0 +1,298 @@
+"""The build engine on the real mini stack: store hits, the no-op memo, vendor and option
+switches, incremental path sources, parallel failures, the compiler launcher, interrupts,
+run reports and hand-build presets."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from builder import build as engine
+from tests.conftest import HAVE_NVCC, ROOT
+
+pytestmark = pytest.mark.integration
+
+
+def last_report(home: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((home / "runs" / "last.json").read_text())
+    return data
+
+
+def statuses(home: Path) -> dict[str, str]:
+    return {c["name"]: c["status"] for c in last_report(home)["components"]}
+
+
+def log_files(home: Path) -> set[Path]:
+    logs = home / "logs"
+    return set(logs.rglob("*.log")) if logs.exists() else set()
+
+
+def write_launcher(path: Path, body: str) -> Path:
+    """A compiler launcher script: ``body`` runs first, then the compiler command."""
+    path.write_text(f'#!/bin/sh\n{body}\nexec "$@"\n')
+    path.chmod(0o755)
+    return path
+
+
+def wait_for(path: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def builder_process(*args: str | Path, home: Path, **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "builder", *map(str, args)],
+        cwd=ROOT, env={**os.environ, "INFINI_STACK_HOME": str(home), **env},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+# --- no-op --------------------------------------------------------------------------------------
+
+def test_second_build_is_a_store_hit_for_every_component_with_no_configure_and_no_logs(
+    shared_home: Path, mini: Path, cli  # type: ignore[no-untyped-def]
+) -> None:
+    before = log_files(shared_home)
+    result = cli("build", "--manifest", mini, "--vendor", "cpu")
+    assert result.code == 0, result.err
+    report = last_report(shared_home)
+    assert all(c["status"] == "hit" and c["steps"] == {} for c in report["components"])
+    assert report["totals"]["hit"] == 4
+    assert log_files(shared_home) == before
+    assert "configure" not in result.err
+
+
+def test_noop_memo_settles_an_unchanged_build_without_planning_and_misses_after_an_edit(
+    shared_home: Path, mini: Path, cli, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+) -> None:
+    monkeypatch.setattr(engine, "RACY_NS", -10**12)  # the copied tree is seconds old: trust it
+    assert cli("build", "--manifest", mini, "--vendor", "cpu").code == 0
+    assert not last_report(shared_home)["fast_path"]
+
+    from builder.commands import common
+
+    def no_planning(*args: object) -> None:
+        raise AssertionError("planned although nothing changed")
+
+    with monkeypatch.context() as m:
+        m.setattr(common, "stack_from", no_planning)
+        result = cli("build", "--manifest", mini, "--vendor", "cpu")
+    assert result.code == 0, result.err
+    report = last_report(shared_home)
+    assert report["fast_path"] and report["totals"]["hit"] == 4
+
+    # Touched, not changed: the memo no longer vouches for it, planning finds the same keys.
+    source = mini.parent / "engine" / "src" / "runtime.cpp"
+    source.write_text(source.read_text())
+    assert cli("build", "--manifest", mini, "--vendor", "cpu").code == 0
+    report = last_report(shared_home)
+    assert not report["fast_path"] and report["totals"]["hit"] == 4
+
+
+@pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed on this host")
+def test_vendor_switch_cpu_to_nvidia_and_back_rebuilds_nothing_on_the_return(
+    shared_home: Path, mini: Path, cli  # type: ignore[no-untyped-def]
+) -> None:
+    assert cli("build", "--manifest", mini, "--vendor", "cpu").code == 0
+    result = cli("build", "--manifest", mini, "--vendor", "nvidia")
+    assert result.code == 0, result.err
+    assert set(statuses(shared_home).values()) == {"built"}
+    logs = log_files(shared_home)
+    result = cli("build", "--manifest", mini, "--vendor", "cpu")
+    assert result.code == 0, result.err
+    assert set(statuses(shared_home).values()) == {"hit"}
+    assert log_files(shared_home) == logs
+
+
+def test_option_switch_and_back_rebuilds_nothing_on_the_return(
+    shared_home: Path, mini: Path, cli  # type: ignore[no-untyped-def]
+) -> None:
+    original = mini.read_text()
+    mini.write_text(original.replace("MINI_OPS_OPS: add,mul,gemm", "MINI_OPS_OPS: add,gemm"))
+    result = cli("build", "--manifest", mini, "--vendor", "cpu", "-c", "miniops")
+    assert result.code == 0, result.err
+    assert statuses(shared_home) == {"minirt": "hit", "miniops": "built"}
+    logs = log_files(shared_home)
+    mini.write_text(original)
+    result = cli("build", "--manifest", mini, "--vendor", "cpu")
+    assert result.code == 0, result.err
+    assert set(statuses(shared_home).values()) == {"hit"}
+    assert log_files(shared_home) == logs
+
+
+# --- incremental path sources -------------------------------------------------------------------
+
+def compiled_objects(build_log: str) -> list[str]:
+    return re.findall(r"Building CXX object (\S+)", build_log)
+
+
+def test_path_source_edit_rebuilds_it_and_its_dependents_only_recompiling_the_edited_file(
+    shared_home: Path, mini: Path, cli  # type: ignore[no-untyped-def]
+) -> None:
+    edited = sorted((mini.parent / "ops" / "src" / "ops").glob("*.cpp"))[0]
+    edited.write_text(edited.read_text() + "\n// first edit\n")
+    result = cli("build", "--manifest", mini, "--vendor", "cpu")
+    assert result.code == 0, result.err
+    assert statuses(shared_home) == {
+        "minirt": "hit", "miniops": "built", "miniccl": "hit", "minilm": "built",
+    }
+
+    runtime = mini.parent / "engine" / "src" / "runtime.cpp"
+    runtime.write_text(runtime.read_text() + "\n// second edit\n")
+    result = cli("build", "--manifest", mini, "--vendor", "cpu")
+    assert result.code == 0, result.err
+    assert statuses(shared_home) == {
+        "minirt": "hit", "miniops": "hit", "miniccl": "hit", "minilm": "built",
+    }
+    lm = next(c for c in last_report(shared_home)["components"] if c["name"] == "minilm")
+    compiled = compiled_objects(Path(lm["logs"]["build"]).read_text())
+    assert compiled == ["CMakeFiles/minicore_runtime.dir/src/runtime.cpp.o"]
+
+
+# --- parallel components and failures -----------------------------------------------------------
+
+def test_failing_component_in_a_parallel_build_is_reported_and_the_other_finishes_with_its_log(
+    home: Path, mini: Path, tmp_path: Path, cli  # type: ignore[no-untyped-def]
+) -> None:
+    broken = mini.parent / "ccl" / "src" / "ccl.cpp"
+    broken.write_text(broken.read_text() + "\n#error broken on purpose\n")
+    # MiniRT compiles slowly, so that it is still running when MiniCCL fails.
+    slow = write_launcher(tmp_path / "slow.sh", 'case "$*" in *mini-stack/rt/*) sleep 1;; esac')
+    result = cli("build", "--manifest", mini, "--vendor", "cpu", "--jobs", "2",
+                 "--launcher", slow)
+    assert result.code == 5
+    assert "component 'miniccl', step build" in result.err
+    assert "broken on purpose" in result.err
+    assert "build failed: miniccl" in result.err
+    report = last_report(home)
+    by_name = {c["name"]: c for c in report["components"]}
+    assert [by_name[n]["status"] for n in ("minirt", "miniops", "miniccl", "minilm")] == [
+        "built", "skipped", "failed", "skipped"]
+    rt, ccl = by_name["minirt"], by_name["miniccl"]
+    assert rt["jobs"] == 1 and ccl["jobs"] == 1  # two jobs shared by two components
+    assert rt["started"] < ccl["started"] + ccl["seconds"]  # they overlapped
+    assert ccl["started"] < rt["started"] + rt["seconds"]
+    assert Path(rt["logs"]["build"]).is_file()
+    assert "rt.cpp" in Path(rt["logs"]["build"]).read_text()
+    assert "broken on purpose" in Path(ccl["logs"]["build"]).read_text()
+    assert (Path(rt["prefix"]).parent / "record.json").is_file()  # MiniRT reached the store
+    assert report["ok"] is False and report["error"] == "build failed: miniccl"
+
+
+# --- the compiler launcher ----------------------------------------------------------------------
+
+def test_launcher_wraps_c_cxx_and_cuda_compilers_and_is_not_part_of_the_key(
+    home: Path, mini: Path, tmp_path: Path, cli  # type: ignore[no-untyped-def]
+) -> None:
+    calls = tmp_path / "calls.txt"
+    launcher = write_launcher(tmp_path / "ccache", f'echo "$@" >> {calls}')
+    planned = cli("plan", "--manifest", mini, "--vendor", "cpu", "-c", "minirt", "--json")
+    key = json.loads(planned.out)["components"][0]["key"]
+    result = cli("build", "--manifest", mini, "--vendor", "cpu", "-c", "minirt",
+                 "--launcher", launcher)
+    assert result.code == 0, result.err
+    rt = last_report(home)["components"][0]
+    assert rt["key"] == key
+    assert "rt.cpp" in calls.read_text()
+    record = json.loads((Path(rt["prefix"]).parent / "record.json").read_text())
+    configure = next(c["argv"] for c in record["commands"] if c["step"] == "configure")
+    for lang in ("C", "CXX", "CUDA"):
+        assert f"-DCMAKE_{lang}_COMPILER_LAUNCHER={launcher}" in configure
+
+
+def test_auto_launcher_prefers_ccache_then_sccache_on_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from builder.commands.build import launcher_for
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert launcher_for("auto") is None
+    sccache = write_launcher(tmp_path / "sccache", "")
+    assert launcher_for("auto") == str(sccache)
+    ccache = write_launcher(tmp_path / "ccache", "")
+    assert launcher_for("auto") == str(ccache)
+    assert launcher_for("none") is None
+
+
+# --- interrupts ---------------------------------------------------------------------------------
+
+def session_alive(sid: int) -> bool:
+    return bool(engine._session(sid))
+
+
+def test_sigterm_stops_the_children_and_says_what_was_interrupted(
+    home: Path, mini: Path, tmp_path: Path
+) -> None:
+    paused = tmp_path / "paused"
+    launcher = write_launcher(
+        tmp_path / "pause.sh", f'[ -e {tmp_path}/pause ] && {{ echo $$ > {paused}; sleep 60; }}')
+    (tmp_path / "pause").touch()
+    p = builder_process("build", "--manifest", mini, "--vendor", "cpu", "-c", "minirt",
+                        "--launcher", launcher, home=home)
+    wait_for(paused)
+    compiler_session = os.getsid(int(paused.read_text()))
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 128 + signal.SIGTERM
+    assert "interrupted by SIGTERM while building minirt (build step)" in err
+    assert "Traceback" not in err
+    assert not session_alive(compiler_session)
+    assert statuses(home) == {"minirt": "interrupted"}
+    assert "SIGTERM" in last_report(home)["interrupted"]
+    (tmp_path / "pause").unlink()
+    p = builder_process("build", "--manifest", mini, "--vendor", "cpu", "-c", "minirt",
+                        "--launcher", launcher, home=home)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    assert statuses(home) == {"minirt": "built"}
+
+
+# --- reports and reproducing by hand ------------------------------------------------------------
+
+def test_report_command_prints_the_last_run_as_a_table_and_as_json(
+    shared_home: Path, mini: Path, cli  # type: ignore[no-untyped-def]
+) -> None:
+    assert cli("build", "--manifest", mini, "--vendor", "cpu").code == 0
+    table = cli("report")
+    assert table.code == 0
+    assert "cpu: 0 built, 4 from the store, 0 failed" in table.out
+    data = json.loads(cli("report", "--json").out)
+    assert data == last_report(shared_home)
+
+
+def test_presets_reproduce_a_component_build_outside_the_tool(
+    shared_home: Path, mini: Path, tmp_path: Path, cli  # type: ignore[no-untyped-def]
+) -> None:
+    out = tmp_path / "hand"
+    result = cli("presets", "--manifest", mini, "--vendor", "cpu", "-c", "miniops", "-o", out)
+    assert result.code == 0, result.err
+    assert "not in the store yet" not in result.err
+    assert result.out.startswith("#!/bin/sh")
+    assert "-DMINI_OPS_OPS=add,mul,gemm" in result.out
+    rt_prefix = next(c["prefix"] for c in json.loads(
+        cli("plan", "--manifest", mini, "--vendor", "cpu", "--json").out)["components"]
+        if c["name"] == "minirt")
+    assert f"-DMINI_RT_ROOT={rt_prefix}" in result.out
+    # An IDE reads CMakePresets.json from the source directory.
+    source = tmp_path / "ops"
+    shutil.copytree(mini.parent / "ops", source)
+    shutil.copy(out / "CMakePresets.json", source / "CMakePresets.json")
+    for argv in (["cmake", "--preset", "miniops-cpu"],
+                 ["cmake", "--build", "--preset", "miniops-cpu"]):
+        subprocess.run(argv, cwd=source, check=True, capture_output=True)
+    assert (out / "build" / "libminiops.so").is_file()
+    shutil.rmtree(out / "build")  # configured from the copy; the script uses the original
+    subprocess.run(["sh", out / "build.sh"], check=True, capture_output=True)
+    assert (out / "install" / "lib" / "libminiops.so").is_file()

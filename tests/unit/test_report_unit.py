@@ -1,0 +1,124 @@
+"""Run reports and progress output, without building anything."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from builder import report
+from builder.errors import UsageError
+from builder.layout import Layout
+from builder.report import ComponentResult, RunReport
+
+
+def sample() -> RunReport:
+    r = RunReport(command="build", vendor="cpu", manifest="/m/stack.yaml", seconds=3.25)
+    r.components = [
+        ComponentResult(name="minirt", key="a" * 64, status="hit", prefix="/s/a/prefix"),
+        ComponentResult(name="miniops", key="b" * 64, status="built", seconds=2.5,
+                        steps={"configure": 0.5, "build": 1.9, "install": 0.1},
+                        logs={"build": "/l/miniops/build.log"}),
+        ComponentResult(name="miniccl", key="c" * 64, status="failed", seconds=0.4,
+                        steps={"configure": 0.3}, logs={"configure": "/l/c.log",
+                                                        "build": "/l/miniccl/build.log"},
+                        error="component 'miniccl', step build: c++ failed"),
+        ComponentResult(name="minilm", key="d" * 64),
+    ]
+    return r
+
+
+def test_report_json_has_per_component_results_and_totals() -> None:
+    data = sample().to_json()
+    assert data["totals"] == {"hit": 1, "built": 1, "failed": 1, "skipped": 1,
+                              "interrupted": 0, "build_seconds": 2.5}
+    ops = data["components"][1]
+    assert ops["key"] == "b" * 64
+    assert ops["steps"] == {"configure": 0.5, "build": 1.9, "install": 0.1}
+    assert ops["logs"] == {"build": "/l/miniops/build.log"}
+    json.dumps(data)
+
+
+def test_summary_table_has_a_row_per_component_and_a_totals_line() -> None:
+    table = report.summary_table(sample().to_json())
+    lines = table.splitlines()
+    assert lines[0].split() == ["component", "status", "key", "seconds", "steps"]
+    assert lines[1].split()[:4] == ["minirt", "hit", "a" * 12, "-"]
+    assert "configure 0.5s, build 1.9s, install 0.1s" in lines[2]
+    assert lines[-1] == "cpu: 1 built, 1 from the store, 1 failed, 1 skipped in 3.2s"
+
+
+def test_write_keeps_every_report_and_points_last_at_the_newest(tmp_path: Path) -> None:
+    layout = Layout.from_env({}, home=tmp_path)
+    with pytest.raises(UsageError, match="no run report yet"):
+        report.read_last(layout)
+    first = report.write(sample(), layout)
+    r = sample()
+    r.vendor = "nvidia"
+    second = report.write(r, layout)
+    assert first.is_file() and second.is_file()
+    assert report.read_last(layout)["vendor"] == "nvidia"
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_kind_follows_the_terminal_and_ci() -> None:
+    assert type(report.progress_for("auto", io.StringIO(), {})) is report.Progress
+    assert type(report.progress_for("auto", io.StringIO(), {"GITHUB_ACTIONS": "true"})) \
+        is report.GithubProgress
+    live = report.progress_for("auto", Tty(), {"TERM": "xterm"})
+    live.close()
+    assert type(live) is report.LiveProgress
+    assert type(report.progress_for("auto", Tty(), {"TERM": "dumb"})) is report.Progress
+
+
+def test_github_progress_writes_one_fold_group_per_finished_component() -> None:
+    out = io.StringIO()
+    p = report.GithubProgress(out)
+    results = sample().components
+    p.start("miniops", "b" * 64, 2)
+    p.step("miniops", "build")
+    p.finish(results[1])
+    p.finish(results[2])
+    text = out.getvalue()
+    assert text.count("::group::") == 2 and text.count("::endgroup::") == 2
+    assert "::group::miniops: built in 2.5s" in text
+    assert "build 1.9s  log: /l/miniops/build.log" in text
+    assert "::error title=miniccl failed::component 'miniccl', step build: c++ failed" in text
+    assert text.index("::group::miniops") < text.index("::endgroup::")
+
+
+def test_live_progress_shows_a_line_per_running_component_with_its_elapsed_time() -> None:
+    out = Tty()
+    p = report.LiveProgress(out)
+    p.start("minirt", "a" * 64, 1)
+    p.step("minirt", "build")
+    p.start("miniccl", "c" * 64, 1)
+    text = out.getvalue()
+    assert "minirt         build" in text and "s\n" in text
+    assert "miniccl        starting" in text
+    p.finish(sample().components[1])
+    p.close()
+    final = out.getvalue()
+    assert "\x1b[" in final  # redrawn in place
+    assert "[miniops] built in 2.5s (configure 0.5s, build 1.9s, install 0.1s)" in final
+
+
+def test_plain_progress_is_one_line_per_event() -> None:
+    out = io.StringIO()
+    p = report.Progress(out)
+    p.start("minirt", "a" * 64, 2)
+    p.step("minirt", "configure")
+    p.step_done("minirt", "configure", 0.25)
+    p.waiting("miniops", "process 12")
+    assert out.getvalue().splitlines() == [
+        "[minirt] building (key aaaaaaaaaaaa, 2 jobs)",
+        "[minirt] configure ...",
+        "[minirt] configure done in 0.2s",
+        "[miniops] waiting: process 12 is building the same store entry",
+    ]
