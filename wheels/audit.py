@@ -22,6 +22,7 @@ import multiprocessing.context
 import os
 import pickle
 import posixpath
+import queue
 import re
 import site
 import stat
@@ -76,6 +77,7 @@ from wheels.policy import (
     TagVerdict,
     VendorPolicy,
     host_library_dirs,
+    is_python_api,
     manylinux_policies,
     platform_verdict,
     vendor_from_local_version,
@@ -87,6 +89,7 @@ CACHE_VERSION = "infini-stack-audit-1"
 MAX_MEMBER = 4 << 30  # larger members are reported, not inflated
 INFLATE_STEP = 32 << 10  # compressed bytes per inflate call: bounded output, no giant join
 ONE_SHOT_BELOW = 1 << 20  # members this small are inflated in one call
+HASH_THREAD_ABOVE = 64 << 20  # members this big are hashed on a second thread
 BATCH_BYTES = 8 << 20
 BATCH_MEMBERS = 1024
 SERIAL_BELOW = 16 << 20  # wheels smaller than this are read on the calling thread
@@ -94,7 +97,6 @@ HASHES = ("sha256", "sha384", "sha512")
 LISTED_SYMBOLS = 200
 
 _PY_SYMBOL = re.compile(r"^_?Py")
-_PY_API_DEFINED = re.compile(r"^_?Py(_|[A-Z][A-Za-z0-9]*_)")
 _EXTENSION = re.compile(r"^(?P<mod>[A-Za-z_]\w*)\.(cpython-[^./]+|abi3|pypy[^./]*)\.so$")
 _BARE_MODULE = re.compile(r"^(?P<mod>[A-Za-z_]\w*)\.so$")
 _ORIGIN = re.compile(r"\$(ORIGIN\b|\{ORIGIN\})")
@@ -228,52 +230,87 @@ def _read_raw(fd: int, task: _Task) -> bytes:
     return raw
 
 
+class _Digest:
+    """Hashes parts as they come; a big member's are hashed on a helper thread, beside inflating."""
+
+    def __init__(self, algo: str, background: bool) -> None:
+        self.hasher = hashlib.new(algo)
+        self.size = 0
+        self.queue: queue.SimpleQueue[bytes | None] | None = None
+        self.thread: threading.Thread | None = None
+        if background:
+            self.queue = queue.SimpleQueue()
+            self.thread = threading.Thread(target=self._drain, name="audit-hash", daemon=True)
+            self.thread.start()
+
+    def add(self, part: bytes) -> None:
+        self.size += len(part)
+        if self.queue is not None:
+            self.queue.put(part)
+        else:
+            self.hasher.update(part)
+
+    def _drain(self) -> None:
+        assert self.queue is not None
+        while (part := self.queue.get()) is not None:
+            self.hasher.update(part)
+
+    def finish(self) -> str:
+        if self.queue is not None and self.thread is not None:
+            self.queue.put(None)
+            self.thread.join()
+        return base64.urlsafe_b64encode(self.hasher.digest()).rstrip(b"=").decode()
+
+
 def _inflate(task: _Task, raw: bytes, path: Path) -> tuple[list[bytes], str]:
     """The member's content as parts, and its RECORD-style digest; bounded by the stated size."""
     if task.flags & 1:
         raise _MemberError("encrypted member")
     if task.file_size > MAX_MEMBER:
         raise _MemberError(f"states {task.file_size} bytes, more than this audit inflates")
-    hasher = hashlib.new(task.algo)
-    if task.method == zipfile.ZIP_STORED:
-        parts = [raw]
-    elif task.method == zipfile.ZIP_DEFLATED:
-        parts = _inflate_deflate(task, raw)
-    else:
-        parts = [_inflate_other(task, path)]
-    total = 0
-    for part in parts:
-        hasher.update(part)
-        total += len(part)
-    if total != task.file_size:
-        raise _MemberError(f"holds {total} bytes, the zip directory says {task.file_size}")
-    return parts, base64.urlsafe_b64encode(hasher.digest()).rstrip(b"=").decode()
+    digest = _Digest(task.algo, background=task.file_size >= HASH_THREAD_ABOVE)
+    try:
+        if task.method == zipfile.ZIP_STORED:
+            parts = [raw]
+            digest.add(raw)
+        elif task.method == zipfile.ZIP_DEFLATED:
+            parts = _inflate_deflate(task, raw, digest)
+        else:
+            parts = [_inflate_other(task, path)]
+            digest.add(parts[0])
+    finally:
+        value = digest.finish()
+    if digest.size != task.file_size:
+        raise _MemberError(f"holds {digest.size} bytes, the zip directory says {task.file_size}")
+    return parts, value
 
 
-def _inflate_deflate(task: _Task, raw: bytes) -> list[bytes]:
+def _inflate_deflate(task: _Task, raw: bytes, digest: _Digest) -> list[bytes]:
     if len(raw) <= ONE_SHOT_BELOW:
         # Small enough that even a bomb (deflate expands at most 1032:1) stays affordable.
         try:
-            return [zlib.decompress(raw, -15, max(1, min(task.file_size, len(raw) * 1032)))]
+            data = zlib.decompress(raw, -15, max(1, min(task.file_size, len(raw) * 1032)))
         except zlib.error as exc:
             raise _MemberError(f"corrupt deflate data: {exc}") from None
+        digest.add(data)
+        return [data]
     inflater = zlib.decompressobj(-15)
     view = memoryview(raw)
     parts: list[bytes] = []
-    total = 0
     try:
         for start in range(0, len(raw), INFLATE_STEP):
             part = inflater.decompress(view[start : start + INFLATE_STEP])
-            total += len(part)
-            if total > task.file_size:
+            if digest.size + len(part) > task.file_size:
                 raise _MemberError(f"inflates past the {task.file_size} bytes it states")
             if part:
                 parts.append(part)
+                digest.add(part)
         tail = inflater.flush()
     except zlib.error as exc:
         raise _MemberError(f"corrupt deflate data: {exc}") from None
     if tail:
         parts.append(tail)
+        digest.add(tail)
     if not inflater.eof:
         raise _MemberError("deflate data ends early (truncated member)")
     return parts
@@ -486,6 +523,7 @@ def _mp_context() -> multiprocessing.context.BaseContext:
 @dataclass
 class _Archive:
     path: Path
+    zf: zipfile.ZipFile
     infos: list[zipfile.ZipInfo]
     distribution: str | None = None
     version: Version | None = None
@@ -507,13 +545,12 @@ def _open(path: Path, f: _Findings) -> _Archive | None:
         f.violation("not-a-file", None, "not a regular file")
         return None
     try:
-        with zipfile.ZipFile(path) as zf:
-            infos = zf.infolist()
+        zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError,
             OverflowError, UnicodeDecodeError, NotImplementedError, IndexError, KeyError) as exc:
         f.violation("not-a-zip", None, f"not a readable zip archive: {exc}")
         return None
-    return _Archive(path, infos)
+    return _Archive(path, zf, zf.infolist())
 
 
 def _check_names(archive: _Archive, f: _Findings) -> None:
@@ -571,10 +608,10 @@ def _read_metadata(archive: _Archive, f: _Findings) -> None:
         f.violation("dist-info-name", None, "several .dist-info directories: "
                     + ", ".join(dist_infos))
     archive.data_dir = archive.dist_info[: -len(".dist-info")] + ".data"
-    with zipfile.ZipFile(archive.path) as zf:
-        _read_wheel_file(archive, _small(zf, f"{archive.dist_info}/WHEEL", f), f)
-        _read_metadata_file(archive, _small(zf, f"{archive.dist_info}/METADATA", f), f)
-        _read_record(archive, _small(zf, f"{archive.dist_info}/RECORD", f), f)
+    zf = archive.zf
+    _read_wheel_file(archive, _small(zf, f"{archive.dist_info}/WHEEL", f), f)
+    _read_metadata_file(archive, _small(zf, f"{archive.dist_info}/METADATA", f), f)
+    _read_record(archive, _small(zf, f"{archive.dist_info}/RECORD", f), f)
 
 
 def _escape(name: str) -> str:
@@ -708,6 +745,9 @@ class _Elves:
     arch: str | None
     needs: dict[str, tuple[Need, ...]] = field(default_factory=dict)
     extensions: dict[str, str] = field(default_factory=dict)
+    rpath_dirs: dict[str, list[str]] = field(default_factory=dict)
+    runpath_dirs: dict[str, list[str]] = field(default_factory=dict)
+    groups: dict[str, _Group] = field(default_factory=dict)
 
 
 def _install_path(archive: _Archive, name: str) -> str | None:
@@ -759,18 +799,32 @@ def _runpath_dir(entry: str, origin: str | None) -> tuple[str | None, str | None
     return None, f"'{entry}' is relative to the current directory"
 
 
-def _search_dirs(ctx: _Elves, member: str, info: ElfInfo, f: _Findings) -> list[str]:
+def _check_runpaths(ctx: _Elves, member: str, info: ElfInfo, f: _Findings) -> None:
+    """Judge every RUNPATH/RPATH entry once, and keep the directories inside site-packages."""
     install = ctx.install_of.get(member)
     origin = posixpath.dirname(install) if install is not None else None
-    dirs: list[str] = []
-    active = "runpath" if info.runpath is not None else "rpath"
     for which in ("runpath", "rpath"):
+        dirs: list[str] = []
         for entry in info.split_path(which):
             where, problem = _runpath_dir(entry, origin)
             if problem:
                 f.violation("runpath", member, f"{which.upper()} {problem}")
-            elif where is not None and which == active and where not in dirs:
+            elif where is not None and where not in dirs:
                 dirs.append(where)
+        if which == "rpath":
+            ctx.rpath_dirs[member] = dirs
+        elif info.runpath is not None:
+            ctx.runpath_dirs[member] = dirs
+
+
+def _context_dirs(ctx: _Elves, member: str, chain: Sequence[str]) -> list[str]:
+    """glibc's order: the object's RUNPATH alone, else the RPATHs of it and of its loaders."""
+    own = ctx.runpath_dirs.get(member)
+    if own is not None:
+        return own
+    dirs: list[str] = []
+    for loader in reversed(chain):
+        dirs += [d for d in ctx.rpath_dirs.get(loader, ()) if d not in dirs]
     return dirs
 
 
@@ -788,55 +842,131 @@ def _requires_covers(ctx: _Elves, distribution: str, arch: str | None) -> bool:
     return False
 
 
-def _resolve(ctx: _Elves, member: str, info: ElfInfo, f: _Findings) -> tuple[Need, ...]:
-    dirs = _search_dirs(ctx, member, info, f)
-    return tuple(_resolve_one(ctx, member, info, soname, dirs, f) for soname in info.needed)
+@dataclass(frozen=True)
+class _Problem:
+    code: str
+    message: str
+
+
+_Resolved = tuple[Need, "_Problem | None"]
 
 
 def _resolve_one(
-    ctx: _Elves, member: str, info: ElfInfo, soname: str, dirs: Sequence[str], f: _Findings
-) -> Need:
+    ctx: _Elves, member: str, info: ElfInfo, soname: str, dirs: Sequence[str]
+) -> _Resolved:
+    """Where one DT_NEEDED entry goes from ``dirs``, in the order the audit requires."""
     if LIBPYTHON_RE.match(soname) or soname.startswith("libpython"):
-        f.violation("libpython", member, f"DT_NEEDED {soname}: extensions must take Python's "
-                    "symbols from the running interpreter, not link libpython")
-        return Need(soname, "libpython", None)
+        return Need(soname, "libpython", None), _Problem(
+            "libpython", f"DT_NEEDED {soname}: extensions must take Python's symbols from the "
+            "running interpreter, not link libpython")
     if "/" in soname:
-        f.violation("needed-path", member, f"DT_NEEDED {soname!r} is a path")
-        return Need(soname, "missing", None)
+        return Need(soname, "missing", None), _Problem("needed-path",
+                                                      f"DT_NEEDED {soname!r} is a path")
     for d in dirs:
         found = ctx.installed.get(posixpath.join(d, soname) if d else soname)
         lib = ctx.elfs.get(found) if found else None
         if found and lib is not None and info.is_compatible(lib):
-            return Need(soname, "wheel", found)
+            return Need(soname, "wheel", found), None
     supplied = ctx.policy.supplier(soname)
     if supplied is not None:
-        return _from_distribution(ctx, member, soname, supplied.distribution, supplied.dir, dirs,
-                                  f)
+        return _from_distribution(ctx, soname, supplied.distribution, supplied.dir, dirs)
     if soname in ctx.whitelist or "ld-linux" in soname or soname in ("ld64.so.1", "ld64.so.2"):
-        return Need(soname, "system", _host_path(ctx, soname, info))
+        return Need(soname, "system", _host_path(ctx, soname, info)), None
     if ctx.policy.is_external(soname):
-        return Need(soname, "external", _host_path(ctx, soname, info))
+        return Need(soname, "external", _host_path(ctx, soname, info)), None
     elsewhere = sorted(m for m in ctx.elfs if posixpath.basename(m) == soname)
-    hint = (f"; the wheel has {', '.join(elsewhere)} but no RUNPATH entry reaches it"
+    hint = (f"; the wheel has {', '.join(elsewhere)} but no RUNPATH/RPATH entry reaches it"
             if elsewhere else "")
-    f.violation("unresolved", member, f"needs {soname}: not in the wheel, not supplied by a "
-                f"declared distribution, not a manylinux system library and not expected from "
-                f"the {ctx.policy.name} vendor's machine{hint}")
-    return Need(soname, "missing", None)
+    return Need(soname, "missing", None), _Problem(
+        "unresolved", f"needs {soname}: not in the wheel, not supplied by a declared "
+        "distribution, not a manylinux system library and not expected from the "
+        f"{ctx.policy.name} vendor's machine{hint}")
 
 
 def _from_distribution(
-    ctx: _Elves, member: str, soname: str, dist: str, where: str, dirs: Sequence[str],
-    f: _Findings,
-) -> Need:
+    ctx: _Elves, soname: str, dist: str, where: str, dirs: Sequence[str]
+) -> _Resolved:
     if where not in dirs:
-        f.violation("unresolved", member, f"needs {soname}, which {dist} installs in {where}, "
-                    "but no RUNPATH entry reaches that directory")
-        return Need(soname, "missing", None)
+        return Need(soname, "missing", None), _Problem(
+            "unresolved", f"needs {soname}, which {dist} installs in {where}, but no "
+            "RUNPATH/RPATH entry reaches that directory")
+    need = Need(soname, "distribution", f"{dist}: {where}/{soname}")
     if not _requires_covers(ctx, dist, ctx.arch):
-        f.violation("requires-dist", member, f"needs {soname} from {dist} ({where}), but {dist} "
-                    "is not in Requires-Dist")
-    return Need(soname, "distribution", f"{dist}: {where}/{soname}")
+        return need, _Problem("requires-dist", f"needs {soname} from {dist} ({where}), but "
+                              f"{dist} is not in Requires-Dist")
+    return need, None
+
+
+@dataclass
+class _Group:
+    """What loading one root (an extension, an executable, a library) brings in, as ld.so does."""
+
+    members: list[str]
+    outside: list[tuple[Need, ElfInfo]]
+    resolved: dict[tuple[str, str], _Resolved]
+
+
+def _load(ctx: _Elves, root: str) -> _Group:
+    """Breadth-first like ld.so: a name already loaded (by its SONAME) is not searched again."""
+    info = ctx.elfs[root]
+    loaded: dict[str, _Resolved] = {}
+    for name in {info.soname, posixpath.basename(root)} - {None}:
+        loaded[str(name)] = (Need(str(name), "wheel", root), None)
+    group = _Group([root], [], {})
+    chains: dict[str, tuple[str, ...]] = {root: (root,)}
+    queue = deque([root])
+    while queue:
+        member = queue.popleft()
+        mine = ctx.elfs[member]
+        dirs = _context_dirs(ctx, member, chains[member])
+        for soname in mine.needed:
+            if soname not in loaded:
+                loaded[soname] = _resolve_one(ctx, member, mine, soname, dirs)
+                need = loaded[soname][0]
+                if need.kind == "wheel" and need.where and need.where not in chains:
+                    chains[need.where] = (*chains[member], need.where)
+                    group.members.append(need.where)
+                    queue.append(need.where)
+                    lib_soname = ctx.elfs[need.where].soname
+                    if lib_soname:
+                        loaded.setdefault(lib_soname, loaded[soname])
+                elif need.kind != "wheel":
+                    group.outside.append((need, mine))
+            group.resolved[(member, soname)] = loaded[soname]
+    return group
+
+
+_RANK = {"wheel": 0, "distribution": 1, "system": 2, "external": 3, "libpython": 4, "missing": 5}
+
+
+def _resolve_all(ctx: _Elves, f: _Findings) -> None:
+    """Load every root; each ELF's needs as resolved in the contexts it is loaded in."""
+    roots = [m for m in sorted(ctx.elfs) if m in ctx.extensions
+             or _elf_kind(ctx, m, ctx.elfs[m]) == "executable"]
+    seen: set[str] = set()
+    results: dict[tuple[str, str], dict[str, _Resolved]] = {}
+    for root in [*roots, *sorted(ctx.elfs)]:
+        if root in seen:
+            continue
+        group = _load(ctx, root)
+        ctx.groups[root] = group
+        seen.update(group.members)
+        for key, value in group.resolved.items():
+            results.setdefault(key, {})[root] = value
+    for member, info in ctx.elfs.items():
+        ctx.needs[member] = tuple(
+            min((n for n, _ in results.get((member, s), {}).values()),
+                key=lambda n: _RANK[n.kind], default=Need(s, "missing", None))
+            for s in info.needed
+        )
+    for (member, _soname), by_root in sorted(results.items()):
+        problems: dict[_Problem, list[str]] = {}
+        for root, (_, problem) in by_root.items():
+            if problem is not None:
+                problems.setdefault(problem, []).append(root)
+        for problem, where in problems.items():
+            context = "" if member in where else f" (when loaded by {shorten(where, 3)})"
+            f.violation(problem.code, member, problem.message + context)
 
 
 def _host_path(ctx: _Elves, soname: str, like: ElfInfo) -> str | None:
@@ -844,7 +974,7 @@ def _host_path(ctx: _Elves, soname: str, like: ElfInfo) -> str | None:
     return hit[0] if hit else None
 
 
-# Symbols: every undefined, non-weak symbol must be defined by something the ELF loads.
+# Symbols: every undefined, non-weak symbol must be defined by something loaded with the ELF.
 
 
 @dataclass
@@ -853,50 +983,38 @@ class _Scope:
     unverifiable: list[str]
 
 
-def _scope(ctx: _Elves, member: str) -> _Scope:
-    """Breadth-first over the libraries ``member`` loads, as the dynamic loader would."""
-    scope = _Scope([], [])
-    seen: set[str] = {f"wheel:{member}"}
-    queue: deque[tuple[str, ElfInfo | None, str]] = deque()
-
-    def push(key: str, info: ElfInfo | None, label: str) -> None:
-        if key not in seen:
-            seen.add(key)
-            queue.append((key, info, label))
-
-    for need in ctx.needs.get(member, ()):
-        key, info = _need_node(ctx, need, ctx.elfs[member])
-        push(key, info, need.soname)
+def _group_scope(ctx: _Elves, group: _Group) -> _Scope:
+    """The objects a dlopen of the group's root puts in its local scope, host ones included."""
+    scope = _Scope([ctx.elfs[m] for m in group.members], [])
+    seen: set[str] = set()
+    queue = deque(_outside_node(ctx, need, like) for need, like in group.outside)
     while queue:
         key, info, label = queue.popleft()
+        if key in seen:
+            continue
+        seen.add(key)
         if info is None:
             scope.unverifiable.append(label)
             continue
         scope.providers.append(info)
-        if key.startswith("wheel:"):
-            for need in ctx.needs.get(key[len("wheel:") :], ()):
-                push(*_need_node(ctx, need, info), need.soname)
-            continue
         for soname in info.needed:
-            hit = ctx.host.find(soname, info, _host_rpath(key[len("host:") :], info))
-            push(f"host:{hit[0]}" if hit else f"none:{soname}", hit[1] if hit else None, soname)
+            hit = ctx.host.find(soname, info, _host_rpath(key, info))
+            queue.append((hit[0], hit[1], soname) if hit else (f"none:{soname}", None, soname))
     return scope
 
 
-def _need_node(ctx: _Elves, need: Need, like: ElfInfo) -> tuple[str, ElfInfo | None]:
-    if need.kind == "wheel" and need.where:
-        return f"wheel:{need.where}", ctx.elfs[need.where]
+def _outside_node(ctx: _Elves, need: Need, like: ElfInfo) -> tuple[str, ElfInfo | None, str]:
     if need.kind == "distribution":
         lib = ctx.policy.supplier(need.soname)
         for site_dir in ctx.site_dirs if lib else ():
             hit = ctx.host.locate(f"{site_dir}/{lib.dir}/{need.soname}") if lib else None
             if hit is not None and like.is_compatible(hit[1]):
-                return f"host:{hit[0]}", hit[1]
-        return f"none:{need.soname}", None
-    if need.kind in ("system", "external"):
+                return hit[0], hit[1], need.soname
+    elif need.kind in ("system", "external"):
         hit = ctx.host.find(need.soname, like)
-        return (f"host:{hit[0]}", hit[1]) if hit else (f"none:{need.soname}", None)
-    return f"none:{need.soname}", None
+        if hit is not None:
+            return hit[0], hit[1], need.soname
+    return f"none:{need.soname}", None, need.soname
 
 
 def _host_rpath(path: str, info: ElfInfo) -> list[str]:
@@ -905,9 +1023,24 @@ def _host_rpath(path: str, info: ElfInfo) -> list[str]:
     return [posixpath.normpath(_ORIGIN.sub(origin, e)) for e in entries if e.startswith(("/", "$"))]
 
 
-def _check_symbols(ctx: _Elves, member: str, python_ok: bool, f: _Findings) -> SymbolCheck:
+def _scopes_by_member(ctx: _Elves) -> dict[str, _Scope]:
+    """Each ELF's scope: the union of the groups it is loaded in."""
+    group_scopes = {root: _group_scope(ctx, g) for root, g in ctx.groups.items()}
+    out: dict[str, _Scope] = {}
+    for root, group in ctx.groups.items():
+        for member in group.members:
+            scope = out.setdefault(member, _Scope([], []))
+            known = {id(p) for p in scope.providers}
+            scope.providers += [p for p in group_scopes[root].providers if id(p) not in known]
+            scope.unverifiable += [u for u in group_scopes[root].unverifiable
+                                   if u not in scope.unverifiable]
+    return out
+
+
+def _check_symbols(
+    ctx: _Elves, member: str, scope: _Scope, python_ok: bool, f: _Findings
+) -> SymbolCheck:
     info = ctx.elfs[member]
-    scope = _scope(ctx, member)
     bound = python = 0
     unverified: list[str] = []
     missing: list[str] = []
@@ -922,7 +1055,7 @@ def _check_symbols(ctx: _Elves, member: str, python_ok: bool, f: _Findings) -> S
             missing.append(f"{name}@{version}" if version else name)
     if missing:
         f.violation("undefined-symbol", member, f"{len(missing)} undefined symbols are defined "
-                    f"by none of the libraries it loads: {shorten(missing)}")
+                    f"by none of the libraries loaded with it: {shorten(missing)}")
     if unverified:
         f.warning("unverified-symbols", member, f"{len(unverified)} undefined symbols could not "
                   f"be checked ({', '.join(sorted(set(scope.unverifiable)))} not readable on "
@@ -934,8 +1067,7 @@ def _check_symbols(ctx: _Elves, member: str, python_ok: bool, f: _Findings) -> S
 
 
 def _check_python(ctx: _Elves, member: str, info: ElfInfo, f: _Findings) -> None:
-    defined = sorted(s for s in info.exports if _PY_API_DEFINED.match(s)
-                     and not s.startswith("PyInit_"))
+    defined = sorted(s for s in info.exports if is_python_api(s) and not s.startswith("PyInit_"))
     if defined:
         f.violation("static-libpython", member, f"defines {len(defined)} Python C-API symbols "
                     f"({shorten(defined, 4)}): a statically linked interpreter")
@@ -943,18 +1075,6 @@ def _check_python(ctx: _Elves, member: str, info: ElfInfo, f: _Findings) -> None
     if module and f"PyInit_{module}" not in info.entry_points:
         f.violation("no-pyinit", member, f"extension module {module!r} does not export "
                     f"PyInit_{module}")
-
-
-def _python_reach(ctx: _Elves) -> set[str]:
-    """Members loaded into the interpreter: extensions and what they load from the wheel."""
-    reach = set(ctx.extensions)
-    queue = deque(reach)
-    while queue:
-        for need in ctx.needs.get(queue.popleft(), ()):
-            if need.kind == "wheel" and need.where and need.where not in reach:
-                reach.add(need.where)
-                queue.append(need.where)
-    return reach
 
 
 def _check_elfs(ctx: _Elves, archive: _Archive, f: _Findings) -> list[ElfReport]:
@@ -966,15 +1086,19 @@ def _check_elfs(ctx: _Elves, archive: _Archive, f: _Findings) -> list[ElfReport]
         if ctx.install_of.get(member) is None:
             f.warning("outside-site-packages", member, "installs outside site-packages, so "
                       "its $ORIGIN-relative RUNPATH cannot be checked")
-        if archive.root_is_purelib or "purelib" in member.split("/")[1:2]:
-            f.violation("purelib", member, "shared library in purelib: the wheel must be "
-                        "platlib (Root-Is-Purelib: false)")
-        ctx.needs[member] = _resolve(ctx, member, info, f)
-    reach = _python_reach(ctx)
+        if archive.data_dir and member.startswith(f"{archive.data_dir}/purelib/"):
+            f.violation("purelib", member, "shared library in the purelib scheme")
+        elif archive.root_is_purelib:
+            f.warning("purelib", member, "shared library in a Root-Is-Purelib wheel: it "
+                      "installs with the pure-Python files, wherever they go")
+        _check_runpaths(ctx, member, info, f)
+    _resolve_all(ctx, f)
+    in_python = {m for root in ctx.extensions for m in ctx.groups[root].members}
+    scopes = _scopes_by_member(ctx)
     reports = []
     for member, info in ctx.elfs.items():
         _check_python(ctx, member, info, f)
-        symbols = _check_symbols(ctx, member, member in reach, f)
+        symbols = _check_symbols(ctx, member, scopes[member], member in in_python, f)
         reports.append(_report(ctx, member, info, symbols))
     return reports
 
@@ -1055,6 +1179,15 @@ def _audit(
     archive = _open(path, f)
     if archive is None:
         return _empty(path, policy, f, start)
+    with archive.zf:
+        return _audit_archive(archive, policy, cache_dir, workers, f, start)
+
+
+def _audit_archive(
+    archive: _Archive, policy: VendorPolicy, cache_dir: Path | None, workers: int,
+    f: _Findings, start: float,
+) -> WheelAudit:
+    path = archive.path
     _check_names(archive, f)
     _read_metadata(archive, f)
     tasks = [
@@ -1125,11 +1258,15 @@ def _verdicts(
     order = archive.record_order or list(members)
     host = HostLibraries(host_library_dirs())
     plain = platform_verdict(archive.path.name, members, order, host)
+    bundled = {posixpath.basename(n) for n, e in members.items() if e is not None}
+
+    def excluded(soname: str) -> bool:  # like ``auditwheel repair --exclude``
+        return policy.outside_wheel(soname) and soname not in bundled
+
     needed = {n for e in members.values() if e is not None for n in e.needed}
-    if not any(policy.outside_wheel(n) for n in needed):
+    if not any(excluded(n) for n in needed):
         return plain, plain
-    vendor = platform_verdict(archive.path.name, members, order, host, policy.outside_wheel)
-    return plain, vendor
+    return plain, platform_verdict(archive.path.name, members, order, host, excluded)
 
 
 def _ordered(items: Iterable[Finding]) -> list[Finding]:

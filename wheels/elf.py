@@ -14,7 +14,7 @@ import os
 import struct
 import sys
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,6 +96,15 @@ class ElfInfo:
     isa_ext: str | None
     isa_error: bool
 
+    def __reduce__(self) -> tuple[Callable[..., ElfInfo], tuple[object, ...]]:
+        # Pickling 100,000 symbol names one by one is slow: ship each set as one NUL-joined
+        # string (a name cannot hold NUL: string tables end names with it).
+        values = tuple(
+            ("\0".join(v), type(v) is frozenset) if _is_strings(v) else (v, None)
+            for v in self.__dict__.values()
+        )
+        return _unpack_info, (values,)
+
     @property
     def platform(self) -> tuple[bool, int, bool, int]:
         """Loader compatibility key: auditwheel treats ELFOSABI_NONE/SYSV and GNU/LINUX alike."""
@@ -117,6 +126,22 @@ class ElfInfo:
     def split_path(self, which: str) -> tuple[str, ...]:
         value = self.runpath if which == "runpath" else self.rpath
         return tuple(value.split(":")) if value is not None else ()
+
+
+def _is_strings(value: object) -> bool:
+    return isinstance(value, (frozenset, tuple)) and all(type(v) is str for v in value)
+
+
+def _unpack_info(values: tuple[tuple[object, bool | None], ...]) -> ElfInfo:
+    fields: list[object] = []
+    for value, as_set in values:
+        if as_set is None:
+            fields.append(value)
+        else:
+            items = str(value).split("\0") if value else []
+            fields.append(frozenset(items) if as_set else tuple(items))
+    build: Callable[..., ElfInfo] = ElfInfo
+    return build(*fields)
 
 
 @dataclass(frozen=True)

@@ -124,6 +124,39 @@ def vendor_from_local_version(local: str | None) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# The CPython C API: an ELF that defines these carries an interpreter of its own.
+
+# Families of CPython's C API (Include/*.h): ``Py<Family>_...``. A project's own ``PyImaging_*``
+# (Pillow) or ``PyArray_*`` (NumPy) is not the interpreter and must not be mistaken for it.
+PYTHON_API_FAMILIES = frozenset(
+    {
+        "AST", "Arg", "AsyncGen", "BaseObject", "Bool", "Buffer", "ByteArray", "Bytes", "CFunction",
+        "CMethod", "CallIter", "Callable", "Capsule", "Cell", "ClassMethod", "Code", "Codec",
+        "Compile", "Complex", "Config", "Context", "ContextToken", "ContextVar", "Coro", "Descr",
+        "Dict", "DictProxy", "Ellipsis", "Enum", "Err", "Eval", "Exc", "Exception", "File",
+        "Filter", "Float", "Frame", "FrozenSet", "Function", "GC", "GILState", "Gen", "Hash",
+        "Import", "InstanceMethod", "Interpreter", "InterpreterState", "Iter", "List", "Long",
+        "Map", "Mapping", "Marshal", "Mem", "MemoryView", "Method", "Module", "ModuleDef", "Mutex",
+        "Node", "Number", "OS", "Object", "Parser", "PickleBuffer", "PreConfig", "Property",
+        "Range", "Reversed", "Run", "Seq", "SeqIter", "Sequence", "Set", "Slice", "State",
+        "StaticMethod", "Status", "StructSequence", "Super", "Sys", "Thread", "ThreadState", "Time",
+        "TraceBack", "TraceMalloc", "Tuple", "Type", "Unicode", "UnicodeDecodeError",
+        "UnicodeEncodeError", "UnicodeTranslateError", "Unstable", "Vectorcall", "WeakRef",
+        "Weakref", "WideStringList", "Wrapper", "Zip"
+    }
+)
+_PY_PUBLIC = re.compile(r"^Py([A-Za-z]+)_")
+
+
+def is_python_api(symbol: str) -> bool:
+    """``Py_Initialize``, ``_Py_Dealloc``, ``PyObject_GetAttr``: yes; ``PyImaging_New``: no."""
+    if symbol.startswith(("Py_", "_Py")):
+        return True
+    match = _PY_PUBLIC.match(symbol)
+    return match is not None and match.group(1) in PYTHON_API_FAMILIES
+
+
+# ---------------------------------------------------------------------------------------------
 # manylinux / musllinux: auditwheel's policies and its verdict, mirrored.
 
 LIBPYTHON_RE = re.compile(r"^libpython\d+\.\d+m?.so(\.\d)*$")
