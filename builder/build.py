@@ -18,6 +18,7 @@ Safety against being killed at any moment (SIGKILL included):
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import threading
@@ -38,6 +39,9 @@ from builder.store import Store, file_lock, lock_path
 __all__ = ["Builder", "Interrupted", "Progress", "Store", "execute", "interrupts"]
 
 STAMP = ".infini-stack-configured"
+# What CMake reads from the environment on a build dir's first configure only.
+FIRST_CONFIGURE_ENV = ("CC", "CXX", "CUDACXX", "CUDAHOSTCXX", "CFLAGS", "CXXFLAGS", "CUDAFLAGS",
+                       "LDFLAGS", "CPPFLAGS")
 LANGUAGES = ("C", "CXX", "CUDA")
 
 
@@ -229,9 +233,11 @@ class Builder:
                     result.waited = round(time.monotonic() - waits[0], 3)
                 stop_orphans(build_lock.with_suffix(".running"))
                 children = TrackedChildren(self.children, build_lock.with_suffix(".running"))
-                self._build_locked(component, jobs, result, children)
+                try:
+                    self._build_locked(component, jobs, result, children)
+                finally:  # failed builds report their time too
+                    result.seconds = round(time.monotonic() - start - result.waited, 3)
         result.status = "built"
-        result.seconds = round(time.monotonic() - start - result.waited, 3)
 
     def _build_locked(
         self, component: ComponentPlan, jobs: int, result: ComponentResult,
@@ -263,7 +269,8 @@ class Builder:
             result.steps[step.kind] = round(done.seconds, 3)
             self.progress.step_done(component.name, step.kind, done.seconds)
             if step.kind == "configure":
-                _write_atomically(component.build_dir / STAMP, _configure_digest(argv, env))
+                _write_atomically(component.build_dir / STAMP,
+                                  json.dumps(self._stamp(component, argv)))
         prefix = staging / "prefix"
         missing = [o for o in component.outputs if not (prefix / o).exists()]
         if missing:
@@ -281,21 +288,34 @@ class Builder:
     def _prepare_configure(self, component: ComponentPlan, argv: tuple[str, ...]) -> bool:
         """True when the build dir is configured with exactly these inputs (configure skipped).
 
-        Otherwise the stamp goes first, so that a configure killed halfway is never trusted; a
-        build dir holding a cache but no stamp had its configure interrupted or failing, and
-        starts from scratch.
+        Otherwise the stamp goes first, so that a configure killed halfway is never trusted. A
+        build dir is configured again in place when only cache variables changed (a path
+        source's next key: Ninja then rebuilds only what changed), and from scratch when what
+        CMake reads only on a first configure changed (the compiler, its flags from the
+        environment), or when it holds a cache but no stamp: its configure was interrupted or
+        failed, and its cache may be half-written.
         """
         build_dir = component.build_dir
         stamp = build_dir / STAMP
-        cache = build_dir / "CMakeCache.txt"
-        digest = _configure_digest(argv, self._env(component))
-        if stamp.is_file() and cache.is_file() and (build_dir / "build.ninja").is_file():
-            if stamp.read_text() == digest:
-                return True
-        elif cache.exists() or (build_dir / "CMakeFiles").exists():
+        wanted = self._stamp(component, argv)
+        found = _read_stamp(stamp)
+        if found == wanted and (build_dir / "CMakeCache.txt").is_file() \
+                and (build_dir / "build.ninja").is_file():
+            return True
+        configured = (build_dir / "CMakeCache.txt").exists() or (build_dir / "CMakeFiles").exists()
+        if configured and (found is None or found.get("fresh") != wanted["fresh"]):
             _clear_dir(build_dir)
         stamp.unlink(missing_ok=True)
         return False
+
+    def _stamp(self, component: ComponentPlan, argv: tuple[str, ...]) -> dict[str, str]:
+        env = self._env(component)
+        first = {n: env[n] for n in FIRST_CONFIGURE_ENV if n in env}
+        host = self.plan.host
+        return {
+            "argv": hash_inputs({"argv": list(argv), "env": dict(component.env)}),
+            "fresh": hash_inputs({"env": first, "cxx": [host.cxx, host.cxx_version]}),
+        }
 
     def _check_source_unchanged(self, component: ComponentPlan) -> None:
         if self.verify_sources is None or not component.incremental:
@@ -347,15 +367,12 @@ class Builder:
         }
 
 
-def _configure_digest(argv: tuple[str, ...], env: Mapping[str, str]) -> str:
-    return hash_inputs({"argv": list(argv), "cmake_env": _cmake_env(env)})
-
-
-def _cmake_env(env: Mapping[str, str]) -> dict[str, str]:
-    """What in the environment a first configure reads (CMake ignores it afterwards)."""
-    names = ("CC", "CXX", "CUDACXX", "CUDAHOSTCXX", "CFLAGS", "CXXFLAGS", "CUDAFLAGS",
-             "LDFLAGS", "CUDA_HOME", "CUDA_PATH")
-    return {n: env[n] for n in names if n in env}
+def _read_stamp(stamp: Path) -> dict[str, str] | None:
+    try:
+        data = json.loads(stamp.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -641,8 +658,6 @@ class NoopMemo:
         return cls(layout.cache() / "noop" / f"{digest}.json")
 
     def peek(self) -> dict[str, Any] | None:
-        import json
-
         try:
             data: dict[str, Any] = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -670,8 +685,6 @@ class NoopMemo:
         manifest_arg: Path | None = None,
     ) -> bool:
         """Remember ``plan``'s keys; refuses (and forgets) when a file is too recent to trust."""
-        import json
-
         files = [*planning_files(plan), *extra_files]
         sigs = [(f, signature(f)) for f in files]
         limit = since_ns - RACY_NS

@@ -232,25 +232,34 @@ def session_alive(sid: int) -> bool:
     return bool(engine._session(sid))
 
 
-def test_sigterm_stops_the_children_and_says_what_was_interrupted(
-    home: Path, mini: Path, tmp_path: Path
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_and_ctrl_c_stop_the_children_and_say_what_was_interrupted(
+    signum: signal.Signals, home: Path, mini: Path, tmp_path: Path
 ) -> None:
     paused = tmp_path / "paused"
     launcher = write_launcher(
-        tmp_path / "pause.sh", f'[ -e {tmp_path}/pause ] && {{ echo $$ > {paused}; sleep 60; }}')
+        tmp_path / "pause.sh",
+        f'[ -e {tmp_path}/pause ] && '
+        f'{{ echo $$ > {paused}.$$; mv {paused}.$$ {paused}; sleep 60; }}',
+    )
     (tmp_path / "pause").touch()
     p = builder_process("build", "--manifest", mini, "--vendor", "cpu", "-c", "minirt",
                         "--launcher", launcher, home=home)
-    wait_for(paused)
-    compiler_session = os.getsid(int(paused.read_text()))
-    p.send_signal(signal.SIGTERM)
-    _, err = p.communicate(timeout=30)
-    assert p.returncode == 128 + signal.SIGTERM
-    assert "interrupted by SIGTERM while building minirt (build step)" in err
+    try:
+        wait_for(paused)
+        compiler_session = os.getsid(int(paused.read_text()))
+        p.send_signal(signum)
+        _, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 128 + signum
+    assert f"interrupted by {signum.name} while building minirt (build step)" in err
     assert "Traceback" not in err
     assert not session_alive(compiler_session)
     assert statuses(home) == {"minirt": "interrupted"}
-    assert "SIGTERM" in last_report(home)["interrupted"]
+    assert signum.name in last_report(home)["interrupted"]
     (tmp_path / "pause").unlink()
     p = builder_process("build", "--manifest", mini, "--vendor", "cpu", "-c", "minirt",
                         "--launcher", launcher, home=home)
@@ -296,3 +305,20 @@ def test_presets_reproduce_a_component_build_outside_the_tool(
     shutil.rmtree(out / "build")  # configured from the copy; the script uses the original
     subprocess.run(["sh", out / "build.sh"], check=True, capture_output=True)
     assert (out / "install" / "lib" / "libminiops.so").is_file()
+
+
+def test_compiler_change_configures_the_incremental_build_dir_from_scratch(
+    home: Path, mini: Path, tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+) -> None:
+    assert cli("build", "--manifest", mini, "--vendor", "cpu", "-c", "minirt").code == 0
+    first = last_report(home)["components"][0]
+    wrapper = write_launcher(tmp_path / "c++", "")  # a different compiler: a wrapper of c++
+    wrapper.write_text(f'#!/bin/sh\nexec {shutil.which("c++")} "$@"\n')
+    monkeypatch.setenv("CXX", str(wrapper))
+    assert cli("build", "--manifest", mini, "--vendor", "cpu", "-c", "minirt").code == 0
+    second = last_report(home)["components"][0]
+    assert second["key"] != first["key"] and second["status"] == "built"
+    assert "configure" not in second["reused"]
+    cache = (next((home / "build").glob("minirt-cpu-dev-*")) / "CMakeCache.txt").read_text()
+    assert f"CMAKE_CXX_COMPILER:FILEPATH={wrapper}" in cache
+    assert "The CXX compiler identification" in Path(second["logs"]["configure"]).read_text()

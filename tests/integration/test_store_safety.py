@@ -126,7 +126,8 @@ KILLER = textwrap.dedent("""
 
 def stage_pause_in_compile(mini: Path, flag: Path, paused: Path) -> list[str]:
     launcher = mini.parent / "pause-launcher.sh"
-    launcher.write_text(f'#!/bin/sh\n[ -e {flag} ] && {{ echo $$ > {paused}; sleep 60; }}\n'
+    launcher.write_text(f'#!/bin/sh\n[ -e {flag} ] && '
+                        f'{{ echo $$ > {paused}.$$; mv {paused}.$$ {paused}; sleep 60; }}\n'
                         'exec "$@"\n')
     launcher.chmod(0o755)
     return ["--launcher", str(launcher)]
@@ -139,7 +140,8 @@ def stage_pause_in_install(mini: Path, flag: Path, paused: Path) -> list[str]:
     marker = "install(FILES include/mini/rt.h"
     assert marker in text
     pause = (f'install(CODE "if(EXISTS {flag})\n'
-             f'  execute_process(COMMAND sh -c \\"echo $$ > {paused}; exec sleep 60\\")\n'
+             f'  execute_process(COMMAND sh -c \\"echo $$ > {paused}.tmp; '
+             f'mv {paused}.tmp {paused}; exec sleep 60\\")\n'
              'endif()")\n')
     cmake.write_text(text.replace(marker, pause + marker, 1))
     return []
@@ -165,11 +167,12 @@ def test_build_killed_with_sigkill_leaves_no_partial_entry_and_the_next_build_su
         flag.touch()
         p = subprocess.Popen([sys.executable, "-m", "builder", *argv], cwd=ROOT, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for(paused)
-        time.sleep(0.1)  # the pid is written
-        orphans = os.getsid(int(paused.read_text()))
-        p.send_signal(signal.SIGKILL)
-        p.wait(30)
+        try:
+            wait_for(paused)
+            orphans = os.getsid(int(paused.read_text()))
+        finally:
+            p.send_signal(signal.SIGKILL)
+            p.wait(30)
         flag.unlink()
         assert build._session(orphans)  # its children run on: they have sessions of their own
         if stage == "mid-install":
