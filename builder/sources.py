@@ -117,12 +117,59 @@ def git_env(mirrors: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
+# --- submodules --------------------------------------------------------------------------------
+
+# A recipe option naming the submodules its build reads: a comma list of paths, or "none"; absent
+# means every submodule, recursively. Upstream repositories carry submodules a build never reads
+# (InfiniOps' .ci, CI tooling whose gitlink is not published), and an unfetchable one must not
+# stop a build, a fetch or a bundle. CMake receives it as an unused variable.
+SUBMODULES_OPTION = "INFINI_STACK_SUBMODULES"
+
+
+@dataclass(frozen=True)
+class Submodule:
+    name: str  # the key in .gitmodules
+    path: str  # inside the superproject
+    url: str  # absolute: relative URLs are resolved against the superproject's URL
+    rev: str  # the gitlink
+
+
+def submodule_selection(defines: Mapping[str, str]) -> frozenset[str] | None:
+    """The submodule paths a component's build reads; None means all of them."""
+    value = defines.get(SUBMODULES_OPTION)
+    if value is None:
+        return None
+    if value.strip().lower() in ("", "none"):
+        return frozenset()
+    return frozenset(p.strip().strip("/") for p in value.split(",") if p.strip())
+
+
+def resolve_submodule_url(url: str, parent_url: str) -> str:
+    """``../json.git`` relative to the superproject's URL, as git resolves it."""
+    if not url.startswith(("./", "../")):
+        return url
+    base = parent_url.rstrip("/")
+    for part in url.split("/"):
+        if part == "..":
+            base = base.rsplit("/", 1)[0] if "/" in base.split("://", 1)[-1] else base
+        elif part not in (".", ""):
+            base = f"{base}/{part}"
+    return base
+
+
 # --- fetching -----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Fetcher:
+    """Fetches pins into the shared bare cache and checks them out per build.
+
+    ``offline`` names where sources come from when the network must not be used (e.g. "bundle
+    X"): then a commit missing from the cache is an error instead of a fetch.
+    """
+
     layout: Layout
     mirrors: Mapping[str, str]
+    offline: str | None = None
 
     def _git(self, args: list[str], what: str, cwd: Path | None = None) -> str:
         return proc.run(
@@ -136,11 +183,23 @@ class Fetcher:
         )
         return result.returncode == 0
 
-    def ensure_commit(self, name: str, source: GitSource) -> Path:
-        """The bare cache for ``source.url`` holding ``source.rev``; fetches only when missing."""
+    def ensure_commit(self, name: str, source: GitSource, *, label: str | None = None) -> Path:
+        """The bare cache for ``source.url`` holding ``source.rev``; fetches only when missing.
+
+        ``label`` names what is fetched in messages (default: ``component 'NAME'``).
+        """
+        label = label or f"component '{name}'"
         cache = self.layout.git_cache(source.url)
+        if self.offline is not None:
+            if cache.exists() and self.has_commit(cache, source.rev):
+                return cache
+            raise SourceError(
+                f"commit {source.rev} of {label} ({source.url}) is not in {self.offline}",
+                hint="make the bundle again from a manifest with this pin "
+                "(`infini-stack bundle`), or fetch with the network",
+            )
         url = rewrite(source.url, self.mirrors)
-        where = f"component '{name}' ({url} @ {source.rev})"
+        where = f"{label} ({url} @ {source.rev})"
         try:
             if not cache.exists():
                 cache.parent.mkdir(parents=True, exist_ok=True)
@@ -162,11 +221,60 @@ class Fetcher:
             ) from exc
         if not self.has_commit(cache, source.rev):
             raise SourceError(
-                f"commit {source.rev} of component '{name}' is not in {url}",
+                f"commit {source.rev} of {label} is not in {url}",
                 hint="the pin may be wrong or the branch holding it was rewritten; "
                 "check it with `git ls-remote`, or re-pin with `infini-stack lock`",
             )
         return cache
+
+    def submodules(self, cache: Path, source: GitSource,
+                   selection: frozenset[str] | None = None) -> list[Submodule]:
+        """The submodules recorded at ``source.rev`` (read from the bare cache, no checkout)."""
+        rev = source.rev
+        listed = proc.run(["git", "--git-dir", str(cache), "cat-file", "-e", f"{rev}:.gitmodules"],
+                          check=False, env=git_env(self.mirrors))
+        if listed.returncode != 0:
+            return []
+        what = f"submodules of {source.url} at {rev}"
+        config = self._git(["--git-dir", str(cache), "config", "--blob", f"{rev}:.gitmodules",
+                            "--get-regexp", r"^submodule\..*\.(path|url)$"], what)
+        paths: dict[str, str] = {}
+        urls: dict[str, str] = {}
+        for line in config.splitlines():
+            key, _, value = line.partition(" ")
+            name, _, field = key.removeprefix("submodule.").rpartition(".")
+            (paths if field == "path" else urls)[name] = value.strip()
+        tree = self._git(["--git-dir", str(cache), "ls-tree", "-r", "-z", rev], what)
+        gitlinks: dict[str, str] = {}
+        for entry in tree.split("\0"):
+            meta, _, path = entry.partition("\t")
+            fields = meta.split()
+            if len(fields) == 3 and fields[0] == "160000":
+                gitlinks[path] = fields[2]
+        found: list[Submodule] = []
+        for name, path in sorted(paths.items(), key=lambda item: item[1]):
+            if path not in gitlinks or name not in urls:
+                continue  # listed in .gitmodules but not recorded in the tree
+            if selection is not None and path.strip("/") not in selection:
+                continue
+            url = resolve_submodule_url(urls[name], source.url)
+            found.append(Submodule(name=name, path=path, url=url, rev=gitlinks[path]))
+        return found
+
+    def ensure_submodules(self, owner: str, cache: Path, source: GitSource,
+                          selection: frozenset[str] | None = None,
+                          prefix: str = "") -> list[Submodule]:
+        """Every selected submodule, recursively, fetched into the cache; nested ones carry
+        their full path (``a/b``)."""
+        out: list[Submodule] = []
+        for sub in self.submodules(cache, source, selection):
+            path = f"{prefix}{sub.path}"
+            sub_source = GitSource(url=sub.url, rev=sub.rev)
+            sub_cache = self.ensure_commit(
+                owner, sub_source, label=f"submodule {path} of component '{owner}'")
+            out.append(Submodule(name=sub.name, path=path, url=sub.url, rev=sub.rev))
+            out += self.ensure_submodules(owner, sub_cache, sub_source, None, f"{path}/")
+        return out
 
     def checkout(self, component: ComponentPlan) -> Path:
         """A verified checkout at the pin (with submodules) for this build; reused if intact."""
@@ -184,9 +292,8 @@ class Fetcher:
             self._git(["clone", "--quiet", "--shared", "--no-checkout", str(cache), str(tmp)], what)
             self._git(["-C", str(tmp), "remote", "set-url", "origin", source.url], what)
             self._git(["-C", str(tmp), "checkout", "--quiet", "--detach", source.rev], what)
-            if (tmp / ".gitmodules").exists():
-                self._git(["-C", str(tmp), "submodule", "update", "--init", "--recursive",
-                           "--quiet"], f"submodules of component '{component.name}'")
+            selection = submodule_selection(component.defines)
+            self._checkout_submodules(component.name, tmp, cache, source, selection, "")
             self.verify(component.name, tmp, source.rev)
             tmp.rename(tree)
         except CommandFailed as exc:
@@ -195,6 +302,24 @@ class Fetcher:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
         return tree
+
+    def _checkout_submodules(self, owner: str, tree: Path, cache: Path, source: GitSource,
+                             selection: frozenset[str] | None, prefix: str) -> None:
+        """Check out each submodule at its gitlink from the shared cache (mirrors and bundles
+        apply to submodules as to components); the checkout keeps the public URLs."""
+        for sub in self.submodules(cache, source, selection):
+            label = f"submodule {prefix}{sub.path} of component '{owner}'"
+            sub_source = GitSource(url=sub.url, rev=sub.rev)
+            sub_cache = self.ensure_commit(owner, sub_source, label=label)
+            what = f"checkout of {label} at {sub.rev}"
+            key = f"submodule.{sub.name}.url"
+            self._git(["-C", str(tree), "config", key, str(sub_cache)], what)
+            self._git(["-C", str(tree), "submodule", "update", "--init", "--quiet", "--",
+                       sub.path], what)
+            self._git(["-C", str(tree), "config", key, sub.url], what)
+            self._git(["-C", str(tree / sub.path), "remote", "set-url", "origin", sub.url], what)
+            self._checkout_submodules(owner, tree / sub.path, sub_cache, sub_source, None,
+                                      f"{prefix}{sub.path}/")
 
     def verify(self, name: str, tree: Path, rev: str) -> None:
         """HEAD must equal the pin, submodules their gitlinks, and nothing tracked may differ."""
@@ -218,9 +343,12 @@ class Fetcher:
 
 
 def prepare(plan_components: tuple[ComponentPlan, ...], layout: Layout,
-            mirrors: Mapping[str, str]) -> dict[str, Path]:
-    """Make every git component's per-build source tree ready; path sources are used as they are."""
-    fetcher = Fetcher(layout, mirrors)
+            mirrors: Mapping[str, str], *, offline: str | None = None) -> dict[str, Path]:
+    """Make every git component's per-build source tree ready; path sources are used as they are.
+
+    With ``offline`` (see :class:`Fetcher`) nothing is fetched from the network.
+    """
+    fetcher = Fetcher(layout, mirrors, offline)
     trees: dict[str, Path] = {}
     for component in plan_components:
         if isinstance(component.source, GitSource):

@@ -30,6 +30,8 @@ MODULES: tuple[str, ...] = (
     "gc",
     "wheel",
     "audit",
+    "bundle",
+    "lock",
 )
 # Not every module exists yet while the tool grows; missing ones are skipped quietly.
 

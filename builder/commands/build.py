@@ -13,10 +13,12 @@ from builder import proc
 from builder import report as run_report
 from builder.commands.common import (
     Context,
+    add_bundle,
     add_mirror,
     add_plan_options,
     context_from,
     detect_host,
+    fetcher_for,
     layout_from,
     plan_from,
 )
@@ -32,6 +34,7 @@ LAUNCHERS = ("ccache", "sccache")
 def configure(parser: argparse.ArgumentParser) -> None:
     add_plan_options(parser)
     add_mirror(parser)
+    add_bundle(parser)
     parser.add_argument(
         "--launcher", default=os.environ.get(LAUNCHER_ENV, "auto"),
         help="compiler launcher for C, C++ and CUDA: auto (ccache, else sccache, when found), "
@@ -147,14 +150,13 @@ def build_plan(ctx: Context, plan: Plan, *, launcher: str | None = None,
 
 def _fetch(ctx: Context, plan: Plan) -> None:
     """Every source first: a bad pin fails before any compile."""
-    from builder import sources
     from builder.model import GitSource
 
     store = executor.Store(ctx.layout)
     missing = [c for c in plan.components
                if isinstance(c.source, GitSource) and not store.has(c.key)]
     if missing:
-        fetcher = sources.Fetcher(ctx.layout, ctx.mirrors)
+        fetcher = fetcher_for(ctx)
         for c in missing:
             fetcher.checkout(c)
 

@@ -16,6 +16,7 @@ from builder.layout import Layout
 if TYPE_CHECKING:
     from builder.model import Stack
     from builder.plan import Plan
+    from builder.sources import Fetcher
     from builder.vendors.base import HostFacts
 
 # The manifest loader (PyYAML, packaging) and sources are imported where they are used: a no-op
@@ -48,6 +49,12 @@ def add_mirror(parser: argparse.ArgumentParser) -> None:
                         help="fetch URL (or any URL starting with it) from DIR instead; repeatable")
 
 
+def add_bundle(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bundle", type=Path, default=None, metavar="FILE",
+                        help="take every source from FILE (made by `infini-stack bundle`), "
+                        "checking each SHA; the network is not used")
+
+
 def add_json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print data as JSON")
 
@@ -71,6 +78,7 @@ class Context:
     layout: Layout
     host: HostFacts
     mirrors: dict[str, str]
+    bundle: Path | None = None  # sources come from this bundle only (no network)
 
 
 def stack_from(args: argparse.Namespace) -> Stack:
@@ -96,8 +104,21 @@ def context_from(args: argparse.Namespace) -> Context:
     layout = layout_from(args)
     mirrors = dict(stack.mirrors)
     mirrors.update(sources.parse_mirrors(getattr(args, "mirror", []) or []))
+    bundle = getattr(args, "bundle", None)
     return Context(stack=stack, vendor=vendor, layout=layout,
-                   host=detect_host(vendor, layout), mirrors=mirrors)
+                   host=detect_host(vendor, layout), mirrors=mirrors,
+                   bundle=bundle.expanduser().resolve() if bundle else None)
+
+
+def fetcher_for(ctx: Context) -> Fetcher:
+    """The fetcher for this context: from its bundle (imported first, no network) or online."""
+    from builder import sources
+
+    if ctx.bundle is not None:
+        from builder.bundle import offline_fetcher
+
+        return offline_fetcher(ctx.bundle, ctx.layout)
+    return sources.Fetcher(ctx.layout, ctx.mirrors)
 
 
 def plan_from(args: argparse.Namespace, ctx: Context) -> Plan:

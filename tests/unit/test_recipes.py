@@ -1,0 +1,227 @@
+"""The real recipes (components/) through plans, per vendor: the exact switches upstream needs,
+CUTLASS given offline, the operator selection, backends per vendor, and what a build fetches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from builder.layout import Layout
+from builder.manifest import load_stack
+from builder.model import GitSource, PathSource
+from builder.plan import Plan, make_plan
+from builder.sources import SUBMODULES_OPTION, gather, submodule_selection
+from builder.vendors.base import HostFacts, Toolkit
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPONENTS = ROOT / "components"
+CUDA = Toolkit(root=Path("/opt/cuda"), compiler=Path("/opt/cuda/bin/nvcc"), version="13.0",
+               found=True, source="CUDA_HOME")
+PPU = Toolkit(root=Path("/opt/ppu/CUDA_SDK"), compiler=Path("/opt/ppu/CUDA_SDK/bin/nvcc"),
+              version="12.3", found=True, source="PPU_SDK_ROOT")
+CUTLASS_SHA = "087c84df83d254b5fb295a7a408f1a1d554085cf"
+VENDORS = ("cpu", "nvidia", "moore", "thead")
+
+
+def plan_for(vendor: str, *, tests: bool = False, select: tuple[str, ...] = ()) -> Plan:
+    toolkit = {"nvidia": CUDA, "thead": PPU}.get(vendor)
+    host = HostFacts(python="/usr/bin/python3", python_version="3.11",
+                     soabi="cpython-311-x86_64-linux-gnu", pybind11_dir="/pb/cmake",
+                     pybind11_version="3.1.0", cpu_count=4, cxx="/usr/bin/g++",
+                     cxx_version="g++ 12.2.0", toolkit=toolkit)
+    stack = load_stack(ROOT / "stack.yaml")
+    return make_plan(stack, vendor, host, gather(stack, vendor),
+                     Layout(home=Path("/h"), store_root=Path("/h/store")), tests=tests,
+                     select=select)
+
+
+def defines(plan: Plan, name: str) -> dict[str, str]:
+    return dict(plan.get(name).defines)
+
+
+# --- CUTLASS: given from a pinned component, never downloaded at configure time -----------------
+
+def test_nvidia_infiniops_gets_cutlass_from_the_pinned_component_and_cannot_download() -> None:
+    plan = plan_for("nvidia")
+    cutlass = plan.get("cutlass")
+    assert isinstance(cutlass.source, GitSource)
+    assert cutlass.source.url == "https://github.com/NVIDIA/cutlass.git"
+    assert cutlass.source.rev == CUTLASS_SHA
+    assert cutlass.cmake_source == COMPONENTS / "cutlass"
+    assert cutlass.defines["CUTLASS_SOURCE_DIR"] == str(cutlass.source_dir)
+    assert cutlass.defines["CUTLASS_REQUIRED"] == "ON"
+    ops = defines(plan, "infiniops")
+    assert ops["FETCHCONTENT_SOURCE_DIR_CUTLASS"] == str(cutlass.prefix)
+    assert ops["FETCHCONTENT_FULLY_DISCONNECTED"] == "ON"
+    assert "cutlass" in plan.get("infiniops").depends
+
+
+def test_cutlass_key_feeds_the_infiniops_key() -> None:
+    plan = plan_for("nvidia")
+    assert plan.get("infiniops").key_inputs["dependencies"]["cutlass"] == plan.get("cutlass").key
+
+
+@pytest.mark.parametrize("vendor", ["cpu", "moore", "thead"])
+def test_vendors_without_cuda_kernels_in_infiniops_carry_no_cutlass_repository(
+    vendor: str,
+) -> None:
+    cutlass = plan_for(vendor).get("cutlass")
+    assert isinstance(cutlass.source, PathSource)
+    assert cutlass.source.path == COMPONENTS / "cutlass" / "absent"
+    assert cutlass.defines["CUTLASS_REQUIRED"] == "OFF"
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_every_recipe_turns_off_configure_time_downloads(vendor: str) -> None:
+    plan = plan_for(vendor)
+    for name in ("infinirt", "infiniops", "infiniccl"):
+        assert defines(plan, name)["FETCHCONTENT_FULLY_DISCONNECTED"] == "ON", name
+    assert defines(plan, "infinirt")["INFINI_RT_BUILD_DOCS"] == "OFF"  # docs FetchContent
+    assert defines(plan, "infiniops")["INFINI_OPS_BUILD_DOCS"] == "OFF"
+
+
+# --- InfiniOps: vendor switch, InfiniRT from its entry, operator selection ----------------------
+
+def test_cpu_operator_selection_is_limited_to_operators_with_cpu_kernels() -> None:
+    ops = defines(plan_for("cpu"), "infiniops")
+    assert ops["INFINI_OPS_OPS"] == "add,gemm,rms_norm,causal_softmax"
+    assert ops["WITH_CPU"] == "ON"
+    assert "WITH_NVIDIA" not in ops
+    assert ops["WITH_TORCH"] == ops["WITH_LINKED"] == "OFF"
+
+
+def test_nvidia_operator_selection_is_a_small_native_set_with_torch_and_linked() -> None:
+    ops = defines(plan_for("nvidia"), "infiniops")
+    selected = ops["INFINI_OPS_OPS"].split(",")
+    assert selected == sorted(selected)
+    assert {"add", "gemm", "rms_norm", "silu_and_mul"} <= set(selected)
+    assert "argmax" not in selected  # ATen-only: needs PyTorch's slot
+    assert ops["WITH_NVIDIA"] == ops["WITH_CPU"] == "ON"
+    assert ops["WITH_TORCH"] == ops["WITH_LINKED"] == "ON"
+
+
+def test_operator_selection_is_an_input_of_the_infiniops_key() -> None:
+    cpu, nvidia = plan_for("cpu").get("infiniops"), plan_for("nvidia").get("infiniops")
+    assert cpu.key_inputs["options"]["INFINI_OPS_OPS"] != nvidia.key_inputs["options"][
+        "INFINI_OPS_OPS"]
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_infiniops_finds_infinirt_through_its_store_entry(vendor: str) -> None:
+    plan = plan_for(vendor)
+    ops = defines(plan, "infiniops")
+    assert ops["INFINI_RT_ROOT"] == str(plan.get("infinirt").prefix)
+    assert ops["AUTO_DETECT_DEVICES"] == ops["AUTO_DETECT_BACKENDS"] == "OFF"
+    assert ops["GENERATE_PYTHON_BINDINGS"] == "OFF"
+
+
+def test_infiniops_builds_through_the_wrapper_that_leaves_examples_out() -> None:
+    ops = plan_for("cpu").get("infiniops")
+    assert ops.cmake_source == COMPONENTS / "infiniops"
+    assert ops.defines["INFINIOPS_SOURCE_DIR"] == str(ops.source_dir)
+    wrapper = (COMPONENTS / "infiniops" / "CMakeLists.txt").read_text()
+    assert 'add_subdirectory("${INFINIOPS_SOURCE_DIR}" infiniops)' in wrapper
+    assert "EXCLUDE_FROM_ALL TRUE" in wrapper
+
+
+def test_infiniops_fetches_none_of_its_submodules() -> None:
+    ops = plan_for("cpu").get("infiniops")
+    assert ops.defines[SUBMODULES_OPTION] == "none"
+    assert submodule_selection(ops.defines) == frozenset()
+    assert submodule_selection(plan_for("cpu").get("infinilm").defines) is None  # all of them
+
+
+def test_thead_infiniops_uses_the_cuda_like_backend_with_the_ppu_nvcc() -> None:
+    ops = defines(plan_for("thead"), "infiniops")
+    assert ops["WITH_NVIDIA"] == "ON"
+    assert "WITH_THEAD" not in ops  # InfiniOps has none
+    assert ops["CMAKE_CUDA_COMPILER"] == "/opt/ppu/CUDA_SDK/bin/nvcc"
+
+
+def test_moore_infiniops_uses_musa() -> None:
+    ops = defines(plan_for("moore"), "infiniops")
+    assert ops["WITH_MOORE"] == "ON" and "WITH_NVIDIA" not in ops
+
+
+# --- InfiniRT --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("vendor", "switch"), [("cpu", None), ("nvidia", "WITH_NVIDIA"),
+                                                 ("moore", "WITH_MOORE"), ("thead", "WITH_THEAD")])
+def test_infinirt_vendor_switch(vendor: str, switch: str | None) -> None:
+    rt = defines(plan_for(vendor), "infinirt")
+    assert rt["WITH_CPU"] == "ON"
+    assert rt["AUTO_DETECT_DEVICES"] == "OFF"
+    gpu = {k for k in ("WITH_NVIDIA", "WITH_MOORE", "WITH_THEAD") if rt.get(k) == "ON"}
+    assert gpu == ({switch} if switch else set())
+
+
+def test_infinirt_runs_ctest_only_when_tests_are_asked_for() -> None:
+    plain = plan_for("cpu").get("infinirt")
+    assert plain.defines["INFINI_RT_BUILD_TESTING"] == "OFF"
+    assert [s.kind for s in plain.steps] == ["configure", "build", "install"]
+    tested = plan_for("cpu", tests=True).get("infinirt")
+    assert tested.defines["INFINI_RT_BUILD_TESTING"] == "ON"
+    test = next(s for s in tested.steps if s.kind == "test")
+    assert test.argv == ("ctest", "--output-on-failure") and test.cwd == tested.build_dir
+
+
+def test_infinirt_generator_runs_with_the_planned_interpreter() -> None:
+    assert defines(plan_for("cpu"), "infinirt")["Python_EXECUTABLE"] == "/usr/bin/python3"
+
+
+# --- InfiniCCL: one backend per vendor, nothing detected from the host ------------------------
+
+@pytest.mark.parametrize(("vendor", "backend"), [("cpu", "WITH_OMPI"), ("nvidia", "WITH_NCCL"),
+                                                  ("moore", "WITH_MCCL"), ("thead", "WITH_OMPI")])
+def test_infiniccl_backend_per_vendor(vendor: str, backend: str) -> None:
+    ccl = defines(plan_for(vendor), "infiniccl")
+    backends = {k for k in ("WITH_OMPI", "WITH_MPICH", "WITH_NCCL", "WITH_MCCL")
+                if ccl[k] == "ON"}
+    assert backends == {backend}
+    assert ccl["AUTO_DETECT_DEVICES"] == ccl["AUTO_DETECT_BACKENDS"] == "OFF"
+    assert ccl["CMAKE_SHARED_LINKER_FLAGS"] == "-Wl,--no-undefined"
+
+
+def test_infiniccl_examples_are_built_only_for_tests() -> None:
+    assert defines(plan_for("nvidia"), "infiniccl")["BUILD_EXAMPLES"] == "OFF"
+    assert defines(plan_for("nvidia", tests=True), "infiniccl")["BUILD_EXAMPLES"] == "ON"
+
+
+def test_moore_infiniccl_is_pinned_to_a_revision_with_mccl_on_moore() -> None:
+    plan = plan_for("moore")
+    ccl = plan.get("infiniccl")
+    assert isinstance(ccl.source, GitSource)
+    assert ccl.source.rev == "5185908cae5734354fea4b0226642ae3562a29b8"
+    assert ccl.defines["WITH_MOORE"] == "ON"
+    other = plan_for("cpu").get("infiniccl").source
+    assert isinstance(other, GitSource) and other.rev.startswith("1f3e24a")
+
+
+# --- InfiniLM -----------------------------------------------------------------------------------
+
+def test_infinilm_matches_pytorchs_abi_on_nvidia_only() -> None:
+    assert defines(plan_for("nvidia"), "infinilm")["INFINILM_CXX11_ABI"] == "TORCH"
+    assert defines(plan_for("cpu"), "infinilm")["INFINILM_CXX11_ABI"] == ""
+
+
+@pytest.mark.parametrize(("vendor", "cuda"), [("cpu", "OFF"), ("nvidia", "ON"), ("moore", "OFF"),
+                                              ("thead", "ON")])
+def test_infinilm_cuda_include_per_vendor(vendor: str, cuda: str) -> None:
+    lm = plan_for(vendor).get("infinilm")
+    assert lm.defines["INFINILM_WITH_CUDA"] == cuda
+    assert lm.cmake_source == COMPONENTS / "infinilm"
+    assert lm.defines["INFINILM_SOURCE_DIR"] == str(lm.source_dir)
+
+
+def test_infinilm_project_files_are_part_of_its_key() -> None:
+    lm = plan_for("cpu").get("infinilm")
+    assert lm.key_inputs["recipe"]  # recipe file + components/infinilm/ tree digest
+    assert (COMPONENTS / "infinilm" / "CMakeLists.txt").is_file()
+
+
+def test_selecting_infinilm_plans_the_whole_stack_in_dependency_order() -> None:
+    names = [c.name for c in plan_for("nvidia", select=("infinilm",)).components]
+    assert names.index("infinirt") < names.index("infiniops") < names.index("infinilm")
+    assert names.index("cutlass") < names.index("infiniops")
+    assert set(names) == {"infinirt", "cutlass", "infiniops", "infiniccl", "infinilm"}
