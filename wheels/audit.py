@@ -213,18 +213,22 @@ def _pread(fd: int, size: int, offset: int) -> bytes:
 
 
 def _read_raw(fd: int, task: _Task) -> bytes:
-    head = _pread(fd, 30, task.offset)
+    """The member's compressed bytes, after checking its local header against the directory."""
+    guess = 30 + len(task.raw_name) + 64
+    small = task.compress_size <= ONE_SHOT_BELOW
+    head = _pread(fd, guess + (task.compress_size if small else 0), task.offset)
     if len(head) < 30 or head[:4] != b"PK\x03\x04":
         raise _MemberError(f"no local file header at offset {task.offset}")
     name_len = int.from_bytes(head[26:28], "little")
     extra_len = int.from_bytes(head[28:30], "little")
-    local_name = _pread(fd, name_len, task.offset + 30)
-    if local_name != task.raw_name:
-        raise _MemberError(
-            f"the local header names {local_name.decode('utf-8', 'replace')!r}, the central "
-            "directory another file"
-        )
-    raw = _pread(fd, task.compress_size, task.offset + 30 + name_len + extra_len)
+    if head[30 : 30 + name_len] != task.raw_name:
+        local = head[30 : 30 + name_len].decode("utf-8", "replace")
+        raise _MemberError(f"the local header names {local!r}, the central directory another file")
+    start = 30 + name_len + extra_len
+    if small and start <= guess:  # one read for header and data: most members are small
+        raw = head[start : start + task.compress_size]
+    else:
+        raw = _pread(fd, task.compress_size, task.offset + start)
     if len(raw) != task.compress_size:
         raise _MemberError(f"truncated: {len(raw)} of {task.compress_size} compressed bytes")
     return raw
@@ -1067,7 +1071,8 @@ def _check_symbols(
 
 
 def _check_python(ctx: _Elves, member: str, info: ElfInfo, f: _Findings) -> None:
-    defined = sorted(s for s in info.exports if is_python_api(s) and not s.startswith("PyInit_"))
+    defined = sorted(s for s in info.exports if s.startswith(("Py", "_Py"))
+                     and is_python_api(s) and not s.startswith("PyInit_"))
     if defined:
         f.violation("static-libpython", member, f"defines {len(defined)} Python C-API symbols "
                     f"({shorten(defined, 4)}): a statically linked interpreter")
@@ -1109,7 +1114,10 @@ def _report(ctx: _Elves, member: str, info: ElfInfo, symbols: SymbolCheck) -> El
         needed=info.needed, rpath=info.rpath, runpath=info.runpath,
         version_needs={n.file: n.versions for n in info.version_needs},
         version_defs=info.version_defs, exports=len(info.exports), needs=ctx.needs[member],
-        symbols=symbols, isa=info.isa_ext,
+        symbols=symbols, isa=info.isa_ext, defined_names=info.exports,
+        undefined_names=tuple(f"{n}@{v}" if v else n
+                              for n, v in zip(info.undefined, info.undefined_versions,
+                                              strict=True)),
     )
 
 

@@ -68,6 +68,8 @@ class ElfReport:
     needs: tuple[Need, ...]
     symbols: SymbolCheck
     isa: str | None
+    defined_names: frozenset[str] = frozenset()
+    undefined_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -170,16 +172,19 @@ def _elf_text(elf: ElfReport) -> list[str]:
 # JSON
 
 
-def to_json(audits: list[WheelAudit]) -> dict[str, Any]:
-    """The full graph: every ELF, every need and where it resolved, every finding."""
+def to_json(audits: list[WheelAudit], *, symbols: bool = False) -> dict[str, Any]:
+    """The full graph: every ELF, every need and where it resolved, every finding.
+
+    ``symbols`` adds every ELF's defined and undefined dynamic symbol names.
+    """
     return {
         "version": JSON_VERSION,
         "ok": all(a.ok for a in audits),
-        "wheels": [_wheel_json(a) for a in audits],
+        "wheels": [_wheel_json(a, symbols) for a in audits],
     }
 
 
-def _wheel_json(audit: WheelAudit) -> dict[str, Any]:
+def _wheel_json(audit: WheelAudit, symbols: bool) -> dict[str, Any]:
     return {
         "path": str(audit.path),
         "ok": audit.ok,
@@ -193,7 +198,7 @@ def _wheel_json(audit: WheelAudit) -> dict[str, Any]:
         "requires_dist": list(audit.requires),
         "violations": [_finding_json(f) for f in audit.violations],
         "warnings": [_finding_json(f) for f in audit.warnings],
-        "elfs": [_elf_json(e) for e in audit.elfs],
+        "elfs": [_elf_json(e, symbols) for e in audit.elfs],
         "stats": audit.stats.__dict__,
     }
 
@@ -202,9 +207,10 @@ def _finding_json(f: Finding) -> dict[str, Any]:
     return {"code": f.code, "member": f.member, "message": f.message, "location": f.location}
 
 
-def _elf_json(elf: ElfReport) -> dict[str, Any]:
+def _elf_json(elf: ElfReport, symbols: bool) -> dict[str, Any]:
     sym = elf.symbols
-    return {
+    names = {"defined": sorted(elf.defined_names), "undefined": list(elf.undefined_names)}
+    return ({"symbol_names": names} if symbols else {}) | {
         "member": elf.member,
         "kind": elf.kind,
         "arch": elf.arch,

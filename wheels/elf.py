@@ -100,7 +100,7 @@ class ElfInfo:
         # Pickling 100,000 symbol names one by one is slow: ship each set as one NUL-joined
         # string (a name cannot hold NUL: string tables end names with it).
         values = tuple(
-            ("\0".join(v), type(v) is frozenset) if _is_strings(v) else (v, None)
+            ("\0".join(v), type(v) is frozenset, len(v)) if _is_strings(v) else (v, None, 0)
             for v in self.__dict__.values()
         )
         return _unpack_info, (values,)
@@ -132,13 +132,13 @@ def _is_strings(value: object) -> bool:
     return isinstance(value, (frozenset, tuple)) and all(type(v) is str for v in value)
 
 
-def _unpack_info(values: tuple[tuple[object, bool | None], ...]) -> ElfInfo:
+def _unpack_info(values: tuple[tuple[object, bool | None, int], ...]) -> ElfInfo:
     fields: list[object] = []
-    for value, as_set in values:
+    for value, as_set, count in values:
         if as_set is None:
             fields.append(value)
         else:
-            items = str(value).split("\0") if value else []
+            items = str(value).split("\0") if count else []
             fields.append(frozenset(items) if as_set else tuple(items))
     build: Callable[..., ElfInfo] = ElfInfo
     return build(*fields)

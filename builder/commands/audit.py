@@ -25,6 +25,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "from each wheel's local version (+cpu, +cu130, +musa..., +ppu...), else cpu",
     )
     parser.add_argument("--json", action="store_true", help="print the full graph as JSON")
+    parser.add_argument("--symbols", action="store_true",
+                        help="with --json: list every ELF's defined and undefined symbols")
     parser.add_argument("--jobs", "-j", type=int, default=None,
                         help="processes for reading big wheels (default: the number of cores)")
     parser.add_argument("--no-cache", action="store_true",
@@ -51,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         for path in args.wheels
     ]
     if args.json:
-        print(json.dumps(to_json(audits), indent=2))
+        print(json.dumps(to_json(audits, symbols=args.symbols), indent=2))
     else:
         print(render_text(audits))
     failed = [a for a in audits if not a.ok]

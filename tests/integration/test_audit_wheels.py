@@ -187,6 +187,16 @@ def test_cli_json_has_the_full_graph_and_exit_0_when_clean(
     assert {"soname": "libhelper.so", "kind": "wheel", "where": "demo/lib/libhelper.so"} in core
 
 
+def test_cli_json_symbols_lists_defined_and_undefined_names(
+    wheels: Corpus, cli, home: Path  # type: ignore[no-untyped-def]
+) -> None:
+    result = cli("audit", "--json", "--symbols", wheels["clean"])
+    elfs = {e["member"]: e for e in json.loads(result.out)["wheels"][0]["elfs"]}
+    assert "helper" in elfs["demo/lib/libhelper.so"]["symbol_names"]["defined"]
+    core = next(v for k, v in elfs.items() if k.startswith("demo/_core"))
+    assert {"helper", "PyLong_FromLong"} <= set(core["symbol_names"]["undefined"])
+
+
 def test_vendor_is_inferred_from_local_version(
     wheels: Corpus, cli, home: Path  # type: ignore[no-untyped-def]
 ) -> None:
@@ -214,5 +224,6 @@ def test_parallel_scan_equals_serial_scan(
     monkeypatch.setattr(audit_module, "BATCH_BYTES", 1)
     parallel = audit_wheel(wheels["undefined_symbol"], policy, workers=2)
     assert parallel.stats.batches > 2
+    assert not any(f.code == "internal" for f in parallel.findings)
     assert to_json([parallel])["wheels"][0]["elfs"] == to_json([serial])["wheels"][0]["elfs"]
     assert [f.line() for f in parallel.findings] == [f.line() for f in serial.findings]

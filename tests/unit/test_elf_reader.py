@@ -102,6 +102,22 @@ def test_record_round_trip_keeps_every_fact() -> None:
     assert from_record(to_record(info)) == info
 
 
+@pytest.mark.parametrize(
+    ("undefined", "versions"), [((), ()), (("a",), ("",)), (("a", "b"), ("", "V_1")),
+                                (("",), ("",))],
+)
+def test_pickle_round_trip_keeps_one_element_and_empty_name_lists(
+    undefined: tuple[str, ...], versions: tuple[str, ...]
+) -> None:
+    import dataclasses
+    import pickle
+
+    base = read_elf_file(host_lib("libm.so.6"))
+    info = dataclasses.replace(base, undefined=undefined, undefined_versions=versions,
+                               entry_points=frozenset({""}), version_defs=())
+    assert pickle.loads(pickle.dumps(info)) == info
+
+
 def test_non_elf_and_short_inputs_raise_elf_error() -> None:
     for data in (b"", b"\x7fELF", b"hello world" * 10, b"\x7fELF" + b"\x09" * 60):
         with pytest.raises(ElfError):
