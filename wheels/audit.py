@@ -92,7 +92,7 @@ ONE_SHOT_BELOW = 1 << 20  # members this small are inflated in one call
 HASH_THREAD_ABOVE = 64 << 20  # members this big are hashed on a second thread
 BATCH_BYTES = 8 << 20
 BATCH_MEMBERS = 1024
-SERIAL_BELOW = 16 << 20  # wheels smaller than this are read on the calling thread
+SERIAL_BELOW = 16 << 20  # wheels that inflate to less than this are read in this process alone
 HASHES = ("sha256", "sha384", "sha512")
 LISTED_SYMBOLS = 200
 
@@ -113,17 +113,23 @@ def audit_wheel(
 ) -> WheelAudit:
     """Audit one wheel; never raises for anything the wheel contains or lacks.
 
-    ``cache_dir`` enables the result cache there; ``workers`` defaults to the CPU count.
+    ``cache_dir`` enables the result cache there; ``workers`` defaults to the usable cores.
     """
     start = time.perf_counter()
     findings = _Findings(str(path))
     try:
-        return _audit(Path(path), policy, cache_dir, workers or os.cpu_count() or 1, findings,
-                      start)
+        return _audit(Path(path), policy, cache_dir, workers or _cores(), findings, start)
     except Exception as exc:  # the safety net: a bug here must not become a traceback
         findings.violation("internal", None, f"the audit stopped early: "
                            f"{type(exc).__name__}: {exc}")
         return _empty(Path(path), policy, findings, start)
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def infer_vendor(path: Path) -> str:

@@ -133,3 +133,27 @@ def test_mangled_zip_gives_an_audit_and_never_an_exception(
     result = audit_wheel(wheel, CPU)
     assert all(f.wheel == str(wheel) for f in result.findings)
     assert not any(f.code == "internal" for f in result.findings), render_text([result])
+
+
+ELF_SEED = next((p.read_bytes() for p in (Path("/lib/x86_64-linux-gnu/libpthread.so.0"),
+                                          Path("/usr/lib64/libpthread.so.0")) if p.exists()),
+                b"\x7fELF")
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, len(ELF_SEED) - 1), st.integers(0, 255)),
+                min_size=1, max_size=25))
+def test_wheel_with_a_mangled_elf_gives_findings_and_never_an_exception(
+    scratch: Path, flips: list[tuple[int, int]]
+) -> None:
+    data = bytearray(ELF_SEED)
+    for offset, value in flips:
+        data[offset] = value
+    wheel = make_wheel(scratch / "elf", {"demo/__init__.py": b"", "demo/lib/libx.so.0":
+                                         bytes(data), "demo/_x.cpython-311-x86_64-linux-gnu.so":
+                                         bytes(data)})
+    result = audit_wheel(wheel, CPU)
+    assert not any(f.code == "internal" for f in result.findings), render_text([result])
+    assert all(f.member is None or f.member in {"demo/lib/libx.so.0",
+               "demo/_x.cpython-311-x86_64-linux-gnu.so"} for f in result.violations)
