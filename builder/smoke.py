@@ -1,0 +1,346 @@
+"""Device-less import smoke: install a wheel into a fresh venv and load every ELF it carries.
+
+Each extension module is loaded straight from its file (its package's ``__init__`` is not run,
+so the wheel's Python requirements need not be installed) with immediate binding: RTLD_NOW for
+the module and LD_BIND_NOW=1 for everything it pulls in, so an unresolved symbol fails here and
+not at the first call. Every other shared library in the wheel is dlopened the same way. The
+probe runs from a temporary directory, outside any source tree.
+
+Libraries a wheel needs from outside are probed on the host first. When one the vendor expects
+from the machine or another distribution (libcuda.so.1, libcudart.so.13 ...) is absent, the files
+needing it cannot be loaded here: they are reported as not verified, with the libraries this
+host could not supply, instead of passing silently.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
+from typing import Any
+
+from builder import proc
+from builder.errors import EXIT_AUDIT, CommandFailed, UsageError
+from wheels.assemble import read_dynamic
+
+_RUNNER = r"""
+import ctypes, importlib.machinery, importlib.util, json, os, sys
+sys.setdlopenflags(os.RTLD_NOW)
+spec = json.loads(sys.argv[1])
+out = {"probe": {}, "found": {}, "extensions": {}, "libraries": {}}
+
+class LinkMap(ctypes.Structure):
+    _fields_ = [("l_addr", ctypes.c_void_p), ("l_name", ctypes.c_char_p)]
+
+def where(lib):
+    try:  # dlinfo(RTLD_DI_LINKMAP): the path the loader opened
+        entry = ctypes.POINTER(LinkMap)()
+        if ctypes.CDLL(None).dlinfo(ctypes.c_void_p(lib._handle), 2, ctypes.byref(entry)) == 0:
+            return entry.contents.l_name.decode()
+    except (AttributeError, OSError, ValueError):
+        pass
+    return None
+
+def attempt(kind, key, load):
+    try:
+        loaded = load()
+        out[kind][key] = None
+        return loaded
+    except BaseException as exc:
+        out[kind][key] = f"{type(exc).__name__}: {exc}"
+        return None
+
+def load_extension(name, path):
+    loader = importlib.machinery.ExtensionFileLoader(name, path)
+    module_spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+    loader.exec_module(importlib.util.module_from_spec(module_spec))
+
+for soname in spec["probe"]:
+    lib = attempt("probe", soname, lambda: ctypes.CDLL(soname, mode=os.RTLD_NOW))
+    if lib is not None:
+        out["found"][soname] = where(lib)
+for name, path in spec["extensions"]:
+    attempt("extensions", path, lambda: load_extension(name, path))
+for path in spec["libraries"]:
+    attempt("libraries", path, lambda: ctypes.CDLL(path, mode=os.RTLD_NOW))
+print("@@SMOKE@@" + json.dumps(out))
+"""
+
+_UNDEFINED = re.compile(r"(?:(\S+): )?undefined symbol: (\S+)")
+_CANNOT_OPEN = re.compile(r"(\S+): cannot open shared object file")
+
+
+@dataclass(frozen=True)
+class Failure:
+    file: str  # path inside the wheel
+    kind: str  # "symbol", "library" or "error"
+    detail: str  # the symbol, the library, or the message
+
+    def render(self) -> str:
+        if self.kind == "symbol":
+            return f"{self.file}: unresolved symbol {self.detail}"
+        if self.kind == "library":
+            return f"{self.file}: needs {self.detail}, which neither the wheel nor this host has"
+        return f"{self.file}: {self.detail}"
+
+
+@dataclass
+class SmokeResult:
+    wheel: str
+    vendor: str | None
+    verified: list[str] = field(default_factory=list)  # files loaded with every symbol bound
+    failures: list[Failure] = field(default_factory=list)
+    # Vendor runtime libraries this host lacks -> the files that need them (not verified here).
+    unsupplied: dict[str, list[str]] = field(default_factory=dict)
+    # Vendor runtime libraries this host supplied instead (a toolkit's copy) -> where from.
+    host_supplied: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    @property
+    def complete(self) -> bool:
+        return self.ok and not self.unsupplied
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "wheel": self.wheel,
+            "vendor": self.vendor,
+            "ok": self.ok,
+            "complete": self.complete,
+            "verified": self.verified,
+            "failures": [vars(f) for f in self.failures],
+            "unsupplied": self.unsupplied,
+            "host_supplied": self.host_supplied,
+        }
+
+    def render(self) -> str:
+        lines = [f"smoke {self.wheel}:"]
+        lines += [f"  ok       {f}" for f in self.verified]
+        lines += [f"  FAILED   {f.render()}" for f in self.failures]
+        lines += [
+            f"  host     {lib} <- {path} (the vendor's, taken from this host)"
+            for lib, path in self.host_supplied.items()
+        ]
+        for lib, files in self.unsupplied.items():
+            lines.append(
+                f"  NOT VERIFIED  {', '.join(files)}: needs {lib}, which this host "
+                f"cannot supply (the {self.vendor or 'vendor'} runtime is absent)"
+            )
+        if self.failures:
+            lines.append(f"smoke failed: {len(self.failures)} problem(s)")
+        elif self.unsupplied:
+            lines.append(
+                "smoke passed for what this host can load; not verified here: "
+                + ", ".join(sorted({f for v in self.unsupplied.values() for f in v}))
+                + f" (missing on this host: {', '.join(self.unsupplied)})"
+            )
+        else:
+            lines.append(
+                f"smoke passed: {len(self.verified)} file(s) loaded with every symbol bound"
+            )
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class _Elf:
+    arcname: str
+    module: str | None  # the dotted module name when this is an extension module
+    names: tuple[str, ...]  # file name and SONAME: what a DT_NEEDED entry may call it
+    needed: tuple[str, ...]
+
+
+def smoke(wheel: Path, vendor: str | None = None, *, python: str | None = None) -> SmokeResult:
+    """Install ``wheel`` into a fresh venv (no dependencies) and load every ELF in it."""
+    if not wheel.is_file():
+        raise UsageError(f"no such wheel: {wheel}")
+    if vendor is None:
+        from wheels.naming import vendor_of_local
+
+        vendor = vendor_of_local(wheel.name.split("-")[1])
+    with tempfile.TemporaryDirectory(prefix="infini-smoke-") as tmp:
+        work = Path(tmp)
+        interpreter = _install(wheel, work, python or sys.executable)
+        site = Path(
+            proc.capture(
+                [interpreter, "-c", "import sysconfig; print(sysconfig.get_path('platlib'))"],
+                cwd=work,
+            ).strip()
+        )
+        elves = _elves(wheel, site)
+        report = _run(interpreter, work, site, elves)
+    return _classify(wheel.name, vendor, elves, report)
+
+
+def _install(wheel: Path, work: Path, python: str) -> str:
+    env_dir = work / "venv"
+    proc.run(
+        [python, "-m", "venv", "--without-pip", str(env_dir)],
+        what="creating a venv",
+        exit_code=EXIT_AUDIT,
+    )
+    interpreter = str(env_dir / "bin" / "python")
+    proc.run(
+        [
+            python,
+            "-m",
+            "pip",
+            "--python",
+            interpreter,
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--no-compile",
+            "--disable-pip-version-check",
+            str(wheel.resolve()),
+        ],
+        what=f"installing {wheel.name} into a fresh venv",
+        cwd=work,
+        exit_code=EXIT_AUDIT,
+    )
+    return interpreter
+
+
+def _elves(wheel: Path, site: Path) -> list[_Elf]:
+    with zipfile.ZipFile(wheel) as zf:
+        names = sorted(n for n in zf.namelist() if not n.endswith("/"))
+    out: list[_Elf] = []
+    for arcname in names:
+        path = site / arcname
+        info = read_dynamic(path) if path.is_file() else None
+        if info is None:
+            continue
+        out.append(
+            _Elf(
+                arcname=arcname,
+                module=_module_name(arcname),
+                names=tuple(dict.fromkeys(n for n in (path.name, info.soname) if n)),
+                needed=info.needed,
+            )
+        )
+    return out
+
+
+def _module_name(arcname: str) -> str | None:
+    """``pkg/_ext.cpython-311-x86_64-linux-gnu.so`` -> ``pkg._ext``; None for a library.
+
+    A plain ``.so`` is taken for a module only when its name is not a library's (``lib*``).
+    """
+    name = Path(arcname).name
+    for suffix in sorted(EXTENSION_SUFFIXES, key=len, reverse=True):
+        if not name.endswith(suffix) or (suffix == ".so" and name.startswith("lib")):
+            continue
+        dotted = arcname[: -len(suffix)].replace("/", ".")
+        return dotted if all(p.isidentifier() for p in dotted.split(".")) else None
+    return None
+
+
+def _run(interpreter: str, work: Path, site: Path, elves: list[_Elf]) -> dict[str, Any]:
+    inside = {n for e in elves for n in e.names}
+    spec = {
+        "probe": sorted({n for e in elves for n in e.needed} - inside),
+        "extensions": [[e.module, str(site / e.arcname)] for e in elves if e.module],
+        "libraries": [str(site / e.arcname) for e in elves if not e.module],
+    }
+    runner = work / "smoke_runner.py"
+    runner.write_text(_RUNNER, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env.update({"LD_BIND_NOW": "1", "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"})
+    result = proc.run(
+        [interpreter, "-I", str(runner), json.dumps(spec)],
+        cwd=work,
+        env=env,
+        check=False,
+        timeout=600,
+    )
+    marker = next(
+        (line for line in result.output.splitlines() if line.startswith("@@SMOKE@@")), None
+    )
+    if marker is None:
+        tail = "\n".join(result.output.splitlines()[-20:])
+        raise CommandFailed(
+            "the import smoke probe",
+            result.argv,
+            result.returncode,
+            tail,
+            None,
+            exit_code=EXIT_AUDIT,
+        )
+    data: dict[str, Any] = json.loads(marker.removeprefix("@@SMOKE@@"))
+    data["site"] = str(site)
+    return data
+
+
+def _classify(
+    wheel: str, vendor: str | None, elves: list[_Elf], report: dict[str, Any]
+) -> SmokeResult:
+    result = SmokeResult(wheel=wheel, vendor=vendor)
+    expected = _vendor_expects(vendor)
+    missing = {lib for lib, error in report["probe"].items() if error is not None}
+    result.host_supplied = {
+        lib: path or "?" for lib, path in sorted(report["found"].items()) if expected(lib)
+    }
+    by_path = {str(Path(report["site"]) / e.arcname): e for e in elves}
+    for e in elves:
+        for lib in e.needed:
+            if lib in missing and not expected(lib):
+                result.failures.append(Failure(e.arcname, "library", lib))
+    for kind in ("extensions", "libraries"):
+        for path, error in report[kind].items():
+            elf = by_path[path]
+            if error is None:
+                result.verified.append(elf.arcname)
+                continue
+            absent = [lib for lib in _closure_needs(elf, elves) if lib in missing]
+            vendor_absent = [lib for lib in absent if expected(lib)]
+            if vendor_absent and len(vendor_absent) == len(absent):
+                for lib in vendor_absent:
+                    result.unsupplied.setdefault(lib, []).append(elf.arcname)
+            elif not absent:
+                result.failures.append(_failure(elf.arcname, error))
+    return result
+
+
+def _closure_needs(elf: _Elf, elves: list[_Elf]) -> list[str]:
+    """DT_NEEDED of ``elf`` and, transitively, of the wheel's files it needs."""
+    by_name = {n: e for e in elves for n in e.names}
+    seen: list[str] = []
+    todo = list(elf.needed)
+    while todo:
+        lib = todo.pop(0)
+        if lib in seen:
+            continue
+        seen.append(lib)
+        if lib in by_name:
+            todo.extend(by_name[lib].needed)
+    return seen
+
+
+def _failure(arcname: str, error: str) -> Failure:
+    if match := _UNDEFINED.search(error):
+        where = match.group(1)
+        detail = match.group(2)
+        if where and not where.endswith(Path(arcname).name):
+            detail += f" (in {Path(where).name})"
+        return Failure(arcname, "symbol", detail)
+    if match := _CANNOT_OPEN.search(error):
+        return Failure(arcname, "library", Path(match.group(1)).name)
+    return Failure(arcname, "error", error.strip().splitlines()[-1] if error.strip() else error)
+
+
+def _vendor_expects(vendor: str | None) -> Any:
+    """A predicate: does the vendor expect this library from the machine or a distribution?"""
+    if vendor is None:
+        return lambda soname: False
+    from wheels.policy import load_vendor_policy
+
+    policy = load_vendor_policy(vendor)
+    return policy.outside_wheel

@@ -1,0 +1,308 @@
+"""infini-stack's sessions: tests, lint, typecheck, demo, and preflight/build/wheel/audit/release
+per vendor declared in ./stack.yaml (or $INFINI_STACK_MANIFEST). Arguments after -- go to the
+command a session runs: nox -s "build(vendor='cpu')" -- --manifest examples/mini-stack/stack.yaml
+"""
+
+# A vendor session whose toolkit is absent is skipped with the preflight's reason; with
+# INFINI_STACK_STRICT=1 (CI on the vendor's own runners) it fails instead.
+#
+# Environment: every session runs with venv_backend="none" in one Python environment, so the
+# project is installed at most once and a session starts in milliseconds. That environment is the
+# interpreter running nox when it already has the project's dependencies (README's command and CI
+# install them there: pip install -e '.[dev]'); otherwise .nox/_env, a virtual environment created
+# on first use and reinstalled only when pyproject.toml changes.
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import nox
+
+nox.needs_version = ">=2024.4"
+nox.options.sessions = ["lint", "typecheck", "tests"]
+nox.options.error_on_external_run = True
+
+ROOT = Path(__file__).resolve().parent
+MINI = ROOT / "examples" / "mini-stack" / "stack.yaml"
+DIST = Path(os.environ.get("INFINI_STACK_DIST") or ROOT / "dist")  # where sessions write wheels
+ENV_DIR = ROOT / ".nox" / "_env"
+RUNTIME_MODULES = ("yaml", "packaging", "elftools", "auditwheel", "pybind11")
+DEV_MODULES = (*RUNTIME_MODULES, "pytest", "mypy", "ruff", "check_jsonschema", "cyclonedx")
+DEMO_VENDORS = ("cpu", "nvidia")
+EXIT_PREFLIGHT = 3
+STRICT_ENV = "INFINI_STACK_STRICT"
+
+
+# --- which vendors: read from the manifest, without needing PyYAML in nox's own environment ----
+
+
+def manifest_path() -> Path:
+    env = os.environ.get("INFINI_STACK_MANIFEST")
+    return Path(env) if env else ROOT / "stack.yaml"
+
+
+def declared_vendors(path: Path) -> list[str]:
+    """The keys of the manifest's top-level ``vendors:`` mapping, canonical (``ali`` -> thead)."""
+    if not path.is_file():
+        return []
+    text = path.read_text(encoding="utf-8")
+    try:
+        import yaml
+
+        data = yaml.safe_load(text)
+        names = [str(k) for k in (data.get("vendors") or {})] if isinstance(data, dict) else []
+    except ImportError:  # nox installed on its own (pipx): a block scan is enough for keys
+        names = _scan_vendor_keys(text)
+    except Exception:  # a broken manifest must not break `nox -l`; the CLI reports it
+        names = _scan_vendor_keys(text)
+    return list(dict.fromkeys(_canonical(n) for n in names))
+
+
+def _scan_vendor_keys(text: str) -> list[str]:
+    names: list[str] = []
+    inside = False
+    indent: int | None = None
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        width = len(line) - len(line.lstrip())
+        if width == 0:
+            inside = line.startswith("vendors:")
+            indent = None
+            continue
+        if inside:
+            indent = width if indent is None else indent
+            match = re.match(r"\s*([A-Za-z][\w-]*)\s*:", line)
+            if width == indent and match:
+                names.append(match.group(1))
+    return names
+
+
+def _canonical(name: str) -> str:
+    sys.path.insert(0, str(ROOT))
+    try:
+        from builder.vendors import canonical_name  # standard library only
+
+        return canonical_name(name)
+    except Exception:
+        return name.strip().lower()
+    finally:
+        sys.path.remove(str(ROOT))
+
+
+VENDORS = declared_vendors(manifest_path()) or ["cpu"]
+
+
+# --- the one environment --------------------------------------------------------------------
+
+
+def tool_python(session: nox.Session, *, dev: bool = False) -> str:
+    wanted = DEV_MODULES if dev else RUNTIME_MODULES
+    if all(importlib.util.find_spec(m) is not None for m in wanted):
+        return sys.executable
+    return shared_env(session)
+
+
+def shared_env(session: nox.Session) -> str:
+    python = ENV_DIR / "bin" / "python"
+    stamp = ENV_DIR / ".installed"
+    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if not python.exists():
+        session.run(sys.executable, "-m", "venv", str(ENV_DIR), external=True)
+    if not stamp.is_file() or stamp.read_text() != want:
+        session.run(str(python), "-m", "pip", "install", "-q", "-e", f"{ROOT}[dev]", external=True)
+        stamp.write_text(want)
+    return str(python)
+
+
+def cli(session: nox.Session, python: str, *args: str | os.PathLike[str]) -> None:
+    session.run(python, "-m", "builder", *(str(a) for a in args), external=True)
+
+
+def strict() -> bool:
+    return os.environ.get(STRICT_ENV, "") not in ("", "0")
+
+
+def context_args(posargs: Sequence[str]) -> list[str]:
+    """The options in ``posargs`` that choose what preflight looks at (manifest, home, store)."""
+    out: list[str] = []
+    wanted = ("--manifest", "-m", "--home", "--store")
+    it = iter(posargs)
+    for arg in it:
+        name, eq, _ = arg.partition("=")
+        if name in wanted:
+            out += [arg] if eq else [arg, next(it, "")]
+    return out
+
+
+def preflight_or_skip(
+    session: nox.Session, python: str, vendor: str, extra: Sequence[str] = ()
+) -> None:
+    """Run ``preflight``; a missing provider (exit 3) skips the session with its reason."""
+    argv = [python, "-m", "builder", "preflight", "--vendor", vendor, *extra]
+    session.log(" ".join(argv[1:]))
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
+    output = (done.stdout + done.stderr).strip()
+    if done.returncode == 0:
+        if output:
+            print(output)
+        return
+    if done.returncode == EXIT_PREFLIGHT:
+        print(output)
+        reason = f"{vendor}: {preflight_reason(output)}"
+        if strict():
+            session.error(f"preflight failed ({STRICT_ENV} is set): {reason}")
+        session.skip(reason)
+    session.error(f"preflight --vendor {vendor} exited {done.returncode}:\n{output}")
+
+
+def preflight_reason(output: str) -> str:
+    """The preflight's own words: each failing provider (with its first hint), else its error."""
+    lines = output.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("error:")), None)
+    if start is None:
+        return next(
+            (line.strip() for line in reversed(lines) if line.strip()),
+            "a required provider is missing",
+        )
+    reasons: list[str] = []
+    for line in lines[start + 1 :]:
+        if line.startswith("  ") and not line.startswith("   "):
+            reasons.append(line.strip())
+        elif line.strip().startswith("hint:") and reasons and "hint:" not in reasons[-1]:
+            reasons[-1] += f" ({line.strip()})"
+        elif not line.startswith(" "):
+            break
+    return "; ".join(reasons) or lines[start].removeprefix("error:").strip()
+
+
+def vendor_dist(vendor: str) -> Path:
+    return DIST / vendor
+
+
+# --- the project's own checks ------------------------------------------------------------------
+
+
+@nox.session(venv_backend="none")
+def tests(session: nox.Session) -> None:
+    """Run the test suite with pytest (arguments after -- go to pytest)."""
+    python = tool_python(session, dev=True)
+    session.run(python, "-m", "pytest", *session.posargs, external=True)
+
+
+@nox.session(venv_backend="none")
+def lint(session: nox.Session) -> None:
+    """Lint and check formatting with ruff (ruff check, ruff format --check)."""
+    python = tool_python(session, dev=True)
+    paths = session.posargs or ["."]
+    session.run(python, "-m", "ruff", "check", *paths, external=True)
+    session.run(python, "-m", "ruff", "format", "--check", *paths, external=True)
+
+
+@nox.session(venv_backend="none")
+def typecheck(session: nox.Session) -> None:
+    """Type-check builder/, wheels/ and this noxfile with mypy --strict."""
+    python = tool_python(session, dev=True)
+    session.run(python, "-m", "mypy", *session.posargs, external=True)
+    session.run(python, "-m", "mypy", "--strict", "noxfile.py", external=True)
+
+
+@nox.session(venv_backend="none")
+def matrix(session: nox.Session) -> None:
+    """Print the CI matrix (vendor x Python) generated from stack.yaml."""
+    cli(session, tool_python(session), "ci", "matrix", "--pretty", *session.posargs)
+
+
+@nox.session(venv_backend="none", default=False)
+def demo(session: nox.Session) -> None:
+    """Main job on the bundled mini stack: preflight, build, wheel, audit, smoke (cpu, nvidia)."""
+    python = tool_python(session)
+    done: list[str] = []
+    for vendor in DEMO_VENDORS:
+        manifest = ["--manifest", str(MINI)]
+        argv = [python, "-m", "builder", "preflight", "--vendor", vendor, *manifest]
+        check = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
+        if check.returncode == EXIT_PREFLIGHT:
+            session.warn(
+                f"demo: skipping {vendor}: {preflight_reason(check.stdout + check.stderr)}"
+            )
+            continue
+        out = DIST / "demo" / vendor
+        shutil.rmtree(out, ignore_errors=True)
+        cli(session, python, "preflight", "--vendor", vendor, *manifest)
+        cli(session, python, "build", "--vendor", vendor, *manifest)
+        cli(session, python, "wheel", "--vendor", vendor, *manifest, "--out", out)
+        wheels = sorted(out.glob("*.whl"))
+        cli(session, python, "audit", *wheels, "--vendor", vendor)
+        for wheel in wheels:
+            cli(session, python, "smoke", wheel, "--vendor", vendor)
+        done.append(vendor)
+    if "cpu" not in done:
+        session.error("demo: the cpu stack did not run")
+    session.log(
+        f"demo: {', '.join(done)} built, packaged, audited and imported; wheels in {DIST / 'demo'}"
+    )
+
+
+# --- per vendor ---------------------------------------------------------------------------------
+
+
+@nox.session(venv_backend="none", default=False)
+@nox.parametrize("vendor", VENDORS)
+def preflight(session: nox.Session, vendor: str) -> None:
+    """Check this host has the vendor's providers (toolkits, libraries) before any compile."""
+    python = tool_python(session)
+    preflight_or_skip(session, python, vendor, session.posargs)
+
+
+@nox.session(venv_backend="none", default=False)
+@nox.parametrize("vendor", VENDORS)
+def build(session: nox.Session, vendor: str) -> None:
+    """Build the vendor's stack into the store (store hits cost nothing)."""
+    python = tool_python(session)
+    preflight_or_skip(session, python, vendor, context_args(session.posargs))
+    cli(session, python, "build", "--vendor", vendor, *session.posargs)
+
+
+@nox.session(venv_backend="none", default=False)
+@nox.parametrize("vendor", VENDORS)
+def wheel(session: nox.Session, vendor: str) -> None:
+    """Build, package and audit the vendor's wheel into dist/<vendor>/."""
+    python = tool_python(session)
+    preflight_or_skip(session, python, vendor, context_args(session.posargs))
+    cli(
+        session, python, "wheel", "--vendor", vendor, "--out", vendor_dist(vendor), *session.posargs
+    )
+
+
+@nox.session(venv_backend="none", default=False)
+@nox.parametrize("vendor", VENDORS)
+def audit(session: nox.Session, vendor: str) -> None:
+    """Audit the vendor's wheels in dist/<vendor>/ against its policy."""
+    python = tool_python(session)
+    wheels = sorted(vendor_dist(vendor).glob("*.whl"))
+    if not wheels:
+        reason = f"no wheel in {vendor_dist(vendor)}: run wheel(vendor={vendor!r}) first"
+        if strict():
+            session.error(reason)
+        session.skip(reason)
+    cli(session, python, "audit", *wheels, "--vendor", vendor, *session.posargs)
+
+
+@nox.session(venv_backend="none", default=False)
+@nox.parametrize("vendor", VENDORS)
+def release(session: nox.Session, vendor: str) -> None:
+    """Release gate into dist/release/<vendor>/: reproducible wheel, audit, smoke, SBOM, sums."""
+    python = tool_python(session)
+    preflight_or_skip(session, python, vendor, context_args(session.posargs))
+    out = DIST / "release" / vendor
+    shutil.rmtree(out, ignore_errors=True)
+    cli(session, python, "release", "--vendor", vendor, "-o", out, *session.posargs)

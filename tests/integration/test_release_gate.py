@@ -1,0 +1,170 @@
+"""`infini-stack release`: the gate writes wheel, SBOM, SHA256SUMS and reports, or nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from builder import sbom
+from builder.release import sbom_of
+
+pytestmark = pytest.mark.integration
+
+STRAY = """
+# Links a library that is neither bundled nor supplied by the vendor: the audit must refuse it.
+target_link_libraries(minicore_runtime PRIVATE {lib})
+"""
+STRAY_USE = """
+extern "C" int stray(void);
+int minicore_stray_probe() { return stray(); }
+"""
+
+
+def test_release_writes_the_wheel_its_sbom_sha256sums_and_the_run_reports(
+    shared_home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    out = tmp_path / "release"
+    result = cli("release", "--manifest", mini, "--vendor", "cpu", "-o", out)
+    assert result.code == 0, result.err
+    assert result.out.strip() == str(out)
+    (wheel,) = out.glob("*.whl")
+    stem = wheel.name.removesuffix(".whl")
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [wheel.name, f"{stem}.cdx.json", "SHA256SUMS", "build-report.json", "release-report.json"]
+    )
+    # SHA256SUMS is in `sha256sum -c` format and covers every other file.
+    lines = (out / "SHA256SUMS").read_text().splitlines()
+    sums = {name: digest for digest, name in (line.split("  ") for line in lines)}
+    assert set(sums) == {p.name for p in out.iterdir()} - {"SHA256SUMS"}
+    for name, digest in sums.items():
+        assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest
+    check = subprocess.run(
+        ["sha256sum", "-c", "SHA256SUMS"], cwd=out, capture_output=True, check=False
+    )
+    assert check.returncode == 0
+    report = json.loads((out / "release-report.json").read_text())
+    assert report["ok"] is True
+    assert list(report["steps"]) == ["preflight", "build", "wheel", "verify", "smoke", "sbom"]
+    assert report["steps"]["smoke"]["complete"] is True
+    # The SBOM beside the wheel is the one inside it, valid, naming each component's hash.
+    document = (out / f"{stem}.cdx.json").read_text()
+    assert document == sbom_of(wheel)
+    assert sbom.validate(document) == []
+    build = json.loads((out / "build-report.json").read_text())
+    versions = sbom.component_versions(document)
+    assert set(versions) == {"minirt", "miniops", "miniccl", "minilm"}
+    for component in build["components"]:
+        name = component["name"]
+        record = json.loads(
+            (shared_home / "store" / component["key"][:32] / "record.json").read_text()
+        )
+        assert versions[name] == "sha256:" + record["source_id"].removeprefix("path:")
+
+
+def test_release_leaves_the_output_directory_empty_when_the_audit_fails(
+    shared_home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    stray = tmp_path / "stray"
+    stray.mkdir()
+    (stray / "stray.c").write_text("int stray(void) { return 7; }\n")
+    subprocess.run(
+        [
+            "cc",
+            "-shared",
+            "-fPIC",
+            "-Wl,-soname,libstray.so.1",
+            "-o",
+            str(stray / "libstray.so.1"),
+            str(stray / "stray.c"),
+        ],
+        check=True,
+    )
+    cmake = mini.parent / "engine" / "CMakeLists.txt"
+    cmake.write_text(cmake.read_text() + STRAY.format(lib=stray / "libstray.so.1"))
+    runtime = mini.parent / "engine" / "src" / "runtime.cpp"
+    runtime.write_text(runtime.read_text() + STRAY_USE)
+    out = tmp_path / "release"
+    out.mkdir()
+    result = cli("release", "--manifest", mini, "--vendor", "cpu", "-o", out, "--no-verify")
+    assert result.code == 6, result.err
+    assert "the wheel failed its audit" in result.err
+    assert "libstray.so.1" in result.err
+    assert list(out.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".release.")] == []
+
+
+def test_release_refuses_a_non_empty_output_directory_before_building(
+    home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    out = tmp_path / "release"
+    out.mkdir()
+    (out / "old.whl").write_text("")
+    result = cli("release", "--manifest", mini, "--vendor", "cpu", "-o", out)
+    assert result.code == 2
+    assert "exists and is not empty" in result.err
+    assert [p.name for p in out.iterdir()] == ["old.whl"]
+    assert not (home / "store").exists()
+
+
+def test_release_stops_at_preflight_and_writes_nothing_when_a_provider_is_missing(
+    home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    text = mini.read_text()
+    mini.write_text(text.replace('cuda: ">=12.0"', 'cuda: ">=99.0"'))
+    out = tmp_path / "release"
+    result = cli("release", "--manifest", mini, "--vendor", "nvidia", "-o", out)
+    assert result.code == 3, result.err
+    assert "preflight" in result.err
+    assert not out.exists()
+    assert not (home / "store").exists() or not any((home / "store").glob("*/record.json"))
+
+
+def test_wheel_sbom_command_and_release_agree_on_the_sbom(
+    shared_home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    assert cli("wheel", "--manifest", mini, "--vendor", "cpu", "--out", tmp_path / "d").code == 0
+    (wheel,) = (tmp_path / "d").glob("*.whl")
+    result = cli("sbom", "--manifest", mini, "--vendor", "cpu", "-o", tmp_path / "bom.json")
+    assert result.code == 0, result.err
+    document = (tmp_path / "bom.json").read_text()
+    assert document == sbom_of(wheel)
+    with zipfile.ZipFile(wheel) as zf:
+        libs = {
+            n: hashlib.sha256(zf.read(n)).hexdigest() for n in zf.namelist() if n.endswith(".so")
+        }
+    files = {
+        c["name"]: c["hashes"][0]["content"]
+        for c in json.loads(document)["components"]
+        if c["type"] == "file"
+    }
+    assert files == libs
+
+
+def test_sbom_of_a_stack_not_built_yet_says_to_build_first(
+    home: Path,
+    mini: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    result = cli("sbom", "--manifest", mini, "--vendor", "cpu")
+    assert result.code == 2
+    assert "not built for cpu" in result.err

@@ -1,0 +1,158 @@
+"""Reproducible wheels: the same inputs give the same bytes, `wheel --verify` proves it with a
+second build from fresh directories, and catches a build that is not."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+DEFAULT_TIME = (1980, 1, 1, 0, 0, 0)
+
+NON_DETERMINISTIC = """
+# A deliberately non-reproducible input: the configure time and a random value in a Python file.
+string(TIMESTAMP MINICORE_BUILT "%Y-%m-%dT%H:%M:%S" UTC)
+string(RANDOM LENGTH 16 MINICORE_NONCE)
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/_stamp.py
+     "BUILT = '${MINICORE_BUILT}'\\nNONCE = '${MINICORE_NONCE}'\\n")
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/_stamp.py DESTINATION python/minicore)
+"""
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def wheel_in(directory: Path) -> Path:
+    (wheel,) = directory.glob("*.whl")
+    return wheel
+
+
+@pytest.fixture(autouse=True)
+def no_epoch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+
+
+def test_two_wheel_runs_from_the_same_inputs_are_byte_identical(
+    shared_home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    first = cli("wheel", "--manifest", mini, "--vendor", "cpu", "--out", tmp_path / "a")
+    assert first.code == 0, first.err
+    second = cli("wheel", "--manifest", mini, "--vendor", "cpu", "--out", tmp_path / "b")
+    assert second.code == 0, second.err
+    assert sha256(wheel_in(tmp_path / "a")) == sha256(wheel_in(tmp_path / "b"))
+
+
+def test_members_are_ordered_with_fixed_times_and_normalised_modes(
+    shared_home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    assert cli("wheel", "--manifest", mini, "--vendor", "cpu", "--out", tmp_path).code == 0
+    with zipfile.ZipFile(wheel_in(tmp_path)) as zf:
+        infos = zf.infolist()
+    names = [i.filename for i in infos]
+    payload = [n for n in names if ".dist-info/" not in n]
+    assert payload == sorted(payload)
+    assert names[-1].endswith(".dist-info/RECORD")
+    assert any(n.endswith(".dist-info/sboms/infini-stack.cdx.json") for n in names)
+    # A path source outside git has no time of its own: 1980-01-01.
+    assert {i.date_time for i in infos} == {DEFAULT_TIME}
+    assert {i.external_attr >> 16 for i in infos} <= {0o100644, 0o100755}
+    assert {i.compress_type for i in infos} == {zipfile.ZIP_DEFLATED}
+
+
+def test_source_date_epoch_sets_every_member_time(
+    shared_home: Path,
+    mini: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    assert cli("wheel", "--manifest", mini, "--vendor", "cpu", "--out", tmp_path).code == 0
+    with zipfile.ZipFile(wheel_in(tmp_path)) as zf:
+        assert {i.date_time for i in zf.infolist()} == {(2023, 11, 14, 22, 13, 20)}
+
+
+def test_a_path_source_in_a_git_checkout_takes_its_last_commit_time(
+    shared_home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    root = mini.parent
+    env = {
+        "GIT_AUTHOR_DATE": "2024-03-01T12:00:00Z",
+        "GIT_COMMITTER_DATE": "2024-03-01T12:00:00Z",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+        "PATH": "/usr/bin:/bin",
+    }
+    for argv in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "mini"]):
+        subprocess.run(argv, cwd=root, env=env, check=True)
+    assert cli("wheel", "--manifest", mini, "--vendor", "cpu", "--out", tmp_path / "d").code == 0
+    with zipfile.ZipFile(wheel_in(tmp_path / "d")) as zf:
+        assert {i.date_time for i in zf.infolist()} == {(2024, 3, 1, 12, 0, 0)}
+
+
+def test_nothing_we_write_names_a_build_path(
+    shared_home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    assert cli("wheel", "--manifest", mini, "--vendor", "cpu", "--out", tmp_path / "d").code == 0
+    with zipfile.ZipFile(wheel_in(tmp_path / "d")) as zf:
+        for info in zf.infolist():
+            data = zf.read(info)
+            for path in (shared_home, mini.parent, tmp_path):
+                assert str(path).encode() not in data, (info.filename, path)
+
+
+def test_verify_builds_again_from_fresh_directories_and_passes_on_the_mini_stack(
+    shared_home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    before = {p.name for p in shared_home.parent.iterdir()} | {"d"}
+    result = cli(
+        "wheel", "--manifest", mini, "--vendor", "cpu", "--out", tmp_path / "d", "--verify"
+    )
+    assert result.code == 0, result.err
+    assert "two builds are byte-identical" in result.err
+    assert "cpu: 4 built, 0 from the store" in result.err  # the second build reused nothing
+    assert wheel_in(tmp_path / "d").is_file()
+    assert {p.name for p in shared_home.parent.iterdir()} == before  # the fresh home is gone
+
+
+def test_verify_names_the_member_that_a_timestamp_in_the_build_makes_differ(
+    shared_home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    cmake = mini.parent / "engine" / "CMakeLists.txt"
+    cmake.write_text(cmake.read_text() + NON_DETERMINISTIC)
+    time.sleep(1)  # a different second for the second configure, even on a fast machine
+    result = cli(
+        "wheel", "--manifest", mini, "--vendor", "cpu", "--out", tmp_path / "d", "--verify"
+    )
+    assert result.code == 6, result.err
+    assert "is not reproducible" in result.err
+    assert "minicore/_stamp.py: contents differ" in result.err
+    assert "Traceback" not in result.err
+    assert not (tmp_path / "d").exists() or not any((tmp_path / "d").iterdir())
