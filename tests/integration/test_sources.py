@@ -95,7 +95,8 @@ def test_submodules_are_checked_out_at_their_gitlinks_through_mirrors(
     commit(mirrors / "json.git", {"json.hpp": "// v2\n"}, "newer")
     top = mirrors / "lm.git"
     init_repo(top, cmake_library("lm"))
-    git(top, "-c", f"url.{mirrors}/.insteadOf=https://example.invalid/org/", "submodule", "add", "-q",
+    rewrite = f"url.{mirrors}/.insteadOf=https://example.invalid/org/"
+    git(top, "-c", rewrite, "submodule", "add", "-q",
         "https://example.invalid/org/json.git", "third_party/json")
     git(top / "third_party" / "json", "checkout", "-q", sub_first)
     # The gitlink records the submodule commit; the .gitmodules URL is the public one.

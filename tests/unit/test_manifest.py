@@ -119,8 +119,10 @@ def test_unknown_vendor_gets_a_suggestion(tmp_path: Path) -> None:
 
 
 def test_vendor_a_component_does_not_support_names_component_and_vendor(tmp_path: Path) -> None:
-    path = write_stack(tmp_path, "vendors:\n  cpu: {}\n  moore: {}\ncomponents:\n  a: {path: src}\n",
-                       {"a": RECIPE_CPU})
+    path = write_stack(
+        tmp_path, "vendors:\n  cpu: {}\n  moore: {}\ncomponents:\n  a: {path: src}\n",
+        {"a": RECIPE_CPU},
+    )
     (found,) = problems(path)
     assert ":3:3: component 'a' does not support vendor 'moore'" in found
     assert "supports: cpu" in found
