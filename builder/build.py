@@ -52,10 +52,13 @@ class Interrupted(BuildError):
         self.signum = signum
         self.running = dict(running or {})
         name = signal.Signals(signum).name
-        what = ", ".join(f"{c} ({s})" for c, s in self.running.items()) or "no component"
+        if self.running:
+            what = ", ".join(f"{c} ({s})" for c, s in self.running.items())
+            message = f"interrupted by {name} while building {what}; their processes were stopped"
+        else:
+            message = f"interrupted by {name} before any component started building"
         super().__init__(
-            f"interrupted by {name} while building {what}; their processes were stopped",
-            hint="nothing partial was left in the store: the next build starts cleanly",
+            message, hint="nothing partial was left in the store: the next build starts cleanly",
         )
         self.exit_code = 128 + signum
 

@@ -236,3 +236,38 @@ class FakePlan:
     vendor = "cpu"
     stack = FakeStack()
     components: tuple[object, ...] = ()
+
+
+def test_gc_collects_unused_trees_but_not_kept_ones_or_checkouts_in_progress(
+    tmp_path: Path,
+) -> None:
+    from builder.commands import gc
+
+    layout = Layout.from_env({}, home=tmp_path / "home")
+    for sub in ("src/minirt-aaaa", "src/minirt-bbbb", "src/minirt-cccc.x1y2",
+                "build/minirt-aaaa", "build/minirt-cpu-dev-1234",
+                "logs/20200101-000000-cpu-999999999"):
+        (layout.home / sub).mkdir(parents=True)
+    keep = gc.Keep(source_trees={layout.home / "src" / "minirt-bbbb"},
+                   build_dirs={layout.home / "build" / "minirt-cpu-dev-1234"})
+    doomed = {(d.what, d.path.relative_to(layout.home).as_posix())
+              for d in gc.collect(layout, keep)}
+    assert doomed == {
+        ("source tree", "src/minirt-aaaa"),
+        ("build directory", "build/minirt-aaaa"),
+        ("logs of a run", "logs/20200101-000000-cpu-999999999"),
+    }
+
+
+def test_gc_leaves_a_build_dir_whose_lock_is_held(tmp_path: Path) -> None:
+    from builder.commands import gc
+
+    layout = Layout.from_env({}, home=tmp_path / "home")
+    (layout.home / "build" / "minirt-aaaa").mkdir(parents=True)
+    (doomed,) = gc.collect(layout, gc.Keep())
+    assert doomed.lock is not None
+    with file_lock(doomed.lock):
+        assert not gc.remove(doomed)
+    assert doomed.path.exists()
+    assert gc.remove(doomed)
+    assert not doomed.path.exists()
