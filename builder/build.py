@@ -282,11 +282,13 @@ class Builder:
                 + ", ".join(missing),
                 hint=f"install log: {result.logs.get('install')}",
             )
-        self._check_source_unchanged(component)
+        changed = self._source_changed(component)
         result.outputs = sorted(
             str(p.relative_to(prefix)) for p in prefix.rglob("*") if p.is_file() or p.is_symlink()
         )
-        self.store.commit(component.key, self._record(component, result, commands))
+        record = self._record(component, result, commands)
+        record["source_changed_during_build"] = changed
+        self.store.commit(component.key, record)
 
     def _prepare_configure(self, component: ComponentPlan, argv: tuple[str, ...]) -> bool:
         """True when the build dir is configured with exactly these inputs (configure skipped).
@@ -320,16 +322,24 @@ class Builder:
             "fresh": hash_inputs({"env": first, "cxx": [host.cxx, host.cxx_version]}),
         }
 
-    def _check_source_unchanged(self, component: ComponentPlan) -> None:
+    def _source_changed(self, component: ComponentPlan) -> bool:
+        """Whether a path source's content differs from what its key was computed from.
+
+        An edit made during the build, or a project that writes into its own sources at
+        configure time (upstream's generated/): said, and recorded in the entry, not fatal.
+        """
         if self.verify_sources is None or not component.incremental:
-            return
+            return False
         now = self.verify_sources(component)
-        if now is not None and now != component.source_id:
-            raise BuildError(
-                f"component '{component.name}': its path source {component.source_dir} changed "
-                "while it was being built, so the result matches neither version",
-                hint="build again",
-            )
+        if now is None or now == component.source_id:
+            return False
+        self.progress.say(
+            component.name,
+            f"warning: its path source {component.source_dir} changed while it was being built "
+            "(an edit, or the build writing into its sources); the entry is keyed by the content "
+            "at the start",
+        )
+        return True
 
     def _argv(self, step: Step, jobs: int) -> tuple[str, ...]:
         argv = step.argv

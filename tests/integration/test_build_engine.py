@@ -322,3 +322,20 @@ def test_compiler_change_configures_the_incremental_build_dir_from_scratch(
     cache = (next((home / "build").glob("minirt-cpu-dev-*")) / "CMakeCache.txt").read_text()
     assert f"CMAKE_CXX_COMPILER:FILEPATH={wrapper}" in cache
     assert "The CXX compiler identification" in Path(second["logs"]["configure"]).read_text()
+
+
+def test_path_source_edited_during_its_build_is_said_and_recorded_and_rebuilt_next_time(
+    home: Path, mini: Path, tmp_path: Path, cli  # type: ignore[no-untyped-def]
+) -> None:
+    header = mini.parent / "rt" / "include" / "mini" / "rt.h"
+    launcher = write_launcher(tmp_path / "edit.sh", f'echo "// edited" >> {header}')
+    result = cli("build", "--manifest", mini, "--vendor", "cpu", "-c", "minirt",
+                 "--launcher", launcher)
+    assert result.code == 0, result.err
+    assert "changed while it was being built" in result.err
+    rt = last_report(home)["components"][0]
+    record = json.loads((Path(rt["prefix"]).parent / "record.json").read_text())
+    assert record["source_changed_during_build"] is True
+    assert cli("build", "--manifest", mini, "--vendor", "cpu", "-c", "minirt").code == 0
+    assert last_report(home)["components"][0]["key"] != rt["key"]
+    assert statuses(home) == {"minirt": "built"}
