@@ -14,6 +14,7 @@ archive hygiene, RECORD, and the platform tag against auditwheel's rules (:mod:`
 from __future__ import annotations
 
 import base64
+import bisect
 import csv
 import hashlib
 import json
@@ -63,6 +64,7 @@ from wheels.audit_report import (
 )
 from wheels.elf import (
     ELF_MAGIC,
+    ByteSource,
     Chunks,
     ElfError,
     ElfInfo,
@@ -89,7 +91,10 @@ CACHE_VERSION = "infini-stack-audit-1"
 MAX_MEMBER = 4 << 30  # larger members are reported, not inflated
 INFLATE_STEP = 32 << 10  # compressed bytes per inflate call: bounded output, no giant join
 ONE_SHOT_BELOW = 1 << 20  # members this small are inflated in one call
-HASH_THREAD_ABOVE = 64 << 20  # members this big are hashed on a second thread
+SNAPSHOT_ABOVE = 64 << 20  # members this big are not kept inflated, see _Inflated
+SNAPSHOT_EVERY = 4 << 20
+KEEP_PREFIX = 8 << 20
+HASH_THREAD_ABOVE = 64 << 20  # members this big are hashed on a second thread, given a free core
 BATCH_BYTES = 8 << 20
 BATCH_MEMBERS = 1024
 SERIAL_BELOW = 16 << 20  # wheels that inflate to less than this are read in this process alone
@@ -272,49 +277,116 @@ class _Digest:
         return base64.urlsafe_b64encode(self.hasher.digest()).rstrip(b"=").decode()
 
 
-def _inflate(task: _Task, raw: bytes, path: Path) -> tuple[list[bytes], str]:
-    """The member's content as parts, and its RECORD-style digest; bounded by the stated size."""
+def _inflate(
+    task: _Task, raw: bytes, path: Path, spare_core: bool
+) -> tuple[ByteSource, str]:
+    """The member's content and its RECORD-style digest; bounded by the stated size."""
     if task.flags & 1:
         raise _MemberError("encrypted member")
     if task.file_size > MAX_MEMBER:
         raise _MemberError(f"states {task.file_size} bytes, more than this audit inflates")
-    digest = _Digest(task.algo, background=task.file_size >= HASH_THREAD_ABOVE)
+    digest = _Digest(task.algo, background=spare_core and task.file_size >= HASH_THREAD_ABOVE)
     try:
+        content: ByteSource
         if task.method == zipfile.ZIP_STORED:
-            parts = [raw]
+            content = Chunks([raw])
             digest.add(raw)
+        elif task.method == zipfile.ZIP_DEFLATED and len(raw) <= ONE_SHOT_BELOW:
+            data = _inflate_small(task, raw)
+            content = Chunks([data])
+            digest.add(data)
         elif task.method == zipfile.ZIP_DEFLATED:
-            parts = _inflate_deflate(task, raw, digest)
+            content = _inflate_stream(task, raw, digest)
         else:
-            parts = [_inflate_other(task, path)]
-            digest.add(parts[0])
+            data = _inflate_other(task, path)
+            content = Chunks([data])
+            digest.add(data)
     finally:
         value = digest.finish()
     if digest.size != task.file_size:
         raise _MemberError(f"holds {digest.size} bytes, the zip directory says {task.file_size}")
-    return parts, value
+    return content, value
 
 
-def _inflate_deflate(task: _Task, raw: bytes, digest: _Digest) -> list[bytes]:
-    if len(raw) <= ONE_SHOT_BELOW:
-        # Small enough that even a bomb (deflate expands at most 1032:1) stays affordable.
-        try:
-            data = zlib.decompress(raw, -15, max(1, min(task.file_size, len(raw) * 1032)))
-        except zlib.error as exc:
-            raise _MemberError(f"corrupt deflate data: {exc}") from None
-        digest.add(data)
-        return [data]
+def _inflate_small(task: _Task, raw: bytes) -> bytes:
+    # Small enough that even a bomb (deflate expands at most 1032:1) stays affordable.
+    try:
+        return zlib.decompress(raw, -15, max(1, min(task.file_size, len(raw) * 1032)))
+    except zlib.error as exc:
+        raise _MemberError(f"corrupt deflate data: {exc}") from None
+
+
+@dataclass(frozen=True)
+class _Point:
+    """An inflater state to resume from: ``out`` bytes produced after ``inp`` bytes consumed."""
+
+    out: int
+    inp: int
+    state: zlib._Decompress
+
+
+class _Inflated:
+    """A big member read without keeping it: its first bytes, and states to re-inflate from.
+
+    Keeping every inflated byte of a 434 MB library costs more in fresh memory than the audit
+    needs; the few ranges it reads past the kept prefix (the dynamic segment, notes, section
+    headers) are inflated again from the nearest saved state.
+    """
+
+    def __init__(self, raw: bytes, prefix: bytes, points: list[_Point], size: int) -> None:
+        self.raw, self.prefix, self.points, self.size = raw, prefix, points, size
+        self._outs = [p.out for p in points]
+        self._blocks: dict[int, bytes] = {}
+
+    def head(self, size: int) -> bytes:
+        return bytes(self.range(0, min(size, self.size)))
+
+    def range(self, offset: int, size: int) -> memoryview:
+        if offset + size <= len(self.prefix):
+            return memoryview(self.prefix)[offset : offset + size]
+        first = bisect.bisect_right(self._outs, offset) - 1
+        last = bisect.bisect_left(self._outs, offset + size)
+        blocks = [self._block(k) for k in range(first, last)]
+        data = blocks[0] if len(blocks) == 1 else b"".join(blocks)
+        start = offset - self.points[first].out
+        return memoryview(data)[start : start + size]
+
+    def _block(self, k: int) -> bytes:
+        if k not in self._blocks:
+            point = self.points[k]
+            end = self.points[k + 1].out if k + 1 < len(self.points) else self.size
+            inflater, pos, out = point.state.copy(), point.inp, point.out
+            parts: list[bytes] = []
+            view = memoryview(self.raw)
+            while out < end and pos < len(self.raw):
+                part = inflater.decompress(view[pos : pos + INFLATE_STEP])
+                pos += INFLATE_STEP
+                parts.append(part)
+                out += len(part)
+            self._blocks[k] = b"".join(parts)[: end - point.out]
+        return self._blocks[k]
+
+
+def _inflate_stream(task: _Task, raw: bytes, digest: _Digest) -> ByteSource:
+    """Inflate in bounded steps, hashing as it goes; keep all of it, or for big members only a
+    prefix and a saved state every few megabytes."""
+    keep_all = task.file_size < SNAPSHOT_ABOVE
     inflater = zlib.decompressobj(-15)
     view = memoryview(raw)
     parts: list[bytes] = []
+    points = [_Point(0, 0, inflater.copy())]
+    kept = 0
     try:
         for start in range(0, len(raw), INFLATE_STEP):
             part = inflater.decompress(view[start : start + INFLATE_STEP])
             if digest.size + len(part) > task.file_size:
                 raise _MemberError(f"inflates past the {task.file_size} bytes it states")
-            if part:
+            if keep_all or kept < KEEP_PREFIX:
                 parts.append(part)
-                digest.add(part)
+                kept += len(part)
+            digest.add(part)
+            if not keep_all and digest.size >= points[-1].out + SNAPSHOT_EVERY:
+                points.append(_Point(digest.size, start + INFLATE_STEP, inflater.copy()))
         tail = inflater.flush()
     except zlib.error as exc:
         raise _MemberError(f"corrupt deflate data: {exc}") from None
@@ -323,7 +395,9 @@ def _inflate_deflate(task: _Task, raw: bytes, digest: _Digest) -> list[bytes]:
         digest.add(tail)
     if not inflater.eof:
         raise _MemberError("deflate data ends early (truncated member)")
-    return parts
+    if keep_all:
+        return Chunks(parts)
+    return _Inflated(raw, b"".join(parts), points, digest.size)
 
 
 def _inflate_other(task: _Task, path: Path) -> bytes:
@@ -339,14 +413,15 @@ def _inflate_other(task: _Task, path: Path) -> bytes:
     return data
 
 
-def _scan_member(task: _Task, raw: bytes | _MemberError, path: Path) -> MemberScan:
+def _scan_member(
+    task: _Task, raw: bytes | _MemberError, path: Path, spare_core: bool
+) -> MemberScan:
     if isinstance(raw, _MemberError):
         return MemberScan(task.index, task.name, algo=task.algo, read_error=str(raw))
     try:
-        parts, digest = _inflate(task, raw, path)
+        content, digest = _inflate(task, raw, path, spare_core)
     except _MemberError as exc:
         return MemberScan(task.index, task.name, algo=task.algo, read_error=str(exc))
-    content = Chunks(parts)
     head = content.head(4)
     base = MemberScan(task.index, task.name, content.size, digest, task.algo)
     if not looks_like_elf(task.name, head):
@@ -422,9 +497,9 @@ def _scan_from(task: _Task, row: Mapping[str, object]) -> MemberScan:
     )
 
 
-def _run_batch(path: Path, batch: Sequence[_Task], cache: _Cache | None) -> tuple[
-    list[MemberScan], bool
-]:
+def _run_batch(
+    path: Path, batch: Sequence[_Task], cache: _Cache | None, spare_core: bool = False
+) -> tuple[list[MemberScan], bool]:
     with path.open("rb") as fh:
         raws: list[bytes | _MemberError] = []
         for task in batch:
@@ -438,16 +513,17 @@ def _run_batch(path: Path, batch: Sequence[_Task], cache: _Cache | None) -> tupl
         hit = cache.get(key, batch)
         if hit is not None:
             return hit, True
-    scans = [_scan_member(task, raw, path) for task, raw in zip(batch, raws, strict=True)]
+    scans = [_scan_member(task, raw, path, spare_core)
+             for task, raw in zip(batch, raws, strict=True)]
     if key is not None and cache is not None and not any(s.read_error for s in scans):
         cache.put(key, scans)
     return scans, False
 
 
 def _run_batches(
-    path: Path, batches: Sequence[Sequence[_Task]], cache: _Cache | None
+    path: Path, batches: Sequence[Sequence[_Task]], cache: _Cache | None, spare_core: bool
 ) -> list[tuple[list[MemberScan], bool]]:
-    return [_run_batch(path, b, cache) for b in batches]
+    return [_run_batch(path, b, cache, spare_core) for b in batches]
 
 
 def _batches(tasks: Sequence[_Task]) -> list[list[_Task]]:
@@ -480,7 +556,7 @@ def _scan(
     batches = _batches(tasks)
     total = sum(t.file_size for t in tasks)
     if workers <= 1 or total < SERIAL_BELOW or len(batches) < 2:
-        results = _run_batches(path, batches, cache)
+        results = _run_batches(path, batches, cache, spare_core=workers > 1)
     else:
         results = _scan_parallel(path, batches, cache, workers)
     scans = sorted((s for batch, _ in results for s in batch), key=lambda s: s.index)
@@ -490,26 +566,25 @@ def _scan(
 def _scan_parallel(
     path: Path, batches: Sequence[Sequence[_Task]], cache: _Cache | None, workers: int
 ) -> list[tuple[list[MemberScan], bool]]:
-    """The largest batch here, the rest queued to children; then take back what they left.
+    """Children take batches largest first; this process takes them back smallest first.
 
-    Keeping the largest member in this process also spares pickling its symbol tables.
+    The largest members go to children, whose inflate loops never wait for a GIL held by this
+    process's bookkeeping (unpickling their results); the two ends meet in the middle.
     """
-    first, rest = batches[0], batches[1:]
     try:
         with warnings.catch_warnings():
             # Python 3.12+ warns about fork() in a process with threads; we start none.
             warnings.simplefilter("ignore", DeprecationWarning)
-            pool = ProcessPoolExecutor(max_workers=min(workers - 1, len(rest)),
-                                       mp_context=_mp_context())
-            futures = [pool.submit(_run_batch, path, b, cache) for b in rest]
+            pool = ProcessPoolExecutor(max_workers=workers - 1, mp_context=_mp_context())
+            futures = [pool.submit(_run_batch, path, b, cache) for b in batches]
     except (OSError, ValueError, RuntimeError):
-        return _run_batches(path, batches, cache)
+        return _run_batches(path, batches, cache, spare_core=False)
+    results: list[tuple[list[MemberScan], bool]] = []
     with pool:
-        results = [_run_batch(path, first, cache)]
-        for batch, future in reversed(list(zip(rest, futures, strict=True))):
-            if future.cancel():  # not started yet: the smallest batches come back here
+        for batch, future in reversed(list(zip(batches, futures, strict=True))):
+            if future.cancel():  # not started by a child yet
                 results.append(_run_batch(path, batch, cache))
-        for batch, future in zip(rest, futures, strict=True):
+        for batch, future in zip(batches, futures, strict=True):
             if future.cancelled():
                 continue
             try:

@@ -17,6 +17,7 @@ from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 ELF_MAGIC = b"\x7fELF"
 
@@ -155,6 +156,17 @@ class _Layout:
         return struct.Struct(self.end + (spec64 if self.cls == 64 else spec32))
 
 
+class ByteSource(Protocol):
+    """Random access to the bytes of one file that need not all be in memory at once."""
+
+    @property
+    def size(self) -> int: ...
+
+    def range(self, offset: int, size: int) -> memoryview: ...
+
+    def head(self, size: int) -> bytes: ...
+
+
 class Chunks:
     """Bytes held as the consecutive parts an inflater produced, read without joining them all.
 
@@ -190,8 +202,8 @@ class Chunks:
 class _Reader:
     """Bounds-checked access to the bytes of one ELF file."""
 
-    def __init__(self, data: bytes | bytearray | memoryview | Chunks) -> None:
-        self.data = data if isinstance(data, Chunks) else Chunks([data])
+    def __init__(self, data: bytes | bytearray | memoryview | ByteSource) -> None:
+        self.data = Chunks([data]) if isinstance(data, (bytes, bytearray, memoryview)) else data
         self.size = self.data.size
         self._strings: dict[tuple[int, int], str] = {}
         ident = self.data.head(16)
@@ -625,7 +637,7 @@ def _arch(r: _Reader, h: _Header) -> tuple[str | None, str | None]:
     return arch, None
 
 
-def read_elf(data: bytes | bytearray | memoryview | Chunks) -> ElfInfo:
+def read_elf(data: bytes | bytearray | memoryview | ByteSource) -> ElfInfo:
     """Decode ``data``; raises :class:`ElfError` (only) when it is not a readable ELF file."""
     try:
         return _read_elf(data)
@@ -635,7 +647,7 @@ def read_elf(data: bytes | bytearray | memoryview | Chunks) -> ElfInfo:
         raise ElfError(f"malformed ELF: {exc}") from None
 
 
-def _read_elf(data: bytes | bytearray | memoryview | Chunks) -> ElfInfo:
+def _read_elf(data: bytes | bytearray | memoryview | ByteSource) -> ElfInfo:
     r = _Reader(data)
     h = _read_header(r)
     segments = _segments(r, h)

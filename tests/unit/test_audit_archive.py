@@ -157,3 +157,25 @@ def test_wheel_with_a_mangled_elf_gives_findings_and_never_an_exception(
     assert not any(f.code == "internal" for f in result.findings), render_text([result])
     assert all(f.member is None or f.member in {"demo/lib/libx.so.0",
                "demo/_x.cpython-311-x86_64-linux-gnu.so"} for f in result.violations)
+
+
+def test_big_member_read_from_saved_inflater_states_equals_reading_it_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import wheels.audit as audit_module
+    from wheels.elf import read_elf
+
+    lib = next((p for p in (Path("/lib/x86_64-linux-gnu/libstdc++.so.6"),
+                            Path("/usr/lib64/libstdc++.so.6")) if p.exists()), None)
+    if lib is None:
+        pytest.skip("no libstdc++ on this host")
+    data = lib.read_bytes()
+    wheel = make_wheel(tmp_path, {"demo/__init__.py": b"", "demo/lib/libstdc++.so.6": data})
+    whole = audit_wheel(wheel, CPU)
+    for name, value in (("ONE_SHOT_BELOW", 1024), ("SNAPSHOT_ABOVE", 1), ("SNAPSHOT_EVERY",
+                        64 << 10), ("KEEP_PREFIX", 4096), ("INFLATE_STEP", 4096)):
+        monkeypatch.setattr(audit_module, name, value)
+    pieces = audit_wheel(wheel, CPU)
+    assert not pieces.violations and pieces.findings == whole.findings
+    assert pieces.elfs == whole.elfs
+    assert to_json([pieces])["wheels"][0]["elfs"][0]["exports"] == len(read_elf(data).exports)
