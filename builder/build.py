@@ -657,7 +657,10 @@ def planning_files(plan: Plan) -> list[str]:
 def host_digest(host: Any) -> str:
     from dataclasses import asdict
 
-    facts = {k: v for k, v in asdict(host).items() if k != "env"}
+    # What preflight adds (fingerprints, hints, its toolkit) is left out: a memo is checked
+    # against a freshly detected host, and the files preflight found are re-checked by stat.
+    derived = {"env", "providers", "hints", "component_providers", "component_hints", "toolkit"}
+    facts = {k: v for k, v in asdict(host).items() if k not in derived}
     return hash_inputs(facts)
 
 

@@ -7,18 +7,20 @@ import sys
 from collections.abc import Sequence
 
 from builder import __version__
-from builder.commands import load_all
+from builder.commands import chosen, load
 from builder.errors import EXIT_INTERNAL, StackError
 
 
-def make_parser() -> argparse.ArgumentParser:
+def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given ``argv``, only the subcommand it names is imported and configured."""
     parser = argparse.ArgumentParser(
         prog="infini-stack",
         description="Build, package and audit the Infini stack per accelerator vendor.",
     )
     parser.add_argument("--version", action="version", version=f"infini-stack {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for command in load_all():
+    names = chosen(list(sys.argv[1:] if argv is None else argv))
+    for command in load(names):
         child = sub.add_parser(command.NAME, help=command.HELP, description=command.HELP)
         command.configure(child)
         child.set_defaults(handler=command.run)
@@ -26,7 +28,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = make_parser()
+    parser = make_parser(argv)
     args = parser.parse_args(argv)
     try:
         code: int = args.handler(args)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -116,7 +116,13 @@ def plan_component(
     options = component.options_for(vendor)
     if tests and recipe.test:
         options.update(recipe.test.options)
-    vendor_defines = plugin.cmake_defines(host, settings)
+    # Only what this component uses from preflight goes into its defines and its key.
+    own = replace(
+        host,
+        hints=host.component_hints.get(component.name, host.hints),
+        providers=host.component_providers.get(component.name, host.providers),
+    )
+    vendor_defines = plugin.cmake_defines(own, settings)
     env = plugin.environment(host)
     deps = recipe.depends
     key_inputs: dict[str, Any] = {
@@ -133,7 +139,7 @@ def plan_component(
         "dependency_vars": dict(sorted(recipe.dependency_vars.items())),
         "compiler": [host.cxx, host.cxx_version],
         "toolkit": _toolkit_identity(host),
-        "providers": dict(sorted(host.providers.items())),
+        "providers": dict(sorted(own.providers.items())),
         "tests": bool(tests and recipe.test),
     }
     if recipe.python:

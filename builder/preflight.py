@@ -76,11 +76,12 @@ class PreflightReport:
                 if r.ok and r.keyed and "build" in r.needed_for
                 and (component is None or component in r.components)}
 
-    def hints(self) -> dict[str, str]:
-        """CMake cache variables that make the build take exactly what was found."""
+    def hints(self, component: str | None = None) -> dict[str, str]:
+        """CMake cache variables that make the build take exactly what was found (for all the
+        selected components, or for one)."""
         merged: dict[str, str] = {}
         for result in self.results:
-            if not result.ok:
+            if not result.ok or (component is not None and component not in result.components):
                 continue
             for key, value in result.defines.items():
                 if key in STANDARD_INCLUDES and key in merged:
@@ -103,13 +104,25 @@ class PreflightReport:
 
     def apply_to(self, host: HostFacts) -> HostFacts:
         """``host`` with these fingerprints, hints and toolkit: what planning should see."""
-        return replace(host, providers=self.fingerprints(), hints=self.hints(),
-                       toolkit=self.toolkit() or host.toolkit)
+        return replace(
+            host, providers=self.fingerprints(), hints=self.hints(),
+            component_providers={c: self.fingerprints(c) for c in self.components},
+            component_hints={c: self.hints(c) for c in self.components},
+            toolkit=self.toolkit() or host.toolkit,
+        )
 
-    def error(self) -> PreflightError:
-        lines = [f"preflight for {self.vendor} ({self.purpose}): {len(self.failures)} required "
+    def failures_for(self, components: Sequence[str]) -> tuple[ProviderResult, ...]:
+        """The failures that matter to ``components`` (all failures when it is empty)."""
+        if not components:
+            return self.failures
+        wanted = set(components)
+        return tuple(r for r in self.failures if not r.components or wanted & set(r.components))
+
+    def error(self, failures: Sequence[ProviderResult] | None = None) -> PreflightError:
+        failures = self.failures if failures is None else failures
+        lines = [f"preflight for {self.vendor} ({self.purpose}): {len(failures)} required "
                  f"provider(s) failed:"]
-        for r in self.failures:
+        for r in failures:
             found = f" (found {r.version or '?'} at {r.path})" if r.path else ""
             wanted = f", wanted {r.wanted}" if r.wanted else ""
             lines.append(f"  {r.name}: {r.status}{wanted}{found}")

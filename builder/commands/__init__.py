@@ -37,17 +37,14 @@ MODULES: tuple[str, ...] = (
     "smoke",
     "release",
 )
-# Not every module exists yet while the tool grows; missing ones are skipped quietly.
 
 
-def load_all() -> list[Command]:
-    commands: list[Command] = []
-    for name in MODULES:
-        try:
-            module = importlib.import_module(f"builder.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"builder.commands.{name}":
-                raise
-            continue
-        commands.append(module)
-    return commands
+def load(names: tuple[str, ...] = MODULES) -> list[Command]:
+    """Import the named subcommand modules (each costs its imports on every run)."""
+    return [importlib.import_module(f"builder.commands.{name}") for name in names]
+
+
+def chosen(argv: list[str]) -> tuple[str, ...]:
+    """Just the subcommand on the command line when there is a known one, else all of them."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return (first,) if first in MODULES else MODULES

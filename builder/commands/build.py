@@ -21,6 +21,7 @@ from builder.commands.common import (
     fetcher_for,
     layout_from,
     plan_from,
+    require_preflight,
 )
 from builder.layout import Layout
 from builder.plan import ComponentPlan, Plan
@@ -73,12 +74,20 @@ def run(args: argparse.Namespace) -> int:
     if args.memo and noop_from_memo(memo, layout):
         return 0
     ctx = context_from(args)
+    require_preflight(ctx, tuple(args.component or ()))
     plan = plan_from(args, ctx)
     build_plan(ctx, plan, launcher=launcher_for(args.launcher),
                progress=run_report.progress_for(args.progress))
     memo.save(plan, executor.host_digest(ctx.host), since_ns=since,
-              extra_files=[str(Path.cwd() / "stack.yaml")], manifest_arg=args.manifest)
+              extra_files=[str(Path.cwd() / "stack.yaml"), *provider_files(ctx)],
+              manifest_arg=args.manifest)
     return 0
+
+
+def provider_files(ctx: Context) -> list[str]:
+    """Files preflight found: the memo re-checks them, so a changed toolkit is no no-op."""
+    report = ctx.preflight
+    return [r.path for r in report.results if r.ok and r.path] if report else []
 
 
 def request_of(args: argparse.Namespace, layout: Layout) -> dict[str, object]:

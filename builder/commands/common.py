@@ -16,6 +16,7 @@ from builder.layout import Layout
 if TYPE_CHECKING:
     from builder.model import Stack
     from builder.plan import Plan
+    from builder.preflight import PreflightReport
     from builder.sources import Fetcher
     from builder.vendors.base import HostFacts
 
@@ -79,6 +80,7 @@ class Context:
     host: HostFacts
     mirrors: dict[str, str]
     bundle: Path | None = None  # sources come from this bundle only (no network)
+    preflight: PreflightReport | None = None  # what planning saw of the host's providers
 
 
 def stack_from(args: argparse.Namespace) -> Stack:
@@ -95,6 +97,33 @@ def detect_host(vendor: str, layout: Layout) -> HostFacts:
     return host_facts.detect(vendor, os.environ, cache=layout.cache())
 
 
+def preflighted_host(stack: Stack, vendor: str, layout: Layout
+                     ) -> tuple[HostFacts, PreflightReport]:
+    """Host facts with every component's provider fingerprints and hints, as keys need them.
+
+    All components are probed whatever is selected, so a component's key never depends on
+    which others were asked for; only the failures that matter to the selection stop a build.
+    """
+    from builder import preflight
+
+    host = detect_host(vendor, layout)
+    report = preflight.check(stack, vendor, host)
+    return report.apply_to(host), report
+
+
+def require_preflight(ctx: Context, select: tuple[str, ...] = ()) -> None:
+    """Stop before any compile when a provider the selected components need is missing."""
+    from builder import preflight
+
+    report = ctx.preflight
+    if report is None:
+        return
+    preflight.record(report, ctx.layout)
+    failures = report.failures_for(ctx.stack.closure(select) if select else ())
+    if failures:
+        raise report.error(failures)
+
+
 def context_from(args: argparse.Namespace) -> Context:
     from builder import sources
     from builder.manifest import resolve_vendor
@@ -105,9 +134,9 @@ def context_from(args: argparse.Namespace) -> Context:
     mirrors = dict(stack.mirrors)
     mirrors.update(sources.parse_mirrors(getattr(args, "mirror", []) or []))
     bundle = getattr(args, "bundle", None)
-    return Context(stack=stack, vendor=vendor, layout=layout,
-                   host=detect_host(vendor, layout), mirrors=mirrors,
-                   bundle=bundle.expanduser().resolve() if bundle else None)
+    host, report = preflighted_host(stack, vendor, layout)
+    return Context(stack=stack, vendor=vendor, layout=layout, host=host, mirrors=mirrors,
+                   bundle=bundle.expanduser().resolve() if bundle else None, preflight=report)
 
 
 def fetcher_for(ctx: Context) -> Fetcher:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from builder.commands.build import build_plan, launcher_for
 from builder.commands.build import configure as configure_build
-from builder.commands.common import Context, context_from, plan_from
+from builder.commands.common import Context, context_from, plan_from, require_preflight
 from builder.errors import AuditError, UsageError
 from builder.model import GitSource
 from builder.plan import Plan
@@ -67,6 +67,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     ctx = context_from(args)
     plan = wheel_plan(args, ctx)
+    require_preflight(ctx, tuple(args.component))
     build_plan(ctx, plan, launcher=launcher_for(args.launcher), command="wheel")
     epoch = epoch_for(ctx, plan)
     with pending_dir(ctx) as work:

@@ -44,6 +44,10 @@ class HostFacts:
     # CMake cache variables preflight found (NCCL_LIB, FETCHCONTENT_SOURCE_DIR_CUTLASS, ...);
     # vendors pass them on in cmake_defines, so they are part of cache keys too.
     hints: Mapping[str, str] = field(default_factory=dict)
+    # The same, narrowed to what each component uses: an NCCL upgrade must not change the key
+    # of a component that never looks at NCCL. Planning prefers these when present.
+    component_providers: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    component_hints: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
