@@ -20,6 +20,9 @@ from builder.vendors import get as get_vendor
 from builder.vendors.base import HostFacts
 
 StepKind = Literal["configure", "build", "test", "install"]
+# Environment variables CMake reads on a first configure: they change what gets compiled.
+COMPILER_ENV = ("CC", "CXX", "CUDACXX", "CUDAHOSTCXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS",
+                "CUDAFLAGS", "LDFLAGS")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,6 +141,7 @@ def plan_component(
         "dependencies": {d: done[d].key for d in deps},
         "dependency_vars": dict(sorted(recipe.dependency_vars.items())),
         "compiler": [host.cxx, host.cxx_version],
+        "compiler_env": {k: host.env[k] for k in COMPILER_ENV if host.env.get(k)},
         "toolkit": _toolkit_identity(host),
         "providers": dict(sorted(own.providers.items())),
         "tests": bool(tests and recipe.test),

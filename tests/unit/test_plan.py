@@ -172,3 +172,34 @@ def test_cli_plan_unknown_vendor_is_a_usage_error(cli) -> None:  # type: ignore[
     result = cli("plan", "--manifest", ROOT / "stack.yaml", "--vendor", "nvdia")
     assert result.code == 2
     assert "did you mean 'nvidia'" in result.err
+
+
+def test_compiler_flags_from_the_environment_change_the_key() -> None:
+    from dataclasses import replace
+
+    stack = load_stack(ROOT / "stack.yaml")
+    layout = Layout(home=Path("/h"), store_root=Path("/h/store"))
+    inputs = gather(stack, "cpu")
+    plain = make_plan(stack, "cpu", host(), inputs, layout)
+    flagged = make_plan(stack, "cpu", replace(host(), env={"CXXFLAGS": "-O0"}), inputs, layout)
+    unrelated = make_plan(stack, "cpu", replace(host(), env={"HOME": "/x"}), inputs, layout)
+    assert flagged.get("infinirt").key != plain.get("infinirt").key
+    assert unrelated.get("infinirt").key == plain.get("infinirt").key
+
+
+def test_provider_fingerprints_reach_only_the_components_that_use_them() -> None:
+    from dataclasses import replace
+
+    stack = load_stack(ROOT / "stack.yaml")
+    layout = Layout(home=Path("/h"), store_root=Path("/h/store"))
+    inputs = gather(stack, "nvidia")
+    before = replace(host(CUDA), component_providers={"infiniccl": {"nccl": "2.27@/a"}},
+                     component_hints={"infiniccl": {"NCCL_LIB": "/a/libnccl.so.2"}})
+    after = replace(host(CUDA), component_providers={"infiniccl": {"nccl": "2.28@/b"}},
+                    component_hints={"infiniccl": {"NCCL_LIB": "/b/libnccl.so.2"}})
+    a = make_plan(stack, "nvidia", before, inputs, layout)
+    b = make_plan(stack, "nvidia", after, inputs, layout)
+    assert a.get("infiniccl").key != b.get("infiniccl").key
+    assert a.get("infiniccl").defines["NCCL_LIB"] == "/a/libnccl.so.2"
+    assert "NCCL_LIB" not in a.get("infinirt").defines
+    assert a.get("infinirt").key == b.get("infinirt").key
