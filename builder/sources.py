@@ -236,8 +236,15 @@ class Fetcher:
         if listed.returncode != 0:
             return []
         what = f"submodules of {source.url} at {rev}"
-        config = self._git(["--git-dir", str(cache), "config", "--blob", f"{rev}:.gitmodules",
-                            "--get-regexp", r"^submodule\..*\.(path|url)$"], what)
+        found_config = proc.run(
+            ["git", "--git-dir", str(cache), "config", "--blob", f"{rev}:.gitmodules",
+             "--get-regexp", r"^submodule\..*\.(path|url)$"],
+            what=what, check=False, env=git_env(self.mirrors))
+        if found_config.returncode == 1:  # a .gitmodules that lists no submodule (CUTLASS)
+            return []
+        if found_config.returncode != 0:
+            raise SourceError(f"{what}: .gitmodules cannot be read:\n{found_config.output}")
+        config = found_config.output
         paths: dict[str, str] = {}
         urls: dict[str, str] = {}
         for line in config.splitlines():

@@ -138,3 +138,15 @@ def test_submodule_changed_underneath_is_refused(
     result = cli(*args)
     assert result.code == 4
     assert "changed underneath: modified third_party/json" in result.err
+
+
+def test_empty_gitmodules_means_no_submodules(
+    tmp_path: Path, home: Path, cli  # type: ignore[no-untyped-def]
+) -> None:
+    # CUTLASS carries a .gitmodules that lists nothing.
+    root = tmp_path / "mirrors"
+    sha = init_repo(root / "cutlass.git", {**cmake_library("cutlass"), ".gitmodules": ""})
+    stack = manifest(tmp_path / "s", {"cutlass": sha})
+    result = cli("fetch", "--manifest", stack, "--vendor", "cpu", "--mirror", f"{PUBLIC}/={root}/")
+    assert result.code == 0, result.err
+    assert (Path(result.out.split()[-1]) / "cutlass.c").is_file()
