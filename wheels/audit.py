@@ -76,6 +76,8 @@ from wheels.elf import (
 )
 from wheels.policy import (
     LIBPYTHON_RE,
+    PYTHON_CORE,
+    STATIC_PYTHON_MIN,
     TagVerdict,
     VendorPolicy,
     host_library_dirs,
@@ -83,6 +85,7 @@ from wheels.policy import (
     manylinux_policies,
     platform_verdict,
     vendor_from_local_version,
+    wheel_platform,
 )
 
 __all__ = ["WheelAudit", "audit_wheel", "default_cache_dir", "infer_vendor"]
@@ -546,7 +549,8 @@ def _batches(tasks: Sequence[_Task]) -> list[list[_Task]]:
 
 
 def _scan(
-    path: Path, tasks: Sequence[_Task], cache: _Cache | None, workers: int
+    path: Path, tasks: Sequence[_Task], cache: _Cache | None, workers: int,
+    while_waiting: Callable[[], None] = lambda: None,
 ) -> tuple[list[MemberScan], int, int]:
     """Read every member once: here, and in ``workers - 1`` child processes for big wheels.
 
@@ -558,13 +562,14 @@ def _scan(
     if workers <= 1 or total < SERIAL_BELOW or len(batches) < 2:
         results = _run_batches(path, batches, cache, spare_core=workers > 1)
     else:
-        results = _scan_parallel(path, batches, cache, workers)
+        results = _scan_parallel(path, batches, cache, workers, while_waiting)
     scans = sorted((s for batch, _ in results for s in batch), key=lambda s: s.index)
     return scans, sum(hit for _, hit in results), len(batches)
 
 
 def _scan_parallel(
-    path: Path, batches: Sequence[Sequence[_Task]], cache: _Cache | None, workers: int
+    path: Path, batches: Sequence[Sequence[_Task]], cache: _Cache | None, workers: int,
+    while_waiting: Callable[[], None],
 ) -> list[tuple[list[MemberScan], bool]]:
     """Children take batches largest first; this process takes them back smallest first.
 
@@ -584,6 +589,8 @@ def _scan_parallel(
         for batch, future in reversed(list(zip(batches, futures, strict=True))):
             if future.cancel():  # not started by a child yet
                 results.append(_run_batch(path, batch, cache))
+        if not all(f.done() for f in futures):
+            while_waiting()
         for batch, future in zip(batches, futures, strict=True):
             if future.cancelled():
                 continue
@@ -1154,9 +1161,14 @@ def _check_symbols(
 def _check_python(ctx: _Elves, member: str, info: ElfInfo, f: _Findings) -> None:
     defined = sorted(s for s in info.exports if s.startswith(("Py", "_Py"))
                      and is_python_api(s) and not s.startswith("PyInit_"))
-    if defined:
+    core = [s for s in defined if s in PYTHON_CORE]
+    if core or len(defined) >= STATIC_PYTHON_MIN:
         f.violation("static-libpython", member, f"defines {len(defined)} Python C-API symbols "
-                    f"({shorten(defined, 4)}): a statically linked interpreter")
+                    f"({shorten([*core, *(d for d in defined if d not in core)], 4)}): a "
+                    "statically linked interpreter")
+    elif defined:
+        f.warning("python-api-symbols", member, f"exports {shorten(defined, 4)}, named like "
+                  "the interpreter's own C API: the two can interpose each other")
     module = ctx.extensions.get(member)
     if module and f"PyInit_{module}" not in info.entry_points:
         f.violation("no-pyinit", member, f"extension module {module!r} does not export "
@@ -1286,14 +1298,15 @@ def _audit_archive(
         for i, info in enumerate(archive.infos) if _is_member_file(info)
     ]
     cache = _Cache(cache_dir) if cache_dir is not None else None
-    scans, hits, batches = _scan(path, tasks, cache, workers)
+    host = HostLibraries(host_library_dirs())
+    scans, hits, batches = _scan(path, tasks, cache, workers, lambda: _prepare(archive, host))
     _scan_findings(scans, f)
     _check_record(archive, scans, f)
     by_name = {s.name: s for s in scans}
     elfs = {n: s.elf for n, s in by_name.items() if s.elf is not None}
-    verdicts = _verdicts(archive, by_name, policy)
+    verdicts = _verdicts(archive, by_name, policy, host)
     arch = verdicts[0].arch or _first_arch(elfs.values())
-    ctx = _context(archive, policy, elfs, arch)
+    ctx = _context(archive, policy, elfs, arch, host)
     reports = _check_elfs(ctx, archive, f)
     _check_tags(archive, verdicts[1], bool(elfs), f)
     stats = AuditStats(
@@ -1312,6 +1325,15 @@ def _audit_archive(
     )
 
 
+def _prepare(archive: _Archive, host: HostLibraries) -> None:
+    """Work the analysis will need anyway, done while children finish their last members."""
+    arch, _, _ = wheel_platform(archive.path.name)
+    if arch is not None:
+        _whitelist(arch)
+    host.prefetch(("libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1",
+                   "libpthread.so.0", "libdl.so.2", "librt.so.1"))
+
+
 def _raw_name(info: zipfile.ZipInfo) -> bytes:
     encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
     return info.orig_filename.encode(encoding, errors="surrogateescape")
@@ -1322,7 +1344,8 @@ def _first_arch(elfs: Iterable[ElfInfo]) -> str | None:
 
 
 def _context(
-    archive: _Archive, policy: VendorPolicy, elfs: dict[str, ElfInfo], arch: str | None
+    archive: _Archive, policy: VendorPolicy, elfs: dict[str, ElfInfo], arch: str | None,
+    host: HostLibraries,
 ) -> _Elves:
     install_of = {i.filename: _install_path(archive, i.filename) for i in archive.infos
                   if _is_member_file(i)}
@@ -1330,7 +1353,7 @@ def _context(
     ctx = _Elves(
         policy=policy, elfs=elfs, install_of=install_of, installed=installed,
         requires=_requirements(archive), whitelist=_whitelist(arch),
-        host=HostLibraries(host_library_dirs()), site_dirs=_site_dirs(), arch=arch,
+        host=host, site_dirs=_site_dirs(), arch=arch,
     )
     for member in elfs:
         module = _extension_module(install_of.get(member), installed)
@@ -1340,12 +1363,12 @@ def _context(
 
 
 def _verdicts(
-    archive: _Archive, scans: Mapping[str, MemberScan], policy: VendorPolicy
+    archive: _Archive, scans: Mapping[str, MemberScan], policy: VendorPolicy,
+    host: HostLibraries,
 ) -> tuple[TagVerdict, TagVerdict]:
     """auditwheel's own verdict, and the one with the vendor's outside libraries excluded."""
     members = {n: s.elf for n, s in scans.items()}
     order = archive.record_order or list(members)
-    host = HostLibraries(host_library_dirs())
     plain = platform_verdict(archive.path.name, members, order, host)
     bundled = {posixpath.basename(n) for n, e in members.items() if e is not None}
 

@@ -790,6 +790,11 @@ class HostLibraries:
                 return hit
         return None
 
+    def prefetch(self, sonames: Sequence[str]) -> None:
+        """Read the first file of each name in the search directories, ahead of need."""
+        for soname in sonames:
+            next((h for d in self.dirs if (h := self.locate(f"{d.rstrip('/')}/{soname}"))), None)
+
     def read(self, path: str) -> ElfInfo | None:
         hit = self.locate(path)
         return hit[1] if hit is not None else None

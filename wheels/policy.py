@@ -145,6 +145,15 @@ PYTHON_API_FAMILIES = frozenset(
         "Weakref", "WideStringList", "Wrapper", "Zip"
     }
 )
+# Symbols every libpython defines: one of these exported means an interpreter is linked in.
+PYTHON_CORE = frozenset({
+    "Py_Initialize", "Py_InitializeEx", "Py_InitializeFromConfig", "Py_Finalize",
+    "Py_FinalizeEx", "Py_Main", "Py_BytesMain", "Py_RunMain", "Py_IsInitialized",
+    "PyEval_EvalCode", "PyRun_SimpleString", "PyRun_SimpleStringFlags", "PyImport_ImportModule",
+    "PyObject_GetAttr", "PyType_Ready", "PyLong_FromLong", "PyUnicode_FromString",
+    "PyErr_SetString", "_PyRuntime", "_Py_Dealloc", "_Py_NoneStruct", "_Py_TrueStruct",
+})
+STATIC_PYTHON_MIN = 20  # this many C-API definitions also mean an interpreter inside
 _PY_PUBLIC = re.compile(r"^Py([A-Za-z]+)_")
 
 
@@ -497,7 +506,7 @@ class _ElfData:
     pyfpe: bool
 
 
-def _wheel_platform(wheel_name: str) -> tuple[str | None, str | None, bool]:
+def wheel_platform(wheel_name: str) -> tuple[str | None, str | None, bool]:
     """(baseline arch, libc, pure) from the file name, as auditwheel's wheeltools reads them."""
     from auditwheel.architecture import Architecture
 
@@ -529,7 +538,7 @@ class _Collector:
     """auditwheel's get_wheel_elfdata, one file at a time."""
 
     def __init__(self, wheel_name: str, files: _Files, exclude: Callable[[str], bool]) -> None:
-        self.arch, self.libc, self.pure = _wheel_platform(wheel_name)
+        self.arch, self.libc, self.pure = wheel_platform(wheel_name)
         if self.libc == "android":
             raise _Unsupported("Android wheels are not audited here")
         self.files, self.exclude = files, exclude
@@ -655,7 +664,7 @@ def platform_verdict(
         data = _collect(wheel_name, members, order, files, exclude)
         return _analyze(data, host)
     except _Unsupported as exc:
-        arch, libc, _ = _wheel_platform(wheel_name)
+        arch, libc, _ = wheel_platform(wheel_name)
         return TagVerdict(None, libc, arch, {}, (), (), error=str(exc))
 
 

@@ -149,3 +149,18 @@ def test_library_without_version_table_binds_any_version_by_name() -> None:
     lib = fake_elf(exports=frozenset({"f"}), exports_versioned=frozenset(),
                    exports_unversioned=None, has_versym=False)
     assert lib.defines("f", "ANY_1.0")
+
+
+@pytest.mark.parametrize(
+    ("symbol", "api"),
+    [("Py_Initialize", True), ("_Py_Dealloc", True), ("PyObject_GetAttr", True),
+     ("PyExc_TypeError", True), ("_PyFunction_CopyWithNewCode", True),
+     ("PyImaging_New", False), ("PyArray_Zeros", False), ("__Pyx_AddTraceback", False),
+     ("Pybind11Thing", False), ("PyInitOnly", False)],
+)
+def test_python_c_api_names_are_told_from_projects_own_py_prefixed_names(
+    symbol: str, api: bool
+) -> None:
+    from wheels.policy import is_python_api
+
+    assert is_python_api(symbol) is api
