@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import bisect
+import contextlib
 import csv
 import hashlib
 import json
@@ -36,7 +37,7 @@ import zipfile
 import zlib
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from email.parser import Parser
@@ -105,6 +106,7 @@ HASHES = ("sha256", "sha384", "sha512")
 LISTED_SYMBOLS = 200
 
 _PY_SYMBOL = re.compile(r"^_?Py")
+_PY_EXPORT = re.compile(r"\0(_?Py[^\0]*)")
 _EXTENSION = re.compile(r"^(?P<mod>[A-Za-z_]\w*)\.(cpython-[^./]+|abi3|pypy[^./]*)\.so$")
 _BARE_MODULE = re.compile(r"^(?P<mod>[A-Za-z_]\w*)\.so$")
 _ORIGIN = re.compile(r"\$(ORIGIN\b|\{ORIGIN\})")
@@ -571,29 +573,42 @@ def _scan_parallel(
     path: Path, batches: Sequence[Sequence[_Task]], cache: _Cache | None, workers: int,
     while_waiting: Callable[[], None],
 ) -> list[tuple[list[MemberScan], bool]]:
-    """Children take batches largest first; this process takes them back smallest first.
+    """Children take batches from the large end, one at a time; this process from the small end.
 
     The largest members go to children, whose inflate loops never wait for a GIL held by this
-    process's bookkeeping (unpickling their results); the two ends meet in the middle.
+    process's bookkeeping; a batch is handed out only when a child is free, so none is left
+    queued behind a long one while this process has nothing to do.
     """
+    children = workers - 1
     try:
         with warnings.catch_warnings():
             # Python 3.12+ warns about fork() in a process with threads; we start none.
             warnings.simplefilter("ignore", DeprecationWarning)
-            pool = ProcessPoolExecutor(max_workers=workers - 1, mp_context=_mp_context())
-            futures = [pool.submit(_run_batch, path, b, cache) for b in batches]
+            pool = ProcessPoolExecutor(max_workers=children, mp_context=_mp_context())
     except (OSError, ValueError, RuntimeError):
         return _run_batches(path, batches, cache, spare_core=False)
+    todo = deque(batches)
+    handed: list[tuple[Sequence[_Task], Future[tuple[list[MemberScan], bool]]]] = []
     results: list[tuple[list[MemberScan], bool]] = []
-    with pool:
-        for batch, future in reversed(list(zip(batches, futures, strict=True))):
-            if future.cancel():  # not started by a child yet
-                results.append(_run_batch(path, batch, cache))
-        if not all(f.done() for f in futures):
+
+    def feed() -> None:
+        while todo and sum(not f.done() for _, f in handed) < children:
+            batch = todo.popleft()
+            # The first (largest) batch outlasts the rest: its hashing can use this core later.
+            spare = not handed
+            handed.append((batch, pool.submit(_run_batch, path, batch, cache, spare)))
+
+    with pool, warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with contextlib.suppress(OSError, RuntimeError, BrokenProcessPool):
+            feed()  # without a child, everything is read here
+        while todo:
+            results.append(_run_batch(path, todo.pop(), cache))
+            with contextlib.suppress(OSError, RuntimeError, BrokenProcessPool):
+                feed()
+        if not all(f.done() for _, f in handed):
             while_waiting()
-        for batch, future in zip(batches, futures, strict=True):
-            if future.cancelled():
-                continue
+        for batch, future in handed:
             try:
                 results.append(future.result())
             except (BrokenProcessPool, OSError, EOFError, pickle.PickleError):
@@ -647,7 +662,7 @@ def _open(path: Path, f: _Findings) -> _Archive | None:
 
 def _check_names(archive: _Archive, f: _Findings) -> None:
     counts = Counter(i.filename for i in archive.infos)
-    normal: dict[str, str] = {}
+    reported: set[str] = set()
     for info in archive.infos:
         name = info.filename
         parts = name.split("/")
@@ -657,9 +672,9 @@ def _check_names(archive: _Archive, f: _Findings) -> None:
             f.violation("dotdot-name", name, "member name climbs out of the install root ('..')")
         if "\\" in name or "\0" in info.orig_filename:
             f.violation("odd-name", name, "member name holds a backslash or a NUL byte")
-        if counts[name] > 1 and normal.get(name) != "reported":
+        if counts[name] > 1 and name not in reported:
             f.violation("duplicate", name, f"member appears {counts[name]} times in the archive")
-            normal[name] = "reported"
+            reported.add(name)
         squashed = posixpath.normpath(name) + ("/" if name.endswith("/") else "")
         if squashed != name and squashed in counts:
             f.violation("duplicate", name, f"member names the same file as {squashed!r}")
@@ -688,14 +703,11 @@ def _read_metadata(archive: _Archive, f: _Findings) -> None:
     if not dist_infos:
         f.violation("no-dist-info", None, "no .dist-info directory: this zip is not a wheel")
         return
-    expected = f"{_escape(name)}-{version}.dist-info" if name and version else None
-    if expected in dist_infos:
-        archive.dist_info = expected
-    else:
-        archive.dist_info = dist_infos[0]
-        if expected:
-            f.violation("dist-info-name", archive.dist_info,
-                        f"the .dist-info directory should be {expected}")
+    matching = [d for d in dist_infos if name and version and _names(d, name, version)]
+    archive.dist_info = (matching or dist_infos)[0]
+    if name and version and not matching:
+        f.violation("dist-info-name", archive.dist_info,
+                    f"the .dist-info directory should be {_escape(name)}-{version}.dist-info")
     if len(dist_infos) > 1:
         f.violation("dist-info-name", None, "several .dist-info directories: "
                     + ", ".join(dist_infos))
@@ -704,6 +716,15 @@ def _read_metadata(archive: _Archive, f: _Findings) -> None:
     _read_wheel_file(archive, _small(zf, f"{archive.dist_info}/WHEEL", f), f)
     _read_metadata_file(archive, _small(zf, f"{archive.dist_info}/METADATA", f), f)
     _read_record(archive, _small(zf, f"{archive.dist_info}/RECORD", f), f)
+
+
+def _names(dist_info: str, name: str, version: Version) -> bool:
+    """Does ``NAME-VERSION.dist-info`` name this distribution (as pip compares them)?"""
+    stem, _, raw_version = dist_info[: -len(".dist-info")].rpartition("-")
+    try:
+        return canonicalize_name(stem) == name and Version(raw_version) == version
+    except InvalidVersion:
+        return False
 
 
 def _escape(name: str) -> str:
@@ -840,6 +861,7 @@ class _Elves:
     rpath_dirs: dict[str, list[str]] = field(default_factory=dict)
     runpath_dirs: dict[str, list[str]] = field(default_factory=dict)
     groups: dict[str, _Group] = field(default_factory=dict)
+    definers: dict[tuple[str, str], ElfInfo] = field(default_factory=dict)
 
 
 def _install_path(archive: _Archive, name: str) -> str | None:
@@ -1129,6 +1151,24 @@ def _scopes_by_member(ctx: _Elves) -> dict[str, _Scope]:
     return out
 
 
+def _bound(
+    definers: dict[tuple[str, str], ElfInfo],
+    symbol: tuple[str, str],
+    providers: Sequence[ElfInfo],
+    in_scope: set[int],
+) -> bool:
+    """Is ``symbol`` defined in ``providers``? Remembers who defined it last time: ELFs share
+    most of their libraries, so that one is usually in scope again."""
+    known = definers.get(symbol)
+    if known is not None and id(known) in in_scope:
+        return True
+    name, version = symbol
+    found = next((p for p in providers if p.defines(name, version)), None)
+    if found is not None:
+        definers[symbol] = found
+    return found is not None
+
+
 def _check_symbols(
     ctx: _Elves, member: str, scope: _Scope, python_ok: bool, f: _Findings
 ) -> SymbolCheck:
@@ -1136,8 +1176,10 @@ def _check_symbols(
     bound = python = 0
     unverified: list[str] = []
     missing: list[str] = []
+    providers = [p for p in scope.providers if p is not info]
+    in_scope = {id(p) for p in providers}
     for name, version in zip(info.undefined, info.undefined_versions, strict=True):
-        if any(p.defines(name, version) for p in scope.providers):
+        if _bound(ctx.definers, (name, version), providers, in_scope):
             bound += 1
         elif python_ok and _PY_SYMBOL.match(name):
             python += 1
@@ -1159,8 +1201,8 @@ def _check_symbols(
 
 
 def _check_python(ctx: _Elves, member: str, info: ElfInfo, f: _Findings) -> None:
-    defined = sorted(s for s in info.exports if s.startswith(("Py", "_Py"))
-                     and is_python_api(s) and not s.startswith("PyInit_"))
+    defined = sorted({s for s in info.exported_like(_PY_EXPORT)
+                      if is_python_api(s) and not s.startswith("PyInit_")})
     core = [s for s in defined if s in PYTHON_CORE]
     if core or len(defined) >= STATIC_PYTHON_MIN:
         f.violation("static-libpython", member, f"defines {len(defined)} Python C-API symbols "
@@ -1206,8 +1248,8 @@ def _report(ctx: _Elves, member: str, info: ElfInfo, symbols: SymbolCheck) -> El
         member=member, kind=_elf_kind(ctx, member, info), arch=info.arch, soname=info.soname,
         needed=info.needed, rpath=info.rpath, runpath=info.runpath,
         version_needs={n.file: n.versions for n in info.version_needs},
-        version_defs=info.version_defs, exports=len(info.exports), needs=ctx.needs[member],
-        symbols=symbols, isa=info.isa_ext, defined_names=info.exports,
+        version_defs=info.version_defs, exports=info.export_count, needs=ctx.needs[member],
+        symbols=symbols, isa=info.isa_ext, defined_names=info.export_names,
         undefined_names=tuple(f"{n}@{v}" if v else n
                               for n, v in zip(info.undefined, info.undefined_versions,
                                               strict=True)),

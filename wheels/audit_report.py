@@ -68,7 +68,7 @@ class ElfReport:
     needs: tuple[Need, ...]
     symbols: SymbolCheck
     isa: str | None
-    defined_names: frozenset[str] = frozenset()
+    defined_names: str = ""  # NUL-separated, as ElfInfo.export_names
     undefined_names: tuple[str, ...] = ()
 
 
@@ -209,8 +209,12 @@ def _finding_json(f: Finding) -> dict[str, Any]:
 
 def _elf_json(elf: ElfReport, symbols: bool) -> dict[str, Any]:
     sym = elf.symbols
-    names = {"defined": sorted(elf.defined_names), "undefined": list(elf.undefined_names)}
-    return ({"symbol_names": names} if symbols else {}) | {
+    names = (
+        {"symbol_names": {"defined": sorted(set(elf.defined_names.split("\0")) - {""}),
+                          "undefined": list(elf.undefined_names)}}
+        if symbols else {}
+    )
+    return names | {
         "member": elf.member,
         "kind": elf.kind,
         "arch": elf.arch,

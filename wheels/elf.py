@@ -10,7 +10,9 @@ symbols of a 434 MB library; ``struct.iter_unpack`` over the table is not.
 from __future__ import annotations
 
 import bisect
+import functools
 import os
+import re
 import struct
 import sys
 from array import array
@@ -85,7 +87,7 @@ class ElfInfo:
     version_defs: tuple[str, ...]
     has_symbols: bool
     has_versym: bool
-    exports: frozenset[str]
+    export_names: str  # names of non-hidden definitions, NUL-separated (see ``exports``)
     exports_versioned: frozenset[str]
     exports_unversioned: frozenset[str] | None
     undefined: tuple[str, ...]
@@ -102,9 +104,22 @@ class ElfInfo:
         # string (a name cannot hold NUL: string tables end names with it).
         values = tuple(
             ("\0".join(v), type(v) is frozenset, len(v)) if _is_strings(v) else (v, None, 0)
-            for v in self.__dict__.values()
+            for v in (getattr(self, name) for name in self.__dataclass_fields__)
         )
         return _unpack_info, (values,)
+
+    @functools.cached_property
+    def exports(self) -> frozenset[str]:
+        """Built on first use: most ELFs' tens of thousands of names are never looked up."""
+        return frozenset(self.export_names.split("\0")) if self.export_names else frozenset()
+
+    @property
+    def export_count(self) -> int:
+        return self.export_names.count("\0") + 1 if self.export_names else 0
+
+    def exported_like(self, pattern: re.Pattern[str]) -> list[str]:
+        """Exported names matched by ``pattern``, which starts with the separator NUL."""
+        return [m.group(1) for m in pattern.finditer("\0" + self.export_names)]
 
     @property
     def platform(self) -> tuple[bool, int, bool, int]:
@@ -486,9 +501,9 @@ def _linked_strtab(r: _Reader, sections: Sequence[_Section], sec: _Section) -> s
 
 @dataclass
 class _Symbols:
-    exports: set[str]
+    exports: list[str]
     exports_versioned: set[str]
-    exports_unversioned: set[str]
+    exports_unversioned: list[str]
     undefined: list[str]
     undefined_versions: list[str]
     undefined_weak: list[str]
@@ -501,7 +516,7 @@ def _read_symbols(
     r: _Reader, sections: Sequence[_Section], versions: _Versions
 ) -> tuple[_Symbols, bool, bool]:
     dynsym = next((s for s in sections if s.sh_type == _SHT_DYNSYM), None)
-    out = _Symbols(set(), set(), set(), [], [], [], set())
+    out = _Symbols([], set(), [], [], [], [], set())
     if dynsym is None:
         return out, False, False
     table = _linked_strtab(r, sections, dynsym)
@@ -547,9 +562,9 @@ def _scan_symbols(
         if index >= 2 and index in def_names:
             out.exports_versioned.add(f"{name}@{def_names[index]}")
         elif not ver & _VERSYM_HIDDEN:
-            unversioned.add(name)
+            unversioned.append(name)
         if not ver & _VERSYM_HIDDEN:
-            exports.add(name)
+            exports.append(name)
 
 
 def _add_undefined(out: _Symbols, name: str, bind: int, kind: int, version: str) -> None:
@@ -659,7 +674,7 @@ def _read_elf(data: bytes | bytearray | memoryview | ByteSource) -> ElfInfo:
     syms, has_symbols, has_versym = _read_symbols(r, sections, versions)
     arch, arch_error = _arch(r, h)
     isa_ext, isa_error = _isa(r, sections) if arch == "x86_64" else (None, False)
-    unversioned = frozenset(syms.exports_unversioned)
+    all_unversioned = len(syms.exports_unversioned) == len(syms.exports)
     return ElfInfo(
         elf_class=r.cls,
         little_endian=r.little,
@@ -677,9 +692,9 @@ def _read_elf(data: bytes | bytearray | memoryview | ByteSource) -> ElfInfo:
         version_defs=versions.defs,
         has_symbols=has_symbols,
         has_versym=has_versym,
-        exports=frozenset(syms.exports),
+        export_names="\0".join(syms.exports),
         exports_versioned=frozenset(syms.exports_versioned),
-        exports_unversioned=None if len(unversioned) == len(syms.exports) else unversioned,
+        exports_unversioned=None if all_unversioned else frozenset(syms.exports_unversioned),
         undefined=tuple(syms.undefined),
         undefined_versions=tuple(syms.undefined_versions),
         undefined_weak=tuple(syms.undefined_weak),
@@ -712,7 +727,8 @@ def looks_like_elf(name: str, head: bytes) -> bool:
 
 def to_record(info: ElfInfo) -> dict[str, object]:
     record: dict[str, object] = {}
-    for key, value in info.__dict__.items():
+    for key in info.__dataclass_fields__:
+        value = getattr(info, key)
         if isinstance(value, frozenset):
             record[key] = sorted(value)
         elif key == "version_needs":
@@ -724,7 +740,7 @@ def to_record(info: ElfInfo) -> dict[str, object]:
     return record
 
 
-_SET_FIELDS = frozenset({"exports", "exports_versioned", "exports_unversioned", "entry_points"})
+_SET_FIELDS = frozenset({"exports_versioned", "exports_unversioned", "entry_points"})
 
 
 def from_record(record: Mapping[str, object]) -> ElfInfo:
