@@ -242,10 +242,10 @@ def test_defines_only_on_the_runtime_as_in_xmake(built: Built) -> None:
 
     commands = json.loads((built.build / "compile_commands.json").read_text())
     for entry in commands:
-        defined = "-DENABLE_INFINIOPS_API" in entry["command"]
         in_runtime = "/csrc/infinicore/src/pybind11/" not in entry["file"] and (
             "/csrc/infinicore/" in entry["file"])
-        assert defined == in_runtime, entry["file"]
+        for define in ("-DENABLE_INFINIOPS_API", "-DUSE_INFINIRT_GRAPH"):
+            assert (define in entry["command"]) == in_runtime, (define, entry["file"])
 
 
 # --- RUNPATHs and DT_NEEDED ---------------------------------------------------------------------
@@ -305,6 +305,20 @@ def test_missing_submodules_are_a_configure_error_naming_them(built: Built,
     result = cmake(*configure_args(tmp_path / "b", source, built.prefixes, tmp_path / "i"))
     assert result.returncode != 0
     assert "submodules (spdlog, json) are not checked out" in result.stderr
+
+
+def test_graph_define_can_be_left_out_for_runtimes_without_graphs(built: Built,
+                                                                   tmp_path: Path) -> None:
+    import json
+
+    build = tmp_path / "b"
+    result = cmake(*configure_args(build, built.source, built.prefixes, tmp_path / "i",
+                                   "-DINFINILM_INFINIRT_GRAPH=OFF"))
+    assert result.returncode == 0, result.stderr
+    commands = json.loads((build / "compile_commands.json").read_text())
+    runtime = [c["command"] for c in commands if c["file"].endswith("/src/core.cc")]
+    assert runtime and "-DENABLE_INFINIOPS_API" in runtime[0]
+    assert all("USE_INFINIRT_GRAPH" not in c["command"] for c in commands)
 
 
 def test_cxx11_abi_is_applied_to_every_target(built: Built, tmp_path: Path) -> None:

@@ -221,6 +221,14 @@ def test_infinilm_cuda_include_per_vendor(vendor: str, cuda: str) -> None:
     assert lm.defines["INFINILM_SOURCE_DIR"] == str(lm.source_dir)
 
 
+@pytest.mark.parametrize(("vendor", "graph"), [("cpu", "OFF"), ("nvidia", "ON"),
+                                               ("moore", "OFF"), ("thead", "ON")])
+def test_infinilm_uses_infinirt_graphs_only_where_the_pinned_infinirt_has_them(
+    vendor: str, graph: str,
+) -> None:
+    assert defines(plan_for(vendor), "infinilm")["INFINILM_INFINIRT_GRAPH"] == graph
+
+
 def test_infinilm_project_files_are_part_of_its_key() -> None:
     lm = plan_for("cpu").get("infinilm")
     assert lm.key_inputs["recipe"]  # recipe file + components/infinilm/ tree digest
