@@ -61,7 +61,9 @@ from wheels.audit_report import (
     Severity,
     SymbolCheck,
     WheelAudit,
+    render_text,
     shorten,
+    to_json,
 )
 from wheels.elf import (
     ELF_MAGIC,
@@ -89,7 +91,8 @@ from wheels.policy import (
     wheel_platform,
 )
 
-__all__ = ["WheelAudit", "audit_wheel", "default_cache_dir", "infer_vendor"]
+__all__ = ["WheelAudit", "audit_wheel", "default_cache_dir", "infer_vendor", "render_text",
+           "to_json"]
 
 CACHE_VERSION = "infini-stack-audit-1"
 MAX_MEMBER = 4 << 30  # larger members are reported, not inflated
@@ -1425,14 +1428,3 @@ def _verdicts(
 
 def _ordered(items: Iterable[Finding]) -> list[Finding]:
     return sorted(items, key=lambda i: (i.severity != "violation", i.member or "", i.code))
-
-
-def audit_wheels(
-    paths: Sequence[Path],
-    vendor_for: Callable[[Path], VendorPolicy],
-    *,
-    cache_dir: Path | None = None,
-    workers: int | None = None,
-) -> list[WheelAudit]:
-    """Audit several wheels, one after the other (each one already uses every core)."""
-    return [audit_wheel(p, vendor_for(p), cache_dir=cache_dir, workers=workers) for p in paths]
