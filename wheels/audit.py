@@ -61,6 +61,7 @@ from wheels.audit_report import (
     Severity,
     SymbolCheck,
     WheelAudit,
+    plural,
     render_text,
     shorten,
     to_json,
@@ -1191,12 +1192,13 @@ def _check_symbols(
         else:
             missing.append(f"{name}@{version}" if version else name)
     if missing:
-        f.violation("undefined-symbol", member, f"{len(missing)} undefined symbols are defined "
-                    f"by none of the libraries loaded with it: {shorten(missing)}")
+        f.violation("undefined-symbol", member, f"{plural(len(missing), 'undefined symbol')} "
+                    f"defined by none of the libraries loaded with it: {shorten(missing)}")
     if unverified:
-        f.warning("unverified-symbols", member, f"{len(unverified)} undefined symbols could not "
-                  f"be checked ({', '.join(sorted(set(scope.unverifiable)))} not readable on "
-                  f"this host): {shorten(unverified)}")
+        readable = ", ".join(sorted(set(scope.unverifiable)))
+        f.warning("unverified-symbols", member,
+                  f"{plural(len(unverified), 'undefined symbol')} not checked ({readable} not "
+                  f"readable on this host): {shorten(unverified)}")
     return SymbolCheck(
         len(info.undefined), bound, python, tuple(unverified[:LISTED_SYMBOLS]),
         tuple(sorted(set(scope.unverifiable))), tuple(missing[:LISTED_SYMBOLS]),
@@ -1208,8 +1210,9 @@ def _check_python(ctx: _Elves, member: str, info: ElfInfo, f: _Findings) -> None
                       if is_python_api(s) and not s.startswith("PyInit_")})
     core = [s for s in defined if s in PYTHON_CORE]
     if core or len(defined) >= STATIC_PYTHON_MIN:
-        f.violation("static-libpython", member, f"defines {len(defined)} Python C-API symbols "
-                    f"({shorten([*core, *(d for d in defined if d not in core)], 4)}): a "
+        named = shorten([*core, *(d for d in defined if d not in core)], 4)
+        f.violation("static-libpython", member,
+                    f"defines {plural(len(defined), 'Python C-API symbol')} ({named}): a "
                     "statically linked interpreter")
     elif defined:
         f.warning("python-api-symbols", member, f"exports {shorten(defined, 4)}, named like "

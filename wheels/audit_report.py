@@ -127,7 +127,7 @@ def render_text(audits: list[WheelAudit]) -> str:
 
 
 def _wheel_text(audit: WheelAudit) -> str:
-    verdict = "PASS" if audit.ok else f"FAIL ({len(audit.violations)} violations)"
+    verdict = "PASS" if audit.ok else f"FAIL ({plural(len(audit.violations), 'violation')})"
     lines = [
         f"{audit.path.name}: {verdict}",
         f"  vendor {audit.vendor}; declared {', '.join(audit.declared) or '(none)'}; "
@@ -236,6 +236,10 @@ def _elf_json(elf: ElfReport, symbols: bool) -> dict[str, Any]:
             "missing": list(sym.missing),
         },
     }
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def shorten(names: tuple[str, ...] | list[str], shown: int = _SHOWN) -> str:
