@@ -95,7 +95,7 @@ from wheels.policy import (
 __all__ = ["WheelAudit", "audit_wheel", "default_cache_dir", "infer_vendor", "render_text",
            "to_json"]
 
-CACHE_VERSION = "infini-stack-audit-1"
+CACHE_VERSION = "infini-stack-audit-2"
 MAX_MEMBER = 4 << 30  # larger members are reported, not inflated
 INFLATE_STEP = 32 << 10  # compressed bytes per inflate call: bounded output, no giant join
 ONE_SHOT_BELOW = 1 << 20  # members this small are inflated in one call
@@ -469,7 +469,7 @@ class _Cache:
             if data.get("version") != CACHE_VERSION or len(rows) != len(batch):
                 return None
             return [_scan_from(task, row) for task, row in zip(batch, rows, strict=True)]
-        except (OSError, ValueError, KeyError, TypeError, IndexError):
+        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
             return None
 
     def put(self, key: str, scans: Sequence[MemberScan]) -> None:

@@ -179,3 +179,20 @@ def test_big_member_read_from_saved_inflater_states_equals_reading_it_whole(
     assert not pieces.violations and pieces.findings == whole.findings
     assert pieces.elfs == whole.elfs
     assert to_json([pieces])["wheels"][0]["elfs"][0]["exports"] == read_elf(data).export_count
+
+
+def test_corrupt_cache_entries_are_misses_not_errors(tmp_path: Path) -> None:
+    lib = next((p for p in (Path("/lib/x86_64-linux-gnu/libpthread.so.0"),
+                            Path("/usr/lib64/libpthread.so.0")) if p.exists()), None)
+    files = {**PURE, **({"demo/lib/libpthread.so.0": lib} if lib else {})}
+    wheel = make_wheel(tmp_path / "w", files)
+    cache = tmp_path / "cache"
+    first = audit_wheel(wheel, CPU, cache_dir=cache)
+    entries = list(cache.rglob("*.json"))
+    assert entries
+    for i, entry in enumerate(entries):
+        entry.write_text(["{not json", '{"version": 1}', '{"version": "infini-stack-audit-2", '
+                          '"members": [{"elf": {"needed": 3}}]}'][i % 3])
+    again = audit_wheel(wheel, CPU, cache_dir=cache)
+    assert again.stats.cached_batches == 0
+    assert [f.line() for f in again.findings] == [f.line() for f in first.findings]
