@@ -556,6 +556,7 @@ def _batches(tasks: Sequence[_Task]) -> list[list[_Task]]:
 
 def _scan(
     path: Path, tasks: Sequence[_Task], cache: _Cache | None, workers: int,
+    meanwhile: Callable[[], None] = lambda: None,
     while_waiting: Callable[[], None] = lambda: None,
 ) -> tuple[list[MemberScan], int, int]:
     """Read every member once: here, and in ``workers - 1`` child processes for big wheels.
@@ -566,16 +567,17 @@ def _scan(
     batches = _batches(tasks)
     total = sum(t.file_size for t in tasks)
     if workers <= 1 or total < SERIAL_BELOW or len(batches) < 2:
+        meanwhile()
         results = _run_batches(path, batches, cache, spare_core=workers > 1)
     else:
-        results = _scan_parallel(path, batches, cache, workers, while_waiting)
+        results = _scan_parallel(path, batches, cache, workers, meanwhile, while_waiting)
     scans = sorted((s for batch, _ in results for s in batch), key=lambda s: s.index)
     return scans, sum(hit for _, hit in results), len(batches)
 
 
 def _scan_parallel(
     path: Path, batches: Sequence[Sequence[_Task]], cache: _Cache | None, workers: int,
-    while_waiting: Callable[[], None],
+    meanwhile: Callable[[], None], while_waiting: Callable[[], None],
 ) -> list[tuple[list[MemberScan], bool]]:
     """Children take batches from the large end, one at a time; this process from the small end.
 
@@ -590,6 +592,7 @@ def _scan_parallel(
             warnings.simplefilter("ignore", DeprecationWarning)
             pool = ProcessPoolExecutor(max_workers=children, mp_context=_mp_context())
     except (OSError, ValueError, RuntimeError):
+        meanwhile()
         return _run_batches(path, batches, cache, spare_core=False)
     todo = deque(batches)
     handed: list[tuple[Sequence[_Task], Future[tuple[list[MemberScan], bool]]]] = []
@@ -606,6 +609,7 @@ def _scan_parallel(
         warnings.simplefilter("ignore", DeprecationWarning)
         with contextlib.suppress(OSError, RuntimeError, BrokenProcessPool):
             feed()  # without a child, everything is read here
+        meanwhile()
         while todo:
             results.append(_run_batch(path, todo.pop(), cache))
             with contextlib.suppress(OSError, RuntimeError, BrokenProcessPool):
@@ -809,6 +813,28 @@ def _read_record(archive: _Archive, text: str | None, f: _Findings) -> None:
             f.violation("record", member, f"row {number} lists {path} a second time")
         archive.record[path] = (digest, size)
         archive.record_order.append(path)
+
+
+def _rehash(archive: _Archive, path: Path, scans: list[MemberScan]) -> list[MemberScan]:
+    """Members hashed with sha256 whose RECORD rows name another accepted algorithm."""
+    out = []
+    for scan in scans:
+        algo = _record_algo(archive, scan.name)
+        if algo == scan.algo or scan.read_error:
+            out.append(scan)
+            continue
+        info = archive.infos[scan.index]
+        task = _Task(scan.index, info.filename, _raw_name(info), info.header_offset,
+                     info.compress_size, info.file_size, info.compress_type, info.flag_bits,
+                     algo)
+        with path.open("rb") as fh:
+            try:
+                _, digest = _inflate(task, _read_raw(fh.fileno(), task), path, False)
+            except _MemberError as exc:
+                out.append(_replace(scan, read_error=str(exc)))
+                continue
+        out.append(_replace(scan, digest=digest, algo=algo))
+    return out
 
 
 def _record_algo(archive: _Archive, name: str) -> str:
@@ -1337,17 +1363,21 @@ def _audit_archive(
     f: _Findings, start: float,
 ) -> WheelAudit:
     path = archive.path
-    _check_names(archive, f)
-    _read_metadata(archive, f)
     tasks = [
         _Task(i, info.filename, _raw_name(info), info.header_offset, info.compress_size,
-              info.file_size, info.compress_type, info.flag_bits,
-              _record_algo(archive, info.filename))
+              info.file_size, info.compress_type, info.flag_bits, "sha256")
         for i, info in enumerate(archive.infos) if _is_member_file(info)
     ]
     cache = _Cache(cache_dir) if cache_dir is not None else None
     host = HostLibraries(host_library_dirs())
-    scans, hits, batches = _scan(path, tasks, cache, workers, lambda: _prepare(archive, host))
+
+    def meanwhile() -> None:  # while children start on the largest members
+        _check_names(archive, f)
+        _read_metadata(archive, f)
+
+    scans, hits, batches = _scan(path, tasks, cache, workers, meanwhile,
+                                 lambda: _prepare(archive, host))
+    scans = _rehash(archive, path, scans)
     _scan_findings(scans, f)
     _check_record(archive, scans, f)
     by_name = {s.name: s for s in scans}

@@ -196,3 +196,25 @@ def test_corrupt_cache_entries_are_misses_not_errors(tmp_path: Path) -> None:
     again = audit_wheel(wheel, CPU, cache_dir=cache)
     assert again.stats.cached_batches == 0
     assert [f.line() for f in again.findings] == [f.line() for f in first.findings]
+
+
+def test_record_with_sha512_rows_is_checked_with_sha512(tmp_path: Path) -> None:
+    import base64
+    import hashlib
+
+    source = make_wheel(tmp_path / "src", PURE)
+    target = tmp_path / "out" / source.name
+    target.parent.mkdir()
+    with zipfile.ZipFile(source) as src, zipfile.ZipFile(target, "w") as dst:
+        record_name = next(n for n in src.namelist() if n.endswith("RECORD"))
+        rows = []
+        for info in src.infolist():
+            if info.filename == record_name:
+                continue
+            data = src.read(info)
+            digest = base64.urlsafe_b64encode(hashlib.sha512(data).digest()).rstrip(b"=")
+            rows.append(f"{info.filename},sha512={digest.decode()},{len(data)}")
+            dst.writestr(info, data)
+        good = "\n".join([*rows, f"{record_name},,"]) + "\n"
+        dst.writestr(record_name, good)
+    assert audit_wheel(target, CPU).ok
