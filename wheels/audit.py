@@ -223,7 +223,10 @@ class _MemberError(Exception):
 def _pread(fd: int, size: int, offset: int) -> bytes:
     chunks: list[bytes] = []
     while size > 0:
-        chunk = os.pread(fd, min(size, 1 << 30), offset)
+        try:
+            chunk = os.pread(fd, min(size, 1 << 30), offset)
+        except (OSError, ValueError, OverflowError) as exc:
+            raise _MemberError(f"cannot read {size} bytes at offset {offset}: {exc}") from None
         if not chunk:
             break
         chunks.append(chunk)
@@ -509,13 +512,16 @@ def _scan_from(task: _Task, row: Mapping[str, object]) -> MemberScan:
 def _run_batch(
     path: Path, batch: Sequence[_Task], cache: _Cache | None, spare_core: bool = False
 ) -> tuple[list[MemberScan], bool]:
-    with path.open("rb") as fh:
-        raws: list[bytes | _MemberError] = []
-        for task in batch:
-            try:
-                raws.append(_read_raw(fh.fileno(), task))
-            except _MemberError as exc:
-                raws.append(exc)
+    raws: list[bytes | _MemberError] = []
+    try:
+        with path.open("rb") as fh:
+            for task in batch:
+                try:
+                    raws.append(_read_raw(fh.fileno(), task))
+                except _MemberError as exc:
+                    raws.append(exc)
+    except OSError as exc:
+        raws += [_MemberError(f"cannot open the wheel: {exc}")] * (len(batch) - len(raws))
     good = [r for r in raws if isinstance(r, bytes)]
     key = cache.key(batch, good) if cache is not None and len(good) == len(raws) else None
     if key is not None and cache is not None:
