@@ -307,6 +307,24 @@ def test_missing_submodules_are_a_configure_error_naming_them(built: Built,
     assert "submodules (spdlog, json) are not checked out" in result.stderr
 
 
+def test_an_operator_missing_from_infiniops_fails_the_link_naming_it(built: Built,
+                                                                     tmp_path: Path) -> None:
+    prefixes = dict(built.prefixes)
+    ops = tmp_path / "stubs" / "infiniops"
+    write_tree(ops, {k: v for k, v in STUBS["infiniops"].items() if k != "src.cc"})
+    (ops / "lib").mkdir()
+    (ops / "src.cc").write_text("int some_other_operator() { return 0; }\n")
+    subprocess.run(["c++", "-shared", "-fPIC", "-Wl,-soname,libinfiniops.so", "-o",
+                    str(ops / "lib" / "libinfiniops.so"), str(ops / "src.cc")], check=True)
+    prefixes["infiniops"] = ops
+    build = tmp_path / "b"
+    configured = cmake(*configure_args(build, built.source, prefixes, tmp_path / "i"))
+    assert configured.returncode == 0, configured.stderr
+    result = cmake("--build", build, "--target", "infinicore_runtime")
+    assert result.returncode != 0
+    assert "undefined reference to `infiniops_answer()'" in result.stdout
+
+
 def test_graph_define_can_be_left_out_for_runtimes_without_graphs(built: Built,
                                                                    tmp_path: Path) -> None:
     import json
