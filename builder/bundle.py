@@ -30,7 +30,7 @@ from builder.errors import EXIT_SOURCES, CommandFailed, SourceError
 from builder.layout import Layout
 from builder.model import GitSource
 from builder.plan import ComponentPlan, Plan
-from builder.sources import Fetcher, git_env, submodule_selection
+from builder.sources import Fetcher, git_env
 
 FORMAT = "infini-stack-bundle"
 VERSION = 1
@@ -96,7 +96,7 @@ def pins_of(component: ComponentPlan, fetcher: Fetcher) -> list[Pin]:
         return []
     cache = fetcher.ensure_commit(component.name, source)
     pins = [Pin(component=component.name, path="", url=source.url, rev=source.rev)]
-    selection = submodule_selection(component.defines)
+    selection = component.submodules
     for sub in fetcher.ensure_submodules(component.name, cache, source, selection):
         pins.append(Pin(component=component.name, path=sub.path, url=sub.url, rev=sub.rev))
     return pins

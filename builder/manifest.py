@@ -47,7 +47,7 @@ WHEEL_KEYS = (
 )
 RECIPE_KEYS = (
     "description", "cmake_minimum", "depends", "options", "dependency_vars", "python",
-    "vendors", "outputs", "test", "project", "source_var",
+    "vendors", "outputs", "test", "project", "source_var", "submodules",
 )
 RECIPE_VENDOR_KEYS = ("options",)
 TEST_KEYS = ("options", "command")
@@ -305,8 +305,22 @@ def load_recipe(
         test=_read_test(r),
         project=project,
         source_var=source_var,
+        submodules=_submodules(r),
     )
     return recipe, doc
+
+
+def _submodules(r: Reader) -> frozenset[str] | None:
+    """``submodules: all`` (the default), ``none``, or a list of paths."""
+    value = r.get(("submodules",))
+    if value is None or value == "all":
+        return None
+    if value == "none":
+        return frozenset()
+    if isinstance(value, str):
+        r.error(("submodules",), f"'submodules' must be all, none or a list, not '{value}'")
+        return None
+    return frozenset(p.strip("/") for p in r.strings(("submodules",)))
 
 
 def _dependency_vars(r: Reader) -> dict[str, str]:

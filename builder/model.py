@@ -52,6 +52,10 @@ class Recipe:
     vendors: Mapping[str, Mapping[str, str]]  # supported vendor -> its options
     outputs: tuple[str, ...]
     test: TestSpec | None
+    # The submodule paths the build reads; None: every submodule, recursively. Upstream
+    # repositories carry submodules a build never reads (InfiniOps' .ci, whose gitlink is not
+    # published), and an unfetchable one must not stop a build, a fetch or a bundle.
+    submodules: frozenset[str] | None = None
     project: Path | None = None  # a wrapper CMake project kept beside the recipe
     source_var: str | None = None  # the cache variable that tells ``project`` where the sources are
 

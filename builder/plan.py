@@ -57,6 +57,7 @@ class ComponentPlan:
     steps: tuple[Step, ...]
     outputs: tuple[str, ...]
     incremental: bool  # a path source keeps its build directory across keys
+    submodules: frozenset[str] | None = None  # the submodule paths to check out; None: all
     key_inputs: Mapping[str, Any] = field(compare=False)
 
     @property
@@ -134,6 +135,7 @@ def plan_component(
         "vendor": vendor,
         "source": inputs.source_ids[component.name],
         "recipe": inputs.recipe_digests[component.name],
+        "submodules": sorted(recipe.submodules) if recipe.submodules is not None else "all",
         "build_type": stack.build_type,
         "options": dict(sorted(options.items())),
         "vendor_defines": dict(sorted(vendor_defines.items())),
@@ -178,6 +180,7 @@ def plan_component(
         steps=steps,
         outputs=recipe.outputs,
         incremental=incremental,
+        submodules=recipe.submodules,
         key_inputs=key_inputs,
     )
 

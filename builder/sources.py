@@ -119,12 +119,6 @@ def git_env(mirrors: Mapping[str, str]) -> dict[str, str]:
 
 # --- submodules --------------------------------------------------------------------------------
 
-# A recipe option naming the submodules its build reads: a comma list of paths, or "none"; absent
-# means every submodule, recursively. Upstream repositories carry submodules a build never reads
-# (InfiniOps' .ci, CI tooling whose gitlink is not published), and an unfetchable one must not
-# stop a build, a fetch or a bundle. CMake receives it as an unused variable.
-SUBMODULES_OPTION = "INFINI_STACK_SUBMODULES"
-
 
 @dataclass(frozen=True)
 class Submodule:
@@ -132,16 +126,6 @@ class Submodule:
     path: str  # inside the superproject
     url: str  # absolute: relative URLs are resolved against the superproject's URL
     rev: str  # the gitlink
-
-
-def submodule_selection(defines: Mapping[str, str]) -> frozenset[str] | None:
-    """The submodule paths a component's build reads; None means all of them."""
-    value = defines.get(SUBMODULES_OPTION)
-    if value is None:
-        return None
-    if value.strip().lower() in ("", "none"):
-        return frozenset()
-    return frozenset(p.strip().strip("/") for p in value.split(",") if p.strip())
 
 
 def resolve_submodule_url(url: str, parent_url: str) -> str:
@@ -299,7 +283,7 @@ class Fetcher:
             self._git(["clone", "--quiet", "--shared", "--no-checkout", str(cache), str(tmp)], what)
             self._git(["-C", str(tmp), "remote", "set-url", "origin", source.url], what)
             self._git(["-C", str(tmp), "checkout", "--quiet", "--detach", source.rev], what)
-            selection = submodule_selection(component.defines)
+            selection = component.submodules
             self._checkout_submodules(component.name, tmp, cache, source, selection, "")
             self.verify(component.name, tmp, source.rev)
             tmp.rename(tree)

@@ -20,13 +20,15 @@ def add_submodule(top: Path, url: str, path: str, at: str, mirrors: Path) -> Non
     git(top / path, "checkout", "-q", at)
 
 
-def manifest(root: Path, pins: dict[str, str], recipe_options: str = "{}") -> Path:
+def manifest(root: Path, pins: dict[str, str], submodules: str = "all",
+             options: str = "{}") -> Path:
     (root / "components").mkdir(parents=True, exist_ok=True)
     lines = ["vendors:", "  cpu: {}", "components:"]
     for name, sha in pins.items():
         lines += [f"  {name}:", f"    git: {PUBLIC}/{name}.git", f"    rev: {sha}"]
         (root / "components" / f"{name}.yaml").write_text(
-            f"options: {recipe_options}\nvendors:\n  cpu: {{}}\noutputs: [lib/lib{name}.so]\n")
+            f"submodules: {submodules}\noptions: {options}\n"
+            f"vendors:\n  cpu: {{}}\noutputs: [lib/lib{name}.so]\n")
     path = root / "stack.yaml"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -85,7 +87,7 @@ def test_submodules_live_in_the_shared_cache_so_a_second_checkout_needs_no_mirro
     # Another build key (a recipe option changed) means another checkout: with the mirror gone
     # it can only come from the cache.
     shutil.rmtree(mirrors)
-    stack = manifest(tmp_path / "s", {"lm": lm_sha_from_cache(home)}, "{SOME_OPTION: ON}")
+    stack = manifest(tmp_path / "s", {"lm": lm_sha_from_cache(home)}, options="{SOME_OPTION: ON}")
     result = cli("fetch", "--manifest", stack, "--vendor", "cpu")
     assert result.code == 0, result.err
     tree = Path(result.out.split()[-1])
@@ -114,14 +116,14 @@ def test_recipe_selects_submodules_and_an_unpublished_gitlink_outside_it_is_not_
     assert failed.code == 4
     assert f"commit {ci} of submodule .ci of component 'lm'" in failed.err
     selected = manifest(tmp_path / "b", {"lm": sha},
-                        "{INFINI_STACK_SUBMODULES: 'third_party/json,third_party/spdlog'}")
+                        "[third_party/json, third_party/spdlog]")
     result = cli("fetch", "--manifest", selected, "--vendor", "cpu",
                  "--mirror", f"{PUBLIC}/={mirrors}/")
     assert result.code == 0, result.err
     tree = Path(result.out.split()[-1])
     assert (tree / "third_party" / "json" / "json.hpp").is_file()
     assert not (tree / ".ci" / "ci.yml").exists()
-    none = manifest(tmp_path / "c", {"lm": sha}, "{INFINI_STACK_SUBMODULES: none}")
+    none = manifest(tmp_path / "c", {"lm": sha}, "none")
     result = cli("fetch", "--manifest", none, "--vendor", "cpu",
                  "--mirror", f"{PUBLIC}/={mirrors}/")
     assert result.code == 0, result.err

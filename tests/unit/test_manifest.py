@@ -35,7 +35,7 @@ def problems(path: Path) -> list[str]:
 
 def test_real_stack_yaml_loads_with_four_components_and_four_vendors() -> None:
     stack = load_stack(ROOT / "stack.yaml")
-    assert stack.order == ("infinirt", "infiniops", "infiniccl", "infinilm")
+    assert stack.order == ("infinirt", "cutlass", "infiniops", "infiniccl", "infinilm")
     assert set(stack.vendors) == {"cpu", "nvidia", "moore", "thead"}
 
 
@@ -183,7 +183,7 @@ def test_cli_validate_exits_2_without_traceback(tmp_path: Path, cli) -> None:  #
 def test_cli_validate_ok_on_the_real_manifest(cli) -> None:  # type: ignore[no-untyped-def]
     result = cli("validate", "--manifest", ROOT / "stack.yaml")
     assert result.code == 0
-    assert "4 components" in result.out
+    assert "5 components" in result.out
 
 
 def test_per_vendor_override_changes_only_that_vendor(tmp_path: Path) -> None:
@@ -215,3 +215,21 @@ def test_unknown_provider_name_is_located_with_a_suggestion(tmp_path: Path) -> N
         "  a: {path: src}\n", {"a": RECIPE_CPU})
     (found,) = problems(path)
     assert ":4:7: unknown cpu provider 'cmak'; did you mean 'cmake'?" in found
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("all", None),
+    ("none", frozenset()),
+    ("[third_party/json/, x]", frozenset({"third_party/json", "x"})),
+])
+def test_recipe_submodules_selection(tmp_path: Path, value: str, expected: object) -> None:
+    path = write_stack(tmp_path, "vendors:\n  cpu: {}\ncomponents:\n  a: {path: src}\n",
+                       {"a": f"submodules: {value}\n" + RECIPE_CPU})
+    assert load_stack(path).components["a"].recipe.submodules == expected
+
+
+def test_recipe_submodules_rejects_other_words(tmp_path: Path) -> None:
+    path = write_stack(tmp_path, "vendors:\n  cpu: {}\ncomponents:\n  a: {path: src}\n",
+                       {"a": "submodules: some\n" + RECIPE_CPU})
+    (found,) = problems(path)
+    assert "a.yaml:1:13: 'submodules' must be all, none or a list" in found

@@ -44,7 +44,10 @@ def test_nvidia_plan_matches_upstream_builder_switches() -> None:
     plan = plan_for("nvidia", CUDA)
     rt, ops, ccl = defines(plan, "infinirt"), defines(plan, "infiniops"), defines(plan, "infiniccl")
     assert rt["WITH_CPU"] == "ON" and rt["WITH_NVIDIA"] == "ON"
-    assert ops["WITH_NVIDIA"] == ops["WITH_CPU"] == ops["WITH_LINKED"] == ops["WITH_TORCH"] == "ON"
+    assert ops["WITH_NVIDIA"] == ops["WITH_CPU"] == ops["WITH_TORCH"] == "ON"
+    # Upstream's builder passes WITH_LINKED=ON; stack.yaml turns it off for nvidia because with
+    # an operator list it resolves every linked implementation (vLLM's topk_softmax needs vllm).
+    assert ops["WITH_LINKED"] == "OFF"
     assert ops["INFINI_RT_ROOT"] == str(plan.get("infinirt").prefix)
     assert str(plan.get("infinirt").prefix) in ops["CMAKE_PREFIX_PATH"]
     assert ccl["WITH_NVIDIA"] == "ON" and ccl["WITH_NCCL"] == "ON"
@@ -65,7 +68,8 @@ def test_nvidia_pins_infiniops_to_a_revision_with_with_linked() -> None:
 
 def test_plan_order_builds_runtime_first_and_infinilm_last() -> None:
     plan = plan_for("nvidia", CUDA)
-    assert [c.name for c in plan.components] == ["infinirt", "infiniops", "infiniccl", "infinilm"]
+    names = [c.name for c in plan.components]
+    assert names == ["infinirt", "cutlass", "infiniops", "infiniccl", "infinilm"]
     assert plan.get("infinilm").depends == ("infinirt", "infiniops", "infiniccl")
 
 
@@ -116,7 +120,7 @@ def test_moore_plan_uses_musa_switches_and_mccl() -> None:
 def test_cpu_plan_limits_operators_and_uses_openmpi() -> None:
     plan = plan_for("cpu")
     ops = defines(plan, "infiniops")
-    assert ops["INFINI_OPS_OPS"] == "add,gemm,rms_norm,silu_and_mul,causal_softmax"
+    assert ops["INFINI_OPS_OPS"] == "add,gemm,rms_norm,causal_softmax"
     assert ops["WITH_CPU"] == "ON" and "WITH_NVIDIA" not in ops
     assert defines(plan, "infiniccl")["WITH_OMPI"] == "ON"
     assert "CMAKE_CUDA_COMPILER" not in defines(plan, "infinirt")
@@ -149,7 +153,7 @@ def test_key_follows_dependencies_and_toolkit_but_not_jobs() -> None:
 
 def test_selecting_a_component_plans_it_with_its_dependencies() -> None:
     plan = plan_for("cpu", select=("infiniops",))
-    assert [c.name for c in plan.components] == ["infinirt", "infiniops"]
+    assert [c.name for c in plan.components] == ["infinirt", "cutlass", "infiniops"]
 
 
 def test_plan_json_carries_the_same_commands() -> None:

@@ -11,7 +11,7 @@ from builder.layout import Layout
 from builder.manifest import load_stack
 from builder.model import GitSource, PathSource
 from builder.plan import Plan, make_plan
-from builder.sources import SUBMODULES_OPTION, gather, submodule_selection
+from builder.sources import gather
 from builder.vendors.base import HostFacts, Toolkit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,9 +134,8 @@ def test_infiniops_builds_through_the_wrapper_that_leaves_examples_out() -> None
 
 def test_infiniops_fetches_none_of_its_submodules() -> None:
     ops = plan_for("cpu").get("infiniops")
-    assert ops.defines[SUBMODULES_OPTION] == "none"
-    assert submodule_selection(ops.defines) == frozenset()
-    assert submodule_selection(plan_for("cpu").get("infinilm").defines) is None  # all of them
+    assert ops.submodules == frozenset()
+    assert plan_for("cpu").get("infinilm").submodules is None  # all of them
 
 
 def test_thead_infiniops_uses_the_cuda_like_backend_with_the_ppu_nvcc() -> None:
