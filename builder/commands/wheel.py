@@ -201,8 +201,10 @@ def audit_or_keep(wheel: Path, vendor: str, keep_dir: Path) -> None:
 
     result = audit_wheel(wheel, load_vendor_policy(vendor))
     if not result.ok:
-        keep_dir.mkdir(parents=True, exist_ok=True)
-        kept = keep_dir / f"rejected-{wheel.name}"
+        # Kept under its own name (installable for inspection), in a folder that says why.
+        rejected = keep_dir / "rejected"
+        rejected.mkdir(parents=True, exist_ok=True)
+        kept = rejected / wheel.name
         shutil.copyfile(wheel, kept)
         raise AuditError(
             render_text([result]) + f"\nthe wheel failed its audit; it was kept at {kept}",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import sysconfig
 import venv
 import zipfile
 from pathlib import Path
@@ -133,3 +134,22 @@ def test_cpu_wheel_audits_installs_and_imports_from_a_clean_venv(
         cwd=tmp_path, capture_output=True, text=True, check=True,
     )
     assert probe.stdout.strip() == "cpu ['add', 'mul', 'gemm'] [1.0, 2.0] [3.0]"
+
+
+@pytest.mark.skipif(not sysconfig.get_config_var("Py_ENABLE_SHARED"),
+                    reason="this interpreter has no shared libpython to link against")
+def test_wheel_whose_extension_links_libpython_is_refused_with_exit_6_and_kept(
+    shared_home: Path, mini: Path, tmp_path: Path, cli  # type: ignore[no-untyped-def]
+) -> None:
+    cmake = mini.parent / "engine" / "CMakeLists.txt"
+    cmake.write_text(cmake.read_text() + (
+        "\nfind_package(Python REQUIRED COMPONENTS Development.Embed)\n"
+        "target_link_libraries(_minicore PRIVATE Python::Python)\n"))
+    out = tmp_path / "dist"
+    result = cli("wheel", "--manifest", mini, "--vendor", "cpu", "--out", out)
+    assert result.code == 6, result.err
+    assert "libpython" in result.err
+    assert "Traceback" not in result.err
+    assert not out.exists() or not any(out.iterdir())
+    kept = Path(result.err.split("it was kept at ")[1].split()[0])
+    assert kept.is_file() and kept.parent.name == "rejected"
