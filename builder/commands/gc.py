@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from builder.commands.common import add_home, detect_host, layout_from
+from builder.commands.common import add_home, layout_from, preflighted_host
 from builder.layout import Layout
 from builder.plan import Plan
 from builder.store import (
@@ -103,7 +103,8 @@ def _keep_manifest(manifest: Path, layout: Layout, keep: Keep) -> None:
 
     stack = load_stack(manifest)
     for vendor in stack.vendors:
-        host = detect_host(vendor, layout)
+        # The keys build computes: with what preflight finds on this host.
+        host, _ = preflighted_host(stack, vendor, layout)
         inputs = sources.gather(stack, vendor)
         for tests in (False, True):
             keep.add(make_plan(stack, vendor, host, inputs, layout, tests=tests))
