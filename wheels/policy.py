@@ -29,7 +29,6 @@ from typing import Any
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from builder.errors import StackError
-from builder.vendors import canonical_name
 from wheels.elf import ElfInfo, HostLibraries
 
 VENDORS = ("cpu", "nvidia", "moore", "thead")
@@ -62,8 +61,11 @@ class VendorPolicy:
 
 def load_vendor_policy(name: str) -> VendorPolicy:
     """The policy of vendor ``name`` (aliases such as ``ali`` accepted)."""
-    vendor = canonical_name(name)
-    return _policies()[vendor]
+    if name in VENDORS:
+        return _policies()[name]
+    from builder.vendors import canonical_name  # the registry, for aliases and suggestions
+
+    return _policies()[canonical_name(name)]
 
 
 @functools.lru_cache(maxsize=1)
