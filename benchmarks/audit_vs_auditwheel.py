@@ -61,7 +61,9 @@ def pip_download(spec: str, dest: Path, *extra: str) -> Path | None:
     before = set(dest.glob("*.whl"))
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "download", "--no-deps", *extra, spec, "-d", str(dest)],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     name = spec.split("=", 1)[0].replace("-", "_").lower()
     found = sorted(p for p in dest.glob("*.whl") if p.name.lower().startswith(name))
@@ -77,8 +79,10 @@ def default_wheels(cache: Path) -> list[Path]:
     torch = pip_download(TORCH, cache)
     if torch is not None:
         return [torch]
-    print(f"# the PyTorch wheel ({TORCH}) is not obtainable here; using the largest wheels "
-          "that can be downloaded or built instead")
+    print(
+        f"# the PyTorch wheel ({TORCH}) is not obtainable here; using the largest wheels "
+        "that can be downloaded or built instead"
+    )
     got = [w for spec in FALLBACKS if (w := pip_download(spec, cache, "--only-binary=:all:"))]
     if not got:
         got = [built_wheel(cache)]
@@ -95,8 +99,12 @@ def built_wheel(cache: Path) -> Path:
 
 def run_auditwheel(wheel: Path) -> tuple[float, str | None]:
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "auditwheel", "show", "--json", str(wheel)],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "auditwheel", "show", "--json", str(wheel)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     elapsed = time.perf_counter() - start
     try:
         tag = json.loads(proc.stdout).get("overall_tag") if proc.returncode == 0 else None
@@ -110,7 +118,10 @@ def run_cli(wheel: Path, cache_dir: Path | None) -> tuple[float, dict[str, objec
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "builder", "audit", "--json", *cache, str(wheel)],
-        capture_output=True, text=True, check=False, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
     )
     elapsed = time.perf_counter() - start
     data: dict[str, object] = json.loads(proc.stdout)["wheels"][0]
@@ -126,8 +137,12 @@ def floor(wheel: Path, members: tuple[str, ...]) -> float:
         for info in infos:
             fh.seek(info.header_offset)
             head = fh.read(30)
-            fh.seek(info.header_offset + 30 + int.from_bytes(head[26:28], "little")
-                    + int.from_bytes(head[28:30], "little"))
+            fh.seek(
+                info.header_offset
+                + 30
+                + int.from_bytes(head[26:28], "little")
+                + int.from_bytes(head[28:30], "little")
+            )
             raw = fh.read(info.compress_size)
             if info.compress_type == zipfile.ZIP_DEFLATED:
                 zlib.decompress(raw, -15, info.file_size)
@@ -160,8 +175,7 @@ def bench(wheel: Path, runs: int, auditwheel_runs: int) -> Timings:
 
 
 def report(wheel: Path, t: Timings) -> bool:
-    med = {k: statistics.median(v) for k, v in t.__dict__.items()
-           if isinstance(v, list) and v}
+    med = {k: statistics.median(v) for k, v in t.__dict__.items() if isinstance(v, list) and v}
     with zipfile.ZipFile(wheel) as zf:
         infos = zf.infolist()
         elf_bytes = sum(zf.getinfo(m).file_size for m in t.elf_members)
@@ -181,10 +195,8 @@ def report(wheel: Path, t: Timings) -> bool:
         f"(runs {_runs(t.cli_fill)})",
         f"infini-stack audit, warm cache:         {med['cli_warm']:7.2f} s  "
         f"(runs {_runs(t.cli_warm)})",
-        f"audit_wheel in process, no cache:       {med['inproc']:7.2f} s  "
-        f"(runs {_runs(t.inproc)})",
-        f"decompression floor (ELF, once):        {med['floor']:7.2f} s  "
-        f"(runs {_runs(t.floor)})",
+        f"audit_wheel in process, no cache:       {med['inproc']:7.2f} s  (runs {_runs(t.inproc)})",
+        f"decompression floor (ELF, once):        {med['floor']:7.2f} s  (runs {_runs(t.floor)})",
         f"speed-up over auditwheel (cold CLI): {speedup:.1f}x  (target >= {TARGET_SPEEDUP:.0f}x: "
         f"{'PASS' if speedup >= TARGET_SPEEDUP else 'FAIL'})",
         f"cold CLI / floor: {ratio_cli:.2f}  in-process / floor: {ratio_in:.2f}  (target <= "
@@ -213,16 +225,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("wheels", nargs="*", type=Path)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--auditwheel-runs", type=int, default=3)
-    parser.add_argument("--download-dir", type=Path, default=None,
-                        help="where downloaded wheels are kept (default: HOME/bench-wheels)")
+    parser.add_argument(
+        "--download-dir",
+        type=Path,
+        default=None,
+        help="where downloaded wheels are kept (default: HOME/bench-wheels)",
+    )
     args = parser.parse_args(argv)
     cache = args.download_dir or default_home(os.environ) / "bench-wheels"
     wheels = args.wheels or default_wheels(cache)
     load = os.getloadavg()[0]
-    print(f"# {os.cpu_count()} cores, load average {load:.2f} at start; Python "
-          f"{sys.version.split()[0]}")
-    results = [report(w, bench(w, args.runs, min(args.auditwheel_runs, args.runs)))
-               for w in wheels]
+    print(
+        f"# {os.cpu_count()} cores, load average {load:.2f} at start; Python "
+        f"{sys.version.split()[0]}"
+    )
+    results = [report(w, bench(w, args.runs, min(args.auditwheel_runs, args.runs))) for w in wheels]
     ok = all(results)
     print(f"# load average {os.getloadavg()[0]:.2f} at the end")
     return 0 if ok else 1

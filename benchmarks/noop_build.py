@@ -39,8 +39,9 @@ MANIFEST = ROOT / "examples" / "mini-stack" / "stack.yaml"
 
 def timed(argv: Sequence[str], env: dict[str, str], cwd: Path = ROOT) -> float:
     start = time.perf_counter()
-    subprocess.run(argv, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    subprocess.run(
+        argv, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     return time.perf_counter() - start
 
 
@@ -50,14 +51,36 @@ def median_of(runs: int, once: Callable[[], float]) -> float:
 
 
 def build_argv(vendor: str) -> list[str]:
-    return [sys.executable, "-m", "builder", "build", "--manifest", str(MANIFEST),
-            "--vendor", vendor]
+    return [
+        sys.executable,
+        "-m",
+        "builder",
+        "build",
+        "--manifest",
+        str(MANIFEST),
+        "--vendor",
+        vendor,
+    ]
 
 
 def build_dirs(env: dict[str, str], vendor: str) -> list[Path]:
     out = subprocess.run(
-        [sys.executable, "-m", "builder", "plan", "--manifest", str(MANIFEST), "--vendor",
-         vendor, "--json"], env=env, cwd=ROOT, check=True, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "builder",
+            "plan",
+            "--manifest",
+            str(MANIFEST),
+            "--vendor",
+            vendor,
+            "--json",
+        ],
+        env=env,
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     return [Path(c["build_dir"]) for c in json.loads(out)["components"]]
 
@@ -87,10 +110,12 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--vendor", default="cpu")
     parser.add_argument("--switch", metavar="VENDOR", help="also time a switch to VENDOR and back")
-    parser.add_argument("--home", type=Path,
-                        help="state directory (default: a fresh temporary one)")
-    parser.add_argument("--no-bytecode", action="store_true",
-                        help="keep the caller's bytecode settings")
+    parser.add_argument(
+        "--home", type=Path, help="state directory (default: a fresh temporary one)"
+    )
+    parser.add_argument(
+        "--no-bytecode", action="store_true", help="keep the caller's bytecode settings"
+    )
     args = parser.parse_args()
     os.chdir(ROOT)
     sys.path.insert(0, str(ROOT))
@@ -102,8 +127,10 @@ def main() -> int:
             env.pop("PYTHONDONTWRITEBYTECODE", None)
             env["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
             sys.pycache_prefix = env["PYTHONPYCACHEPREFIX"]
-        print(f"mini stack {MANIFEST}, vendor {args.vendor}, {os.cpu_count()} cores, "
-              f"home {home}, bytecode cache {'caller' if args.no_bytecode else 'on'}")
+        print(
+            f"mini stack {MANIFEST}, vendor {args.vendor}, {os.cpu_count()} cores, "
+            f"home {home}, bytecode cache {'caller' if args.no_bytecode else 'on'}"
+        )
         cold = timed(build_argv(args.vendor), env)
         print(f"cold build:        {cold:7.2f} s   ({' '.join(build_argv(args.vendor)[1:])})")
         dirs = build_dirs(env, args.vendor)
@@ -116,24 +143,34 @@ def main() -> int:
         last = json.loads((home / "runs" / "last.json").read_text())
         assert {c["status"] for c in last["components"]} == {"hit"}, "the no-op built something"
 
-        print(f"noop build:        {ms(noop)}   (median of {args.runs}; "
-              f"fast path: {last['fast_path']})")
+        print(
+            f"noop build:        {ms(noop)}   (median of {args.runs}; "
+            f"fast path: {last['fast_path']})"
+        )
         print(f"ninja sum:         {ms(ninja)}   (ninja once in each of {len(dirs)} build dirs)")
         print(f"ratio:             {noop / ninja:7.2f} x   (target <= 1.5)")
-        print(f"interpreter:       {ms(interpreter)}   (python -c pass: "
-              f"{interpreter / ninja:.2f} x ninja sum on its own)")
-        print(f"in-process:        {ms(engine)}   (build command without interpreter start-up "
-              f"and imports: {engine / ninja:.2f} x ninja sum)")
-        print(f"noop - interpreter:{ms(noop - interpreter)}   "
-              f"({(noop - interpreter) / ninja:.2f} x ninja sum)")
+        print(
+            f"interpreter:       {ms(interpreter)}   (python -c pass: "
+            f"{interpreter / ninja:.2f} x ninja sum on its own)"
+        )
+        print(
+            f"in-process:        {ms(engine)}   (build command without interpreter start-up "
+            f"and imports: {engine / ninja:.2f} x ninja sum)"
+        )
+        print(
+            f"noop - interpreter:{ms(noop - interpreter)}   "
+            f"({(noop - interpreter) / ninja:.2f} x ninja sum)"
+        )
         if args.switch:
             there = timed(build_argv(args.switch), env)
             back = timed(build_argv(args.vendor), env)
             last = json.loads((home / "runs" / "last.json").read_text())
             hits = sum(c["status"] == "hit" for c in last["components"])
             print(f"switch to {args.switch}:  {there:7.2f} s   (cold for {args.switch})")
-            print(f"switch back:       {ms(back)}   ({hits} of {len(last['components'])} "
-                  "components from the store)")
+            print(
+                f"switch back:       {ms(back)}   ({hits} of {len(last['components'])} "
+                "components from the store)"
+            )
     return 0
 
 

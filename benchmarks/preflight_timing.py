@@ -22,8 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def one_run(argv: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
-    subprocess.run(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, check=False)
+    subprocess.run(
+        argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+    )
     return time.perf_counter() - start
 
 
@@ -34,15 +35,25 @@ def main() -> int:
     parser.add_argument("--budget", type=float, default=1.0, help="seconds, for the median")
     parser.add_argument("--manifest", default=str(ROOT / "stack.yaml"))
     args = parser.parse_args()
-    argv = [sys.executable, "-m", "builder", "preflight", "--vendor", args.vendor,
-            "--manifest", args.manifest]
+    argv = [
+        sys.executable,
+        "-m",
+        "builder",
+        "preflight",
+        "--vendor",
+        args.vendor,
+        "--manifest",
+        args.manifest,
+    ]
     env = dict(os.environ)
     one_run(argv, env)  # warm the page cache, as a user's second run would be
     times = [one_run(argv, env) for _ in range(args.runs)]
     median = statistics.median(times)
-    print(f"preflight --vendor {args.vendor}: median {median:.3f}s of {args.runs} runs "
-          f"(min {min(times):.3f}s, max {max(times):.3f}s; budget {args.budget:.1f}s; "
-          f"{os.cpu_count()} cores)")
+    print(
+        f"preflight --vendor {args.vendor}: median {median:.3f}s of {args.runs} runs "
+        f"(min {min(times):.3f}s, max {max(times):.3f}s; budget {args.budget:.1f}s; "
+        f"{os.cpu_count()} cores)"
+    )
     return 0 if median <= args.budget else 1
 
 

@@ -40,8 +40,17 @@ __all__ = ["Builder", "Interrupted", "Progress", "Store", "execute", "interrupts
 
 STAMP = ".infini-stack-configured"
 # What CMake reads from the environment on a build dir's first configure only.
-FIRST_CONFIGURE_ENV = ("CC", "CXX", "CUDACXX", "CUDAHOSTCXX", "CFLAGS", "CXXFLAGS", "CUDAFLAGS",
-                       "LDFLAGS", "CPPFLAGS")
+FIRST_CONFIGURE_ENV = (
+    "CC",
+    "CXX",
+    "CUDACXX",
+    "CUDAHOSTCXX",
+    "CFLAGS",
+    "CXXFLAGS",
+    "CUDAFLAGS",
+    "LDFLAGS",
+    "CPPFLAGS",
+)
 LANGUAGES = ("C", "CXX", "CUDA")
 
 
@@ -58,7 +67,8 @@ class Interrupted(BuildError):
         else:
             message = f"interrupted by {name} before any component started building"
         super().__init__(
-            message, hint="nothing partial was left in the store: the next build starts cleanly",
+            message,
+            hint="nothing partial was left in the store: the next build starts cleanly",
         )
         self.exit_code = 128 + signum
 
@@ -85,6 +95,7 @@ def interrupts() -> Iterator[None]:
 
 
 # --- children that outlive a SIGKILLed builder ------------------------------------------------
+
 
 def _start_time(pid: int) -> str | None:
     """The kernel's start time of ``pid`` (to tell a reused pid apart), None if it is gone."""
@@ -188,6 +199,7 @@ def _stop_session(sid: int, grace: float) -> None:
 
 # --- one component ------------------------------------------------------------------------------
 
+
 @dataclass
 class Builder:
     plan: Plan
@@ -243,7 +255,10 @@ class Builder:
         result.status = "built"
 
     def _build_locked(
-        self, component: ComponentPlan, jobs: int, result: ComponentResult,
+        self,
+        component: ComponentPlan,
+        jobs: int,
+        result: ComponentResult,
         children: proc.Children,
     ) -> None:
         staging = self.store.begin(component.key)
@@ -260,20 +275,29 @@ class Builder:
             result.logs[step.kind] = str(log)
             self.progress.step(component.name, step.kind)
             try:
-                done = proc.run(argv, what=f"{component.name}: {step.kind}", cwd=step.cwd,
-                                env=env, log=log, children=children)
+                done = proc.run(
+                    argv,
+                    what=f"{component.name}: {step.kind}",
+                    cwd=step.cwd,
+                    env=env,
+                    log=log,
+                    children=children,
+                )
             except CommandFailed as exc:
                 if self.cancelled.is_set():
                     raise _Cancelled from exc
-                raise BuildError(f"component '{component.name}', step {step.kind}: "
-                                 + exc.message) from exc
-            commands.append({"step": step.kind, "argv": list(argv),
-                             "cwd": str(step.cwd) if step.cwd else None})
+                raise BuildError(
+                    f"component '{component.name}', step {step.kind}: " + exc.message
+                ) from exc
+            commands.append(
+                {"step": step.kind, "argv": list(argv), "cwd": str(step.cwd) if step.cwd else None}
+            )
             result.steps[step.kind] = round(done.seconds, 3)
             self.progress.step_done(component.name, step.kind, done.seconds)
             if step.kind == "configure":
-                _write_atomically(component.build_dir / STAMP,
-                                  json.dumps(self._stamp(component, argv)))
+                _write_atomically(
+                    component.build_dir / STAMP, json.dumps(self._stamp(component, argv))
+                )
         prefix = staging / "prefix"
         missing = [o for o in component.outputs if not (prefix / o).exists()]
         if missing:
@@ -304,8 +328,11 @@ class Builder:
         stamp = build_dir / STAMP
         wanted = self._stamp(component, argv)
         found = _read_stamp(stamp)
-        if found == wanted and (build_dir / "CMakeCache.txt").is_file() \
-                and (build_dir / "build.ninja").is_file():
+        if (
+            found == wanted
+            and (build_dir / "CMakeCache.txt").is_file()
+            and (build_dir / "build.ninja").is_file()
+        ):
             return True
         configured = (build_dir / "CMakeCache.txt").exists() or (build_dir / "CMakeFiles").exists()
         if configured and (found is None or found.get("fresh") != wanted["fresh"]):
@@ -347,8 +374,10 @@ class Builder:
             argv = (*argv[:-1], str(jobs))
         if step.kind == "configure" and self.launcher:
             # The launcher does not change outputs, so it is not part of the cache key.
-            argv = (*argv, *(f"-DCMAKE_{lang}_COMPILER_LAUNCHER={self.launcher}"
-                             for lang in LANGUAGES))
+            argv = (
+                *argv,
+                *(f"-DCMAKE_{lang}_COMPILER_LAUNCHER={self.launcher}" for lang in LANGUAGES),
+            )
         return argv
 
     def _env(self, component: ComponentPlan) -> dict[str, str]:
@@ -357,7 +386,10 @@ class Builder:
         return env
 
     def _record(
-        self, component: ComponentPlan, result: ComponentResult, commands: list[dict[str, Any]],
+        self,
+        component: ComponentPlan,
+        result: ComponentResult,
+        commands: list[dict[str, Any]],
     ) -> dict[str, Any]:
         return {
             "name": component.name,
@@ -406,6 +438,7 @@ def _clear_dir(path: Path) -> None:
 
 # --- the run ------------------------------------------------------------------------------------
 
+
 def execute(
     plan: Plan,
     layout: Layout,
@@ -418,10 +451,19 @@ def execute(
     verify_sources: Callable[[ComponentPlan], str | None] | None = None,
 ) -> RunReport:
     """Build every component of ``plan``; raises BuildError after all running work finished."""
-    builder = Builder(plan=plan, layout=layout, run_id=run_id(report), launcher=launcher,
-                      progress=progress or Progress(), env=env, verify_sources=verify_sources)
-    results = {c.name: ComponentResult(name=c.name, key=c.key, prefix=str(c.prefix))
-               for c in plan.components}
+    builder = Builder(
+        plan=plan,
+        layout=layout,
+        run_id=run_id(report),
+        launcher=launcher,
+        progress=progress or Progress(),
+        env=env,
+        verify_sources=verify_sources,
+    )
+    results = {
+        c.name: ComponentResult(name=c.name, key=c.key, prefix=str(c.prefix))
+        for c in plan.components
+    }
     report.components = list(results.values())
     report.jobs = plan.jobs
     report.launcher = launcher
@@ -522,7 +564,8 @@ def _stop(
     what = {c.name: _current_step(results[c.name]) for c, _ in running.values()}
     if what:
         builder.progress.note(
-            "stopping " + ", ".join(f"{c} ({s})" for c, s in what.items()) + " ...")
+            "stopping " + ", ".join(f"{c} ({s})" for c, s in what.items()) + " ..."
+        )
     futures = list(running)
     while not all(f.done() for f in futures):
         builder.children.terminate_all()  # again: a worker may have just started a step
@@ -538,7 +581,9 @@ def _current_step(result: ComponentResult) -> str:
 
 
 def _settle_hits(
-    pending: list[ComponentPlan], done: set[str], store: Store,
+    pending: list[ComponentPlan],
+    done: set[str],
+    store: Store,
     results: dict[str, ComponentResult],
 ) -> None:
     """Store hits cost a stat: settle them at once, in order, without taking a slot."""
@@ -570,6 +615,7 @@ _TREE_SKIP = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache"})
 # The memo is checked on every no-op build: these walk and stat with os functions on str paths,
 # which cost a fraction of what pathlib objects do.
 
+
 def signature(path: str) -> list[int] | None:
     try:
         st = os.stat(path)  # noqa: PTH116
@@ -584,8 +630,11 @@ def tree_paths(root: Path) -> list[str]:
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in _TREE_SKIP)
         out.extend(os.path.join(dirpath, d) for d in dirnames)  # noqa: PTH118
-        out.extend(os.path.join(dirpath, f)  # noqa: PTH118
-                   for f in sorted(filenames) if not f.endswith(".pyc"))
+        out.extend(
+            os.path.join(dirpath, f)  # noqa: PTH118
+            for f in sorted(filenames)
+            if not f.endswith(".pyc")
+        )
     return out
 
 
@@ -697,7 +746,12 @@ class NoopMemo:
         return True
 
     def save(
-        self, plan: Plan, host: str, *, since_ns: int, extra_files: Sequence[str] = (),
+        self,
+        plan: Plan,
+        host: str,
+        *,
+        since_ns: int,
+        extra_files: Sequence[str] = (),
         manifest_arg: Path | None = None,
     ) -> bool:
         """Remember ``plan``'s keys; refuses (and forgets) when a file is too recent to trust."""

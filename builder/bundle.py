@@ -76,8 +76,13 @@ class BundleIndex:
             "vendor": self.vendor,
             "manifest": self.manifest,
             "repositories": [
-                {"url": r.url, "member": r.member, "sha256": r.sha256, "size": r.size,
-                 "commits": list(r.commits)}
+                {
+                    "url": r.url,
+                    "member": r.member,
+                    "sha256": r.sha256,
+                    "size": r.size,
+                    "commits": list(r.commits),
+                }
                 for r in self.repositories
             ],
             "pins": [
@@ -88,6 +93,7 @@ class BundleIndex:
 
 
 # --- what a plan needs --------------------------------------------------------------------------
+
 
 def pins_of(component: ComponentPlan, fetcher: Fetcher) -> list[Pin]:
     """A git component's pin and its selected submodules' (recursively), all in the cache."""
@@ -121,11 +127,14 @@ def needed_pins(plan: Plan, fetcher: Fetcher) -> list[Pin]:
     return pins
 
 
-_MISSING_HINT = ("make the bundle again from this manifest (`infini-stack bundle --vendor V -o "
-                 "FILE` where the network or --mirror copies are reachable)")
+_MISSING_HINT = (
+    "make the bundle again from this manifest (`infini-stack bundle --vendor V -o "
+    "FILE` where the network or --mirror copies are reachable)"
+)
 
 
 # --- writing ------------------------------------------------------------------------------------
+
 
 def write_bundle(plan: Plan, layout: Layout, fetcher: Fetcher, out: Path) -> BundleIndex:
     """Fetch every pin of ``plan`` into the cache and write them, with an index, to ``out``."""
@@ -137,10 +146,15 @@ def write_bundle(plan: Plan, layout: Layout, fetcher: Fetcher, out: Path) -> Bun
             revs.append(pin.rev)
     layout.home.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bundle-", dir=layout.home) as tmp:
-        repos = [_git_bundle(layout.git_cache(url), url, revs, Path(tmp))
-                 for url, revs in by_url.items()]
-        index = BundleIndex(vendor=plan.vendor, manifest=plan.stack.label,
-                            repositories=tuple(repos), pins=tuple(pins))
+        repos = [
+            _git_bundle(layout.git_cache(url), url, revs, Path(tmp)) for url, revs in by_url.items()
+        ]
+        index = BundleIndex(
+            vendor=plan.vendor,
+            manifest=plan.stack.label,
+            repositories=tuple(repos),
+            pins=tuple(pins),
+        )
         _write_tar(index, Path(tmp), out)
     return index
 
@@ -157,8 +171,13 @@ def _git_bundle(cache: Path, url: str, revs: list[str], tmp: Path) -> Repository
         _git(["--git-dir", str(cache), "bundle", "create", "--quiet", str(target), *refs], what)
     except CommandFailed as exc:
         raise SourceError(exc.message) from exc
-    return Repository(url=url, member=member, sha256=_sha256(target), size=target.stat().st_size,
-                      commits=tuple(revs))
+    return Repository(
+        url=url,
+        member=member,
+        sha256=_sha256(target),
+        size=target.stat().st_size,
+        commits=tuple(revs),
+    )
 
 
 def _write_tar(index: BundleIndex, root: Path, out: Path) -> None:
@@ -185,6 +204,7 @@ def _tarinfo(name: str, size: int) -> tarfile.TarInfo:
 
 
 # --- reading ------------------------------------------------------------------------------------
+
 
 def read_index(path: Path) -> BundleIndex:
     with _open(path) as tar:
@@ -227,18 +247,36 @@ def _index(tar: tarfile.TarFile, path: Path) -> BundleIndex:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise SourceError(f"{path} is not a source bundle ({INDEX} is not an {FORMAT} index)")
     if data.get("version") != VERSION:
-        raise SourceError(f"bundle {path} has format version {data.get('version')!r}; "
-                          f"this tool reads version {VERSION}")
+        raise SourceError(
+            f"bundle {path} has format version {data.get('version')!r}; "
+            f"this tool reads version {VERSION}"
+        )
     try:
         repos = tuple(
-            Repository(url=str(r["url"]), member=str(r["member"]), sha256=str(r["sha256"]),
-                       size=int(r["size"]), commits=tuple(str(c) for c in r["commits"]))
+            Repository(
+                url=str(r["url"]),
+                member=str(r["member"]),
+                sha256=str(r["sha256"]),
+                size=int(r["size"]),
+                commits=tuple(str(c) for c in r["commits"]),
+            )
             for r in data["repositories"]
         )
-        pins = tuple(Pin(component=str(p["component"]), path=str(p["path"]), url=str(p["url"]),
-                         rev=str(p["rev"])) for p in data["pins"])
-        return BundleIndex(vendor=str(data["vendor"]), manifest=str(data["manifest"]),
-                           repositories=repos, pins=pins)
+        pins = tuple(
+            Pin(
+                component=str(p["component"]),
+                path=str(p["path"]),
+                url=str(p["url"]),
+                rev=str(p["rev"]),
+            )
+            for p in data["pins"]
+        )
+        return BundleIndex(
+            vendor=str(data["vendor"]),
+            manifest=str(data["manifest"]),
+            repositories=repos,
+            pins=pins,
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise SourceError(f"bundle {path}: malformed {INDEX} ({exc!r})") from exc
 
@@ -250,8 +288,10 @@ def _extract(tar: tarfile.TarFile, repo: Repository, path: Path, tmp: Path) -> P
     except KeyError:
         source = None
     if source is None:
-        raise SourceError(f"bundle {path} lacks {repo.member} ({repo.url}) that its index lists",
-                          hint="the bundle is damaged; make it again")
+        raise SourceError(
+            f"bundle {path} lacks {repo.member} ({repo.url}) that its index lists",
+            hint="the bundle is damaged; make it again",
+        )
     target = tmp / hashlib.sha256(repo.member.encode()).hexdigest()
     with target.open("wb") as f:
         shutil.copyfileobj(source, f)
@@ -274,8 +314,19 @@ def _import(bundle: Path, repo: Repository, cache: Path, path: Path) -> None:
             _git(["init", "--bare", "--quiet", str(tmp)], what)
             tmp.rename(cache)
         # Every object is checked (fsck) as it is indexed; the refs keep the commits from gc.
-        _git(["--git-dir", str(cache), "-c", "fetch.fsckObjects=true", "fetch", "--quiet",
-              str(bundle), f"+{REF_PREFIX}*:{REF_PREFIX}*"], what)
+        _git(
+            [
+                "--git-dir",
+                str(cache),
+                "-c",
+                "fetch.fsckObjects=true",
+                "fetch",
+                "--quiet",
+                str(bundle),
+                f"+{REF_PREFIX}*:{REF_PREFIX}*",
+            ],
+            what,
+        )
     except CommandFailed as exc:
         raise SourceError(
             f"bundle {path}: {repo.member} ({repo.url}) cannot be imported:\n{exc.tail}",
@@ -300,5 +351,7 @@ def describe(index: BundleIndex) -> Iterator[str]:
     for pin in index.pins:
         yield f"{pin.rev}  {pin.label}  {pin.url}"
     total = sum(r.size for r in index.repositories)
-    yield (f"{len(index.repositories)} repositories, {len(index.pins)} pins, "
-           f"{total / 1e6:.1f} MB of git bundles")
+    yield (
+        f"{len(index.repositories)} repositories, {len(index.pins)} pins, "
+        f"{total / 1e6:.1f} MB of git bundles"
+    )

@@ -85,7 +85,9 @@ def pybind11_facts() -> tuple[str | None, str | None]:
 
 
 def detect(
-    vendor: str, env: Mapping[str, str] | None = None, python: str | None = None,
+    vendor: str,
+    env: Mapping[str, str] | None = None,
+    python: str | None = None,
     cache: Path | None = None,
 ) -> HostFacts:
     env = dict(os.environ if env is None else env)

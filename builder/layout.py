@@ -31,7 +31,9 @@ class Layout:
 
     @classmethod
     def from_env(
-        cls, env: Mapping[str, str] | None = None, home: Path | None = None,
+        cls,
+        env: Mapping[str, str] | None = None,
+        home: Path | None = None,
         store: Path | None = None,
     ) -> Layout:
         env = os.environ if env is None else env

@@ -27,12 +27,18 @@ SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 
 # --- resolving ------------------------------------------------------------------------------------
 
+
 def ls_remote(url: str, mirrors: Mapping[str, str]) -> dict[str, str]:
     """ref name -> SHA as the remote advertises them (peeled tags as ``refs/tags/T^{}``)."""
     where = rewrite(url, mirrors)
     try:
-        out = proc.run(["git", "ls-remote", where], what=f"git ls-remote {where}",
-                       env=git_env(mirrors), exit_code=EXIT_SOURCES, timeout=300).output
+        out = proc.run(
+            ["git", "ls-remote", where],
+            what=f"git ls-remote {where}",
+            env=git_env(mirrors),
+            exit_code=EXIT_SOURCES,
+            timeout=300,
+        ).output
     except CommandFailed as exc:
         raise SourceError(
             f"cannot list the refs of {where}:\n{exc.tail}",
@@ -51,8 +57,13 @@ def resolve_ref(url: str, ref: str, mirrors: Mapping[str, str]) -> str:
     if SHA_RE.match(ref):
         return ref
     refs = ls_remote(url, mirrors)
-    for candidate in (f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}", f"refs/heads/{ref}",
-                      f"{ref}^{{}}", ref):
+    for candidate in (
+        f"refs/tags/{ref}^{{}}",
+        f"refs/tags/{ref}",
+        f"refs/heads/{ref}",
+        f"{ref}^{{}}",
+        ref,
+    ):
         if candidate in refs and candidate.startswith("refs/"):
             return refs[candidate]
     branches = sorted(r.removeprefix("refs/heads/") for r in refs if r.startswith("refs/heads/"))
@@ -63,6 +74,7 @@ def resolve_ref(url: str, ref: str, mirrors: Mapping[str, str]) -> str:
 
 
 # --- editing the manifest -------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Edit:
@@ -91,8 +103,10 @@ def set_pin(text: str, component: str, sha: str, vendor: str | None = None) -> s
     where = f"components.{component}"
     if vendors is None:
         indent = _indent_of(comp)
-        block = (f"{' ' * indent}vendors:\n{' ' * (indent + 2)}{vendor}:\n"
-                 f"{' ' * (indent + 4)}rev: {sha}\n")
+        block = (
+            f"{' ' * indent}vendors:\n{' ' * (indent + 2)}{vendor}:\n"
+            f"{' ' * (indent + 4)}rev: {sha}\n"
+        )
         return _apply(text, _append(text, comp, block, where))
     if not isinstance(vendors, yaml.MappingNode):
         raise UsageError(f"{where}.vendors is not a mapping")
@@ -122,8 +136,11 @@ def _child(node: yaml.Node | None, key: str) -> yaml.Node | None:
 
 def _vendor_child(vendors: yaml.MappingNode, vendor: str) -> yaml.Node | None:
     for k, v in vendors.value:
-        if (isinstance(k, yaml.ScalarNode) and vendor_registry.is_known(k.value)
-                and vendor_registry.canonical_name(k.value) == vendor):
+        if (
+            isinstance(k, yaml.ScalarNode)
+            and vendor_registry.is_known(k.value)
+            and vendor_registry.canonical_name(k.value) == vendor
+        ):
             found: yaml.Node = v
             return found
     return None
@@ -163,8 +180,11 @@ def _after(text: str, node: yaml.Node) -> int:
     A block collection ends where the next token starts (after any comments that follow it), so
     its last scalar is what marks its last line.
     """
-    while (isinstance(node, yaml.MappingNode | yaml.SequenceNode) and not node.flow_style
-           and node.value):
+    while (
+        isinstance(node, yaml.MappingNode | yaml.SequenceNode)
+        and not node.flow_style
+        and node.value
+    ):
         last = node.value[-1]
         node = last[1] if isinstance(last, tuple) else last
     index = node.end_mark.index
@@ -185,7 +205,7 @@ def _indent_of(mapping: yaml.Node) -> int:
 
 
 def _apply(text: str, edit: Edit) -> str:
-    out = text[:edit.start] + edit.text + text[edit.end:]
+    out = text[: edit.start] + edit.text + text[edit.end :]
     yaml.safe_load(out)  # the edit must leave valid YAML
     return out
 
@@ -222,6 +242,7 @@ def source_for(stack: Stack, component: str, vendor: str | None) -> GitSource:
 
 
 # --- checking -----------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, kw_only=True)
 class PinCheck:
@@ -261,15 +282,27 @@ def check_pins(stack: Stack, layout: Layout, mirrors: Mapping[str, str]) -> list
             ok, detail = False, f"repository unreachable: {refs.message.splitlines()[0]}"
         else:
             ok, detail = _reachable(fetcher, name, source, refs)
-        results.append(PinCheck(component=name, vendors=vendors, url=source.url, rev=source.rev,
-                                ok=ok, detail=detail))
+        results.append(
+            PinCheck(
+                component=name,
+                vendors=vendors,
+                url=source.url,
+                rev=source.rev,
+                ok=ok,
+                detail=detail,
+            )
+        )
     return results
 
 
-def _reachable(fetcher: Fetcher, name: str, source: GitSource,
-               refs: Mapping[str, str]) -> tuple[bool, str]:
-    durable = {r: s for r, s in refs.items()
-               if r.startswith(("refs/heads/", "refs/tags/")) and not r.endswith("^{}")}
+def _reachable(
+    fetcher: Fetcher, name: str, source: GitSource, refs: Mapping[str, str]
+) -> tuple[bool, str]:
+    durable = {
+        r: s
+        for r, s in refs.items()
+        if r.startswith(("refs/heads/", "refs/tags/")) and not r.endswith("^{}")
+    }
     for ref, sha in sorted(durable.items()):
         if sha == source.rev:
             return True, f"tip of {ref}"
@@ -282,12 +315,35 @@ def _reachable(fetcher: Fetcher, name: str, source: GitSource,
         return False, "no longer in the repository (not on any branch or tag)"
     # The cache holds the branches and tags as fetched; refresh them so deleted ones drop out.
     url = rewrite(source.url, fetcher.mirrors)
-    proc.run(["git", "--git-dir", str(cache), "fetch", "--quiet", "--prune", "--tags", url,
-              "+refs/heads/*:refs/heads/*"], check=False, env=git_env(fetcher.mirrors))
+    proc.run(
+        [
+            "git",
+            "--git-dir",
+            str(cache),
+            "fetch",
+            "--quiet",
+            "--prune",
+            "--tags",
+            url,
+            "+refs/heads/*:refs/heads/*",
+        ],
+        check=False,
+        env=git_env(fetcher.mirrors),
+    )
     containing = proc.run(
-        ["git", "--git-dir", str(cache), "for-each-ref", "--contains", source.rev,
-         "--format=%(refname)", "refs/heads", "refs/tags"],
-        check=False, env=git_env(fetcher.mirrors),
+        [
+            "git",
+            "--git-dir",
+            str(cache),
+            "for-each-ref",
+            "--contains",
+            source.rev,
+            "--format=%(refname)",
+            "refs/heads",
+            "refs/tags",
+        ],
+        check=False,
+        env=git_env(fetcher.mirrors),
     ).output.split()
     if containing:
         shown = ", ".join(containing[:3]) + (", ..." if len(containing) > 3 else "")

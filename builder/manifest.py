@@ -42,12 +42,30 @@ CI_KEYS = ("runs-on", "image")
 COMPONENT_KEYS = ("git", "rev", "path", "options", "recipe", "vendors")
 OVERRIDE_KEYS = ("git", "rev", "path", "options")
 WHEEL_KEYS = (
-    "name", "version", "component", "python_dir", "packages", "library_dir", "bundle",
-    "requires", "requires_python", "summary",
+    "name",
+    "version",
+    "component",
+    "python_dir",
+    "packages",
+    "library_dir",
+    "bundle",
+    "requires",
+    "requires_python",
+    "summary",
 )
 RECIPE_KEYS = (
-    "description", "cmake_minimum", "depends", "options", "dependency_vars", "python",
-    "vendors", "outputs", "test", "project", "source_var", "submodules",
+    "description",
+    "cmake_minimum",
+    "depends",
+    "options",
+    "dependency_vars",
+    "python",
+    "vendors",
+    "outputs",
+    "test",
+    "project",
+    "source_var",
+    "submodules",
 )
 RECIPE_VENDOR_KEYS = ("options",)
 TEST_KEYS = ("options", "command")
@@ -219,8 +237,11 @@ def _read_component(
 ) -> Component | None:
     key: Key = ("components", name)
     if not NAME_RE.match(name):
-        r.error(key, f"component name '{name}' must be lower case letters, digits, '-' or '_'",
-                on_key=True)
+        r.error(
+            key,
+            f"component name '{name}' must be lower case letters, digits, '-' or '_'",
+            on_key=True,
+        )
     if not isinstance(r.get(key), dict):
         r.mapping(key)
         return None
@@ -230,8 +251,11 @@ def _read_component(
     overrides: dict[str, VendorOverride] = {}
     for raw_vendor in r.mapping((*key, "vendors")):
         vkey: Key = (*key, "vendors", raw_vendor)
-        vendor = vendor_registry.canonical_name(raw_vendor) if vendor_registry.is_known(
-            raw_vendor) else raw_vendor
+        vendor = (
+            vendor_registry.canonical_name(raw_vendor)
+            if vendor_registry.is_known(raw_vendor)
+            else raw_vendor
+        )
         if vendor not in vendors:
             r.error(vkey, unknown_message("vendor", raw_vendor, vendors, ("vendors",)), on_key=True)
             continue

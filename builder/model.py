@@ -147,6 +147,4 @@ class Stack:
 
     def dependents(self, name: str) -> tuple[str, ...]:
         """Components that (transitively) depend on ``name``."""
-        return tuple(
-            n for n in self.order if n != name and name in self.closure((n,))
-        )
+        return tuple(n for n in self.order if n != name and name in self.closure((n,)))

@@ -21,8 +21,17 @@ from builder.vendors.base import HostFacts
 
 StepKind = Literal["configure", "build", "test", "install"]
 # Environment variables CMake reads on a first configure: they change what gets compiled.
-COMPILER_ENV = ("CC", "CXX", "CUDACXX", "CUDAHOSTCXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS",
-                "CUDAFLAGS", "LDFLAGS")
+COMPILER_ENV = (
+    "CC",
+    "CXX",
+    "CUDACXX",
+    "CUDAHOSTCXX",
+    "CFLAGS",
+    "CXXFLAGS",
+    "CPPFLAGS",
+    "CUDAFLAGS",
+    "LDFLAGS",
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -237,7 +246,13 @@ def _steps(
     test_command: tuple[str, ...] | None,
 ) -> tuple[Step, ...]:
     configure = (
-        "cmake", "-S", str(cmake_source), "-B", str(build_dir), "-G", "Ninja",
+        "cmake",
+        "-S",
+        str(cmake_source),
+        "-B",
+        str(build_dir),
+        "-G",
+        "Ninja",
         *(f"-D{k}={v}" for k, v in defines.items()),
     )
     steps = [

@@ -72,9 +72,14 @@ class PreflightReport:
     def fingerprints(self, component: str | None = None) -> dict[str, str]:
         """name -> ``version@path`` of the providers a build's output depends on (all the
         selected components', or one component's); run-time-only and unkeyed ones excluded."""
-        return {r.name: r.fingerprint() for r in self.results
-                if r.ok and r.keyed and "build" in r.needed_for
-                and (component is None or component in r.components)}
+        return {
+            r.name: r.fingerprint()
+            for r in self.results
+            if r.ok
+            and r.keyed
+            and "build" in r.needed_for
+            and (component is None or component in r.components)
+        }
 
     def hints(self, component: str | None = None) -> dict[str, str]:
         """CMake cache variables that make the build take exactly what was found (for all the
@@ -97,15 +102,21 @@ class PreflightReport:
             if result is not None and result.ok and result.path:
                 root = result.defines.get("CUDAToolkit_ROOT") or result.defines.get("MUSA_ROOT")
                 compiler = Path(result.path)
-                return Toolkit(root=Path(root) if root else compiler.parent.parent,
-                               compiler=compiler, version=result.version, found=True,
-                               source=result.origin or "")
+                return Toolkit(
+                    root=Path(root) if root else compiler.parent.parent,
+                    compiler=compiler,
+                    version=result.version,
+                    found=True,
+                    source=result.origin or "",
+                )
         return None
 
     def apply_to(self, host: HostFacts) -> HostFacts:
         """``host`` with these fingerprints, hints and toolkit: what planning should see."""
         return replace(
-            host, providers=self.fingerprints(), hints=self.hints(),
+            host,
+            providers=self.fingerprints(),
+            hints=self.hints(),
             component_providers={c: self.fingerprints(c) for c in self.components},
             component_hints={c: self.hints(c) for c in self.components},
             toolkit=self.toolkit() or host.toolkit,
@@ -120,8 +131,10 @@ class PreflightReport:
 
     def error(self, failures: Sequence[ProviderResult] | None = None) -> PreflightError:
         failures = self.failures if failures is None else failures
-        lines = [f"preflight for {self.vendor} ({self.purpose}): {len(failures)} required "
-                 f"provider(s) failed:"]
+        lines = [
+            f"preflight for {self.vendor} ({self.purpose}): {len(failures)} required "
+            f"provider(s) failed:"
+        ]
         for r in failures:
             found = f" (found {r.version or '?'} at {r.path})" if r.path else ""
             wanted = f", wanted {r.wanted}" if r.wanted else ""
@@ -156,8 +169,10 @@ class PreflightReport:
 
 # -- what the selection needs ----------------------------------------------------------------------
 
-def selection(stack: Stack, vendor: str, components: Sequence[str] = (), *,
-              wheel: bool = False) -> Selection:
+
+def selection(
+    stack: Stack, vendor: str, components: Sequence[str] = (), *, wheel: bool = False
+) -> Selection:
     names = stack.closure(tuple(components)) if components else stack.order
     # The recipe says only "uses Python"; the wheel's component is the one whose install tree
     # holds the Python packages, i.e. the one building pybind11 extensions.
@@ -177,8 +192,12 @@ def selection(stack: Stack, vendor: str, components: Sequence[str] = (), *,
     )
 
 
-def constraints(stack: Stack, vendor: str, providers: Sequence[Provider],
-                linked: Sequence[linked_providers.LinkedSpec] = ()) -> dict[str, str]:
+def constraints(
+    stack: Stack,
+    vendor: str,
+    providers: Sequence[Provider],
+    linked: Sequence[linked_providers.LinkedSpec] = (),
+) -> dict[str, str]:
     """The manifest's specifiers (and the linked ones); an unknown provider name is an error."""
     declared = dict(stack.vendors[vendor].providers)
     known = [p.name for p in providers]
@@ -187,8 +206,10 @@ def constraints(stack: Stack, vendor: str, providers: Sequence[Provider],
         if name not in known:
             close = difflib.get_close_matches(name, known, n=1)
             tip = f"; did you mean '{close[0]}'?" if close else f" (known: {', '.join(known)})"
-            problems.append(f"{stack.label}: vendors.{vendor}.providers.{name}: '{name}' is not "
-                            f"a provider of vendor {vendor}{tip}")
+            problems.append(
+                f"{stack.label}: vendors.{vendor}.providers.{name}: '{name}' is not "
+                f"a provider of vendor {vendor}{tip}"
+            )
     if problems:
         raise ManifestError(problems)
     if "python" not in declared and stack.wheel is not None:
@@ -211,26 +232,35 @@ def python_facts(python: str | None, env: Mapping[str, str]) -> PythonFacts:
     """Facts about the interpreter the stack is built for: this one in-process, else asked."""
     if python is None or Path(python).absolute() == Path(sys.executable).absolute():
         paths = sysconfig.get_paths()
-        data: dict[str, Any] = {"version": platform.python_version(), "path": sys.path,
-                                "include": paths.get("include"), "scripts": paths.get("scripts"),
-                                "soabi": sysconfig.get_config_var("SOABI") or ""}
+        data: dict[str, Any] = {
+            "version": platform.python_version(),
+            "path": sys.path,
+            "include": paths.get("include"),
+            "scripts": paths.get("scripts"),
+            "soabi": sysconfig.get_config_var("SOABI") or "",
+        }
     else:
         try:
             result = proc.run([python, "-c", _PYTHON_FACTS], env=env, timeout=30, check=False)
             data = json.loads(result.output.strip().splitlines()[-1])
         except (StackError, ValueError, IndexError):
             data = {"version": "", "path": [], "include": None, "scripts": None, "soabi": ""}
-    site_dirs = tuple(Path(p) for p in data["path"] if p and Path(p).is_absolute()
-                      and Path(p).is_dir())
+    site_dirs = tuple(
+        Path(p) for p in data["path"] if p and Path(p).is_absolute() and Path(p).is_dir()
+    )
     return PythonFacts(
-        executable=python or sys.executable, version=str(data["version"]),
+        executable=python or sys.executable,
+        version=str(data["version"]),
         include=Path(data["include"]) if data.get("include") else None,
-        site_dirs=site_dirs, scripts=Path(data["scripts"]) if data.get("scripts") else None,
-        soabi=str(data.get("soabi", "")), dists=search.index_distributions(site_dirs),
+        site_dirs=site_dirs,
+        scripts=Path(data["scripts"]) if data.get("scripts") else None,
+        soabi=str(data.get("soabi", "")),
+        dists=search.index_distributions(site_dirs),
     )
 
 
 # -- running the probes ----------------------------------------------------------------------------
+
 
 def run_providers(providers: Sequence[Provider], ctx: ProbeContext) -> tuple[ProviderResult, ...]:
     """Every provider, independent ones concurrently; a probe waits only for those it reads."""
@@ -245,8 +275,9 @@ def run_providers(providers: Sequence[Provider], ctx: ProbeContext) -> tuple[Pro
     return tuple(futures[p.name].result() for p in providers)
 
 
-def _one(provider: Provider, ctx: ProbeContext,
-         waits: Mapping[str, Future[ProviderResult]]) -> ProviderResult:
+def _one(
+    provider: Provider, ctx: ProbeContext, waits: Mapping[str, Future[ProviderResult]]
+) -> ProviderResult:
     deps = {name: future.result() for name, future in waits.items()}
     components = needed_by(provider.rules, ctx.selection)
     wanted = ctx.constraints.get(provider.name, "")
@@ -254,13 +285,16 @@ def _one(provider: Provider, ctx: ProbeContext,
         needs = " or ".join(r.describe() for r in provider.rules)
         return not_checked(provider, f"needed only by {needs}", wanted=wanted)
     if ctx.purpose not in provider.needed_for and ctx.purpose == "run":
-        return not_checked(provider, "needed only to build", components=components,
-                           wanted=wanted)
+        return not_checked(provider, "needed only to build", components=components, wanted=wanted)
     for name in provider.requires:
         dep = deps.get(name)
         if dep is not None and not dep.ok:
-            return not_checked(provider, f"needs {name}, which is {dep.status}",
-                               components=components, wanted=wanted)
+            return not_checked(
+                provider,
+                f"needs {name}, which is {dep.status}",
+                components=components,
+                wanted=wanted,
+            )
     return evaluate(provider, ctx, deps, purpose=ctx.purpose, components=components)
 
 
@@ -280,15 +314,25 @@ def check(
     wanted = constraints(stack, vendor, providers, linked)
     chosen = selection(stack, vendor, components, wheel=wheel)
     ctx = ProbeContext(
-        env=host.env or os.environ, python=python_facts(host.python, host.env or os.environ),
-        cxx=host.cxx, selection=chosen, purpose=purpose,
+        env=host.env or os.environ,
+        python=python_facts(host.python, host.env or os.environ),
+        cxx=host.cxx,
+        selection=chosen,
+        purpose=purpose,
         cuda_architectures=stack.vendors[vendor].settings.cuda_architectures,
-        constraints=wanted, tool_scripts=_tool_scripts(),
+        constraints=wanted,
+        tool_scripts=_tool_scripts(),
     )
     results = run_providers(providers, ctx)
-    return PreflightReport(vendor=vendor, purpose=purpose, manifest=stack.label,
-                           python=ctx.python.executable, components=tuple(chosen.components),
-                           results=results, seconds=time.monotonic() - start)
+    return PreflightReport(
+        vendor=vendor,
+        purpose=purpose,
+        manifest=stack.label,
+        python=ctx.python.executable,
+        components=tuple(chosen.components),
+        results=results,
+        seconds=time.monotonic() - start,
+    )
 
 
 def require(
@@ -337,14 +381,15 @@ def render_table(report: PreflightReport) -> str:
     skipped: dict[str, list[str]] = {}
     for result in report.results:
         if result.status == "not checked":
-            skipped.setdefault(result.details[0] if result.details else "", []).append(
-                result.name)
+            skipped.setdefault(result.details[0] if result.details else "", []).append(result.name)
             continue
         rows.append(_row(result))
         notes[len(rows) - 1] = result.details
     widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS) - 1)]
-    lines = [f"preflight for {report.vendor} ({report.purpose}) from {report.manifest}; "
-             f"target python {report.python}"]
+    lines = [
+        f"preflight for {report.vendor} ({report.purpose}) from {report.manifest}; "
+        f"target python {report.python}"
+    ]
     for index, row in enumerate(rows):
         cells = [row[i].ljust(widths[i]) for i in range(len(widths))]
         lines.append("  ".join([*cells, row[-1]]).rstrip())

@@ -53,7 +53,13 @@ class HandBuild:
         """The commands in order, each with the directory it runs in (None: anywhere)."""
         c = self.component
         configure = (
-            "cmake", "-S", str(c.cmake_source), "-B", str(self.build_dir), "-G", "Ninja",
+            "cmake",
+            "-S",
+            str(c.cmake_source),
+            "-B",
+            str(self.build_dir),
+            "-G",
+            "Ninja",
             *(f"-D{k}={v}" for k, v in self.cache_variables().items()),
         )
         build = ("cmake", "--build", str(self.build_dir), "--parallel", str(self.jobs))
@@ -83,14 +89,19 @@ def presets(hand: HandBuild) -> dict[str, Any]:
         "cmakeMinimumRequired": {"major": 3, "minor": 21, "patch": 0},
         "configurePresets": [configure],
         "buildPresets": [{"name": hand.name, "configurePreset": hand.name, "jobs": hand.jobs}],
-        "vendor": {"infini-stack": {
-            "component": c.name, "vendor": c.vendor, "key": c.key,
-            "source": str(c.cmake_source),
-        }},
+        "vendor": {
+            "infini-stack": {
+                "component": c.name,
+                "vendor": c.vendor,
+                "key": c.key,
+                "source": str(c.cmake_source),
+            }
+        },
     }
     if hand.test_command():
-        data["testPresets"] = [{"name": hand.name, "configurePreset": hand.name,
-                                "output": {"outputOnFailure": True}}]
+        data["testPresets"] = [
+            {"name": hand.name, "configurePreset": hand.name, "output": {"outputOnFailure": True}}
+        ]
     return data
 
 

@@ -167,8 +167,10 @@ class Progress:
         if result.status == "built":
             self.say(result.name, f"built in {result.seconds:.1f}s")
         elif result.status == "failed":
-            self.say(result.name, "FAILED" + (f" (log: {_failed_log(result)})"
-                                              if _failed_log(result) else ""))
+            self.say(
+                result.name,
+                "FAILED" + (f" (log: {_failed_log(result)})" if _failed_log(result) else ""),
+            )
         elif result.status == "hit" and result.waited:
             self.say(result.name, f"built by another process (waited {result.waited:.1f}s)")
 
@@ -289,7 +291,8 @@ class LiveProgress(Progress):
 
 
 def progress_for(
-    kind: ProgressKind = "auto", stream: IO[str] | None = None,
+    kind: ProgressKind = "auto",
+    stream: IO[str] | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Progress:
     stream = stream if stream is not None else sys.stderr
@@ -302,7 +305,10 @@ def progress_for(
         else:
             kind = "plain"
     classes: dict[str, type[Progress]] = {
-        "plain": Progress, "live": LiveProgress, "github": GithubProgress, "quiet": QuietProgress,
+        "plain": Progress,
+        "live": LiveProgress,
+        "github": GithubProgress,
+        "quiet": QuietProgress,
     }
     return classes[kind](stream)
 

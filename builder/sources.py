@@ -27,6 +27,7 @@ SKIP_DIRS = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache"})
 
 # --- identities ---------------------------------------------------------------------------------
 
+
 def tree_digest(root: Path) -> str:
     """A hash of a directory's contents: relative paths, executable bits, bytes; links by target."""
     h = hashlib.sha256()
@@ -84,6 +85,7 @@ def gather(stack: Stack, vendor: str, names: tuple[str, ...] | None = None) -> I
 
 # --- mirrors ------------------------------------------------------------------------------------
 
+
 def parse_mirrors(specs: list[str] | tuple[str, ...]) -> dict[str, str]:
     """``URL=DIR`` pairs from the command line; DIR may also be a URL."""
     out: dict[str, str] = {}
@@ -101,7 +103,7 @@ def parse_mirrors(specs: list[str] | tuple[str, ...]) -> dict[str, str]:
 def rewrite(url: str, mirrors: Mapping[str, str]) -> str:
     """Apply the longest matching mirror prefix, as git's url.<base>.insteadOf does."""
     best = max((m for m in mirrors if url.startswith(m)), key=len, default=None)
-    return mirrors[best] + url[len(best):] if best is not None else url
+    return mirrors[best] + url[len(best) :] if best is not None else url
 
 
 def git_env(mirrors: Mapping[str, str]) -> dict[str, str]:
@@ -143,6 +145,7 @@ def resolve_submodule_url(url: str, parent_url: str) -> str:
 
 # --- fetching -----------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Fetcher:
     """Fetches pins into the shared bare cache and checks them out per build.
@@ -163,7 +166,8 @@ class Fetcher:
     def has_commit(self, repo: Path, rev: str) -> bool:
         result = proc.run(
             ["git", "--git-dir", str(repo), "cat-file", "-e", f"{rev}^{{commit}}"],
-            check=False, env=git_env(self.mirrors),
+            check=False,
+            env=git_env(self.mirrors),
         )
         return result.returncode == 0
 
@@ -192,12 +196,25 @@ class Fetcher:
                 tmp.rename(cache)
             if self.has_commit(cache, source.rev):
                 return cache
-            self._git(["--git-dir", str(cache), "fetch", "--quiet", "--tags", url,
-                       "+refs/heads/*:refs/heads/*"], f"git fetch of {where}")
+            self._git(
+                [
+                    "--git-dir",
+                    str(cache),
+                    "fetch",
+                    "--quiet",
+                    "--tags",
+                    url,
+                    "+refs/heads/*:refs/heads/*",
+                ],
+                f"git fetch of {where}",
+            )
             if not self.has_commit(cache, source.rev):
                 # Servers that allow it can serve an unadvertised commit by its SHA.
-                proc.run(["git", "--git-dir", str(cache), "fetch", "--quiet", url, source.rev],
-                         check=False, env=git_env(self.mirrors))
+                proc.run(
+                    ["git", "--git-dir", str(cache), "fetch", "--quiet", url, source.rev],
+                    check=False,
+                    env=git_env(self.mirrors),
+                )
         except CommandFailed as exc:
             raise SourceError(
                 f"cannot fetch {where}:\n{exc.tail}",
@@ -211,19 +228,34 @@ class Fetcher:
             )
         return cache
 
-    def submodules(self, cache: Path, source: GitSource,
-                   selection: frozenset[str] | None = None) -> list[Submodule]:
+    def submodules(
+        self, cache: Path, source: GitSource, selection: frozenset[str] | None = None
+    ) -> list[Submodule]:
         """The submodules recorded at ``source.rev`` (read from the bare cache, no checkout)."""
         rev = source.rev
-        listed = proc.run(["git", "--git-dir", str(cache), "cat-file", "-e", f"{rev}:.gitmodules"],
-                          check=False, env=git_env(self.mirrors))
+        listed = proc.run(
+            ["git", "--git-dir", str(cache), "cat-file", "-e", f"{rev}:.gitmodules"],
+            check=False,
+            env=git_env(self.mirrors),
+        )
         if listed.returncode != 0:
             return []
         what = f"submodules of {source.url} at {rev}"
         found_config = proc.run(
-            ["git", "--git-dir", str(cache), "config", "--blob", f"{rev}:.gitmodules",
-             "--get-regexp", r"^submodule\..*\.(path|url)$"],
-            what=what, check=False, env=git_env(self.mirrors))
+            [
+                "git",
+                "--git-dir",
+                str(cache),
+                "config",
+                "--blob",
+                f"{rev}:.gitmodules",
+                "--get-regexp",
+                r"^submodule\..*\.(path|url)$",
+            ],
+            what=what,
+            check=False,
+            env=git_env(self.mirrors),
+        )
         if found_config.returncode == 1:  # a .gitmodules that lists no submodule (CUTLASS)
             return []
         if found_config.returncode != 0:
@@ -252,9 +284,14 @@ class Fetcher:
             found.append(Submodule(name=name, path=path, url=url, rev=gitlinks[path]))
         return found
 
-    def ensure_submodules(self, owner: str, cache: Path, source: GitSource,
-                          selection: frozenset[str] | None = None,
-                          prefix: str = "") -> list[Submodule]:
+    def ensure_submodules(
+        self,
+        owner: str,
+        cache: Path,
+        source: GitSource,
+        selection: frozenset[str] | None = None,
+        prefix: str = "",
+    ) -> list[Submodule]:
         """Every selected submodule, recursively, fetched into the cache; nested ones carry
         their full path (``a/b``)."""
         out: list[Submodule] = []
@@ -262,7 +299,8 @@ class Fetcher:
             path = f"{prefix}{sub.path}"
             sub_source = GitSource(url=sub.url, rev=sub.rev)
             sub_cache = self.ensure_commit(
-                owner, sub_source, label=f"submodule {path} of component '{owner}'")
+                owner, sub_source, label=f"submodule {path} of component '{owner}'"
+            )
             out.append(Submodule(name=sub.name, path=path, url=sub.url, rev=sub.rev))
             out += self.ensure_submodules(owner, sub_cache, sub_source, None, f"{path}/")
         return out
@@ -294,8 +332,15 @@ class Fetcher:
                 shutil.rmtree(tmp, ignore_errors=True)
         return tree
 
-    def _checkout_submodules(self, owner: str, tree: Path, cache: Path, source: GitSource,
-                             selection: frozenset[str] | None, prefix: str) -> None:
+    def _checkout_submodules(
+        self,
+        owner: str,
+        tree: Path,
+        cache: Path,
+        source: GitSource,
+        selection: frozenset[str] | None,
+        prefix: str,
+    ) -> None:
         """Check out each submodule at its gitlink from the shared cache (mirrors and bundles
         apply to submodules as to components); the checkout keeps the public URLs."""
         for sub in self.submodules(cache, source, selection):
@@ -305,12 +350,14 @@ class Fetcher:
             what = f"checkout of {label} at {sub.rev}"
             key = f"submodule.{sub.name}.url"
             self._git(["-C", str(tree), "config", key, str(sub_cache)], what)
-            self._git(["-C", str(tree), "submodule", "update", "--init", "--quiet", "--",
-                       sub.path], what)
+            self._git(
+                ["-C", str(tree), "submodule", "update", "--init", "--quiet", "--", sub.path], what
+            )
             self._git(["-C", str(tree), "config", key, sub.url], what)
             self._git(["-C", str(tree / sub.path), "remote", "set-url", "origin", sub.url], what)
-            self._checkout_submodules(owner, tree / sub.path, sub_cache, sub_source, None,
-                                      f"{prefix}{sub.path}/")
+            self._checkout_submodules(
+                owner, tree / sub.path, sub_cache, sub_source, None, f"{prefix}{sub.path}/"
+            )
 
     def verify(self, name: str, tree: Path, rev: str) -> None:
         """HEAD must equal the pin, submodules their gitlinks, and nothing tracked may differ."""
@@ -322,8 +369,16 @@ class Fetcher:
                 hint=f"remove {tree} to check it out again",
             )
         status = self._git(
-            ["-C", str(tree), "status", "--porcelain", "--untracked-files=no",
-             "--ignore-submodules=none"], f"git status in {tree}")
+            [
+                "-C",
+                str(tree),
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--ignore-submodules=none",
+            ],
+            f"git status in {tree}",
+        )
         if status.strip():
             changed = ", ".join(line[3:] for line in status.splitlines()[:5])
             raise SourceError(
@@ -333,8 +388,13 @@ class Fetcher:
             )
 
 
-def prepare(plan_components: tuple[ComponentPlan, ...], layout: Layout,
-            mirrors: Mapping[str, str], *, offline: str | None = None) -> dict[str, Path]:
+def prepare(
+    plan_components: tuple[ComponentPlan, ...],
+    layout: Layout,
+    mirrors: Mapping[str, str],
+    *,
+    offline: str | None = None,
+) -> dict[str, Path]:
     """Make every git component's per-build source tree ready; path sources are used as they are.
 
     With ``offline`` (see :class:`Fetcher`) nothing is fetched from the network.

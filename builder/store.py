@@ -76,8 +76,7 @@ class Store:
         if not root.is_dir():
             return []
         return sorted(
-            p.name for p in root.iterdir()
-            if not p.name.startswith(".") and (p / RECORD).is_file()
+            p.name for p in root.iterdir() if not p.name.startswith(".") and (p / RECORD).is_file()
         )
 
     def leftovers(self) -> list[Path]:
@@ -90,8 +89,11 @@ class Store:
             return []
         out = [p for p in root.iterdir() if p.name.startswith(DOOMED)]
         # A directory without a record can only appear by hand; it is no entry either.
-        out += [p for p in root.iterdir()
-                if not p.name.startswith(".") and p.is_dir() and not (p / RECORD).is_file()]
+        out += [
+            p
+            for p in root.iterdir()
+            if not p.name.startswith(".") and p.is_dir() and not (p / RECORD).is_file()
+        ]
         incoming = self.layout.incoming()
         if incoming.is_dir():
             out += list(incoming.iterdir())
@@ -157,15 +159,14 @@ def disk_usage(path: Path) -> int:
 
 # --- locks --------------------------------------------------------------------------------------
 
+
 def lock_path(locks: Path, name: str) -> Path:
     digest = hashlib.sha256(name.encode()).hexdigest()[:24]
     return locks / f"{digest}.lock"
 
 
 @contextlib.contextmanager
-def file_lock(
-    path: Path, *, on_wait: Callable[[str], None] | None = None
-) -> Iterator[None]:
+def file_lock(path: Path, *, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
     """An exclusive advisory lock (flock), released by the kernel if the process dies.
 
     The holder writes its pid into the file so that a waiter can say whom it waits for.

@@ -81,9 +81,20 @@ def built_cpu_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("session-home")
     env = {**os.environ, "INFINI_STACK_HOME": str(home)}
     subprocess.run(
-        [sys.executable, "-m", "builder", "build", "--manifest", str(MINI / "stack.yaml"),
-         "--vendor", "cpu"],
-        check=True, env=env, cwd=ROOT, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "builder",
+            "build",
+            "--manifest",
+            str(MINI / "stack.yaml"),
+            "--vendor",
+            "cpu",
+        ],
+        check=True,
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
     )
     return home / "store"
 

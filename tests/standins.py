@@ -26,6 +26,7 @@ HAVE_GCC = shutil.which("gcc") is not None and shutil.which("g++") is not None
 
 # -- files -----------------------------------------------------------------------------------------
 
+
 def script(path: Path, body: str) -> Path:
     """An executable shell script."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -41,9 +42,16 @@ def header(path: Path, macros: Mapping[str, object], text: str = "") -> Path:
     return path
 
 
-def shared_library(directory: Path, stem: str, version: str, *, soname_major: str | None = None,
-                   link: bool = True, source: str = "int stub_symbol(void) { return 0; }\n",
-                   cxx: bool = False) -> Path:
+def shared_library(
+    directory: Path,
+    stem: str,
+    version: str,
+    *,
+    soname_major: str | None = None,
+    link: bool = True,
+    source: str = "int stub_symbol(void) { return 0; }\n",
+    cxx: bool = False,
+) -> Path:
     """``lib<stem>.so.<version>`` compiled with gcc, SONAME ``lib<stem>.so.<major>``, with the
     ``.so.<major>`` link and (unless ``link=False``) the unversioned link name."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -58,8 +66,9 @@ def shared_library(directory: Path, stem: str, version: str, *, soname_major: st
     return real
 
 
-def compile_library(output: Path, source: str, *, soname: str | None = None,
-                    cxx: bool = False) -> Path:
+def compile_library(
+    output: Path, source: str, *, soname: str | None = None, cxx: bool = False
+) -> Path:
     suffix = ".cpp" if cxx else ".c"
     src = output.parent / f".{output.name}{suffix}"
     src.write_text(source, encoding="utf-8")
@@ -85,18 +94,24 @@ def dist_info(site: Path, name: str, version: str, files: Iterable[str] = ()) ->
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "METADATA").write_text(
         f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\nA stand-in.\n",
-        encoding="utf-8")
-    record = [f"{f},," for f in files] + [f"{directory.name}/METADATA,,",
-                                          f"{directory.name}/RECORD,,"]
+        encoding="utf-8",
+    )
+    record = [f"{f},," for f in files] + [
+        f"{directory.name}/METADATA,,",
+        f"{directory.name}/RECORD,,",
+    ]
     (directory / "RECORD").write_text("\n".join(record) + "\n", encoding="utf-8")
     return directory
 
 
 # -- vendor trees ----------------------------------------------------------------------------------
 
+
 def mcc_script(root: Path, version: str) -> Path:
     """``bin/mcc`` printing clang's line, then ``mcc version X`` (as MUSA toolkits do)."""
-    return script(root / "bin" / "mcc", f"""
+    return script(
+        root / "bin" / "mcc",
+        f"""
 if [ "$1" = "--version" ]; then
   echo "clang version 14.0.0"
   echo "mcc version {version}"
@@ -106,11 +121,17 @@ if [ "$1" = "--version" ]; then
   exit 0
 fi
 exit 1
-""")
+""",
+    )
 
 
-def musa_tree(root: Path, version: str = "4.3.0", *, libraries: Sequence[str] = (
-        "musa", "musart", "mublas"), mccl: str | None = "2.18.3") -> Path:
+def musa_tree(
+    root: Path,
+    version: str = "4.3.0",
+    *,
+    libraries: Sequence[str] = ("musa", "musart", "mublas"),
+    mccl: str | None = "2.18.3",
+) -> Path:
     """A MUSA toolkit: bin/mcc, lib/lib<x>.so* with SONAMEs, include/ headers."""
     mcc_script(root, version)
     for stem in libraries:
@@ -120,15 +141,19 @@ def musa_tree(root: Path, version: str = "4.3.0", *, libraries: Sequence[str] = 
     if mccl is not None:
         major, minor, patch = mccl.split(".")
         shared_library(root / "lib", "mccl", mccl)
-        header(root / "include" / "mccl.h",
-               {"MCCL_MAJOR": major, "MCCL_MINOR": minor, "MCCL_PATCH": patch})
+        header(
+            root / "include" / "mccl.h",
+            {"MCCL_MAJOR": major, "MCCL_MINOR": minor, "MCCL_PATCH": patch},
+        )
     return root
 
 
 def nvcc_script(root: Path, release: str, archs: Sequence[int] = (75, 80, 86, 89, 90)) -> Path:
     """``bin/nvcc`` answering ``--version`` and ``--list-gpu-arch`` as NVIDIA's does."""
     listed = "\\n".join(f"compute_{a}" for a in archs)
-    return script(root / "bin" / "nvcc", f"""
+    return script(
+        root / "bin" / "nvcc",
+        f"""
 case "$1" in
   --version)
     echo "nvcc: NVIDIA (R) Cuda compiler driver"
@@ -138,17 +163,21 @@ case "$1" in
     printf "{listed}\\n"; exit 0;;
 esac
 exit 1
-""")
+""",
+    )
 
 
 def ppu_sdk_tree(sdk: Path, version: str | None = "2.1.0", cuda_release: str = "12.3") -> Path:
     """A PPU SDK: <sdk>/bin/ppu-llc (its version) and <sdk>/CUDA_SDK with a CUDA-like nvcc."""
     if version is not None:
-        script(sdk / "bin" / "ppu-llc", f"""
+        script(
+            sdk / "bin" / "ppu-llc",
+            f"""
 echo "PPU LLVM (https://www.t-head.cn)"
 echo "  ppu version: {version}"
 echo "  LLVM version 17.0.6"
-""")
+""",
+        )
     nvcc_script(sdk / "CUDA_SDK", cuda_release, archs=(80,))
     header(sdk / "CUDA_SDK" / "include" / "cuda_runtime_api.h", {"CUDART_VERSION": 12030})
     return sdk / "CUDA_SDK"
@@ -158,8 +187,10 @@ def nccl_wheel(site: Path, version: str = "2.21.5", dist: str = "nvidia-nccl-cu1
     """The nvidia-nccl-cu13 layout: nvidia/nccl/{include/nccl.h, lib/libnccl.so.2} only."""
     major, minor, patch = version.split(".")
     prefix = site / "nvidia" / "nccl"
-    header(prefix / "include" / "nccl.h",
-           {"NCCL_MAJOR": major, "NCCL_MINOR": minor, "NCCL_PATCH": patch, "NCCL_SUFFIX": '""'})
+    header(
+        prefix / "include" / "nccl.h",
+        {"NCCL_MAJOR": major, "NCCL_MINOR": minor, "NCCL_PATCH": patch, "NCCL_SUFFIX": '""'},
+    )
     shared_library(prefix / "lib", "nccl", major, link=False)
     dist_info(site, dist, version, ["nvidia/nccl/include/nccl.h", "nvidia/nccl/lib/libnccl.so.2"])
     return prefix
@@ -169,9 +200,10 @@ def cublas_wheel(site: Path, version: str = "13.1.0.3") -> Path:
     """The nvidia-cublas (CUDA 13) layout: nvidia/cu13/{include,lib/libcublas{,Lt}.so.13}."""
     major, minor, patch = version.split(".")[:3]
     prefix = site / "nvidia" / "cu13"
-    header(prefix / "include" / "cublas_api.h", {"CUBLAS_VER_MAJOR": major,
-                                                 "CUBLAS_VER_MINOR": minor,
-                                                 "CUBLAS_VER_PATCH": patch})
+    header(
+        prefix / "include" / "cublas_api.h",
+        {"CUBLAS_VER_MAJOR": major, "CUBLAS_VER_MINOR": minor, "CUBLAS_VER_PATCH": patch},
+    )
     header(prefix / "include" / "cublas_v2.h", {})
     header(prefix / "include" / "cublasLt.h", {})
     shared_library(prefix / "lib", "cublas", major, link=False)
@@ -182,19 +214,32 @@ def cublas_wheel(site: Path, version: str = "13.1.0.3") -> Path:
 
 # -- probe contexts --------------------------------------------------------------------------------
 
-def context(*, env: Mapping[str, str] | None = None, site: Sequence[Path] = (),
-            options: Mapping[str, Mapping[str, str]] | None = None, purpose: Purpose = "build",
-            constraints: Mapping[str, str] | None = None,
-            cuda_architectures: Sequence[str] = ()) -> ProbeContext:
+
+def context(
+    *,
+    env: Mapping[str, str] | None = None,
+    site: Sequence[Path] = (),
+    options: Mapping[str, Mapping[str, str]] | None = None,
+    purpose: Purpose = "build",
+    constraints: Mapping[str, str] | None = None,
+    cuda_architectures: Sequence[str] = (),
+) -> ProbeContext:
     """A ProbeContext over a controlled environment and import path (nothing of this host's
     site-packages unless given)."""
     components = {name: ComponentNeeds(options=opts) for name, opts in (options or {}).items()}
     return ProbeContext(
         env=dict(env or {"PATH": "/usr/bin:/bin"}),
-        python=PythonFacts(executable=sys.executable, version="3.11.7", include=None,
-                           site_dirs=tuple(site), scripts=None,
-                           dists=index_distributions(site)),
-        cxx="", selection=Selection(components=components),
+        python=PythonFacts(
+            executable=sys.executable,
+            version="3.11.7",
+            include=None,
+            site_dirs=tuple(site),
+            scripts=None,
+            dists=index_distributions(site),
+        ),
+        cxx="",
+        selection=Selection(components=components),
         purpose=purpose,
-        constraints=dict(constraints or {}), cuda_architectures=tuple(cuda_architectures),
+        constraints=dict(constraints or {}),
+        cuda_architectures=tuple(cuda_architectures),
     )

@@ -100,8 +100,11 @@ def make_wheel(
     record = [f"{p},{_digest(d)},{len(d)}" for p, d in contents.items()]
     if breakage.tamper_record:
         record = [
-            (line.replace("sha256=", "sha256=AAAA", 1)
-             if line.startswith(breakage.tamper_record + ",") else line)
+            (
+                line.replace("sha256=", "sha256=AAAA", 1)
+                if line.startswith(breakage.tamper_record + ",")
+                else line
+            )
             for line in record
         ]
     record.append(f"{dist_info}/RECORD,,")
@@ -194,31 +197,42 @@ def corpus(root: Path) -> Corpus:
     cc = Compiler(root / "build")
     out = root / "wheels"
     helper = cc.shared("libhelper.so", HELPER, soname="libhelper.so")
-    ext = cc.shared(f"_core{EXT}", EXTENSION.format(mod="_core"), links=[helper],
-                    runpath="$ORIGIN/lib")
+    ext = cc.shared(
+        f"_core{EXT}", EXTENSION.format(mod="_core"), links=[helper], runpath="$ORIGIN/lib"
+    )
     base = {"demo/__init__.py": b"", f"demo/_core{EXT}": ext, "demo/lib/libhelper.so": helper}
     w: dict[str, Path] = {}
     w["clean"] = make_wheel(out / "clean", base)
-    leaky = cc.shared(f"_core{EXT}", EXTENSION.format(mod="_core"), links=[helper],
-                      runpath=f"$ORIGIN/lib:{helper.parent}")
+    leaky = cc.shared(
+        f"_core{EXT}",
+        EXTENSION.format(mod="_core"),
+        links=[helper],
+        runpath=f"$ORIGIN/lib:{helper.parent}",
+    )
     w["build_dir_runpath"] = make_wheel(out / "leak", {**base, f"demo/_core{EXT}": leaky})
     fake_py = cc.shared("libpython3.11.so.1.0", FAKE_LIBPYTHON, soname="libpython3.11.so.1.0")
-    linked = cc.shared(f"_core{EXT}", EXTENSION.format(mod="_core"), links=[helper, fake_py],
-                       runpath="$ORIGIN/lib")
+    linked = cc.shared(
+        f"_core{EXT}", EXTENSION.format(mod="_core"), links=[helper, fake_py], runpath="$ORIGIN/lib"
+    )
     w["libpython_needed"] = make_wheel(out / "libpython", {**base, f"demo/_core{EXT}": linked})
     static = cc.shared(f"_static{EXT}", STATIC_PYTHON.format(mod="_static"))
-    w["static_python"] = make_wheel(out / "static", {"demo/__init__.py": b"",
-                                                      f"demo/_static{EXT}": static})
+    w["static_python"] = make_wheel(
+        out / "static", {"demo/__init__.py": b"", f"demo/_static{EXT}": static}
+    )
     wrong = cc.shared(f"_wrong{EXT}", WRONG_INIT)
-    w["no_pyinit"] = make_wheel(out / "noinit", {"demo/__init__.py": b"",
-                                                  f"demo/_wrong{EXT}": wrong})
-    w["missing_library"] = make_wheel(out / "missing", {"demo/__init__.py": b"",
-                                                        f"demo/_core{EXT}": ext})
-    old = cc.shared(f"_core{EXT}", EXTENSION_OLD_API.format(mod="_core"), links=[helper],
-                    runpath="$ORIGIN/lib")
+    w["no_pyinit"] = make_wheel(
+        out / "noinit", {"demo/__init__.py": b"", f"demo/_wrong{EXT}": wrong}
+    )
+    w["missing_library"] = make_wheel(
+        out / "missing", {"demo/__init__.py": b"", f"demo/_core{EXT}": ext}
+    )
+    old = cc.shared(
+        f"_core{EXT}", EXTENSION_OLD_API.format(mod="_core"), links=[helper], runpath="$ORIGIN/lib"
+    )
     helper2 = cc.shared("libhelper.so", HELPER_V2, soname="libhelper.so")
-    w["undefined_symbol"] = make_wheel(out / "undef", {**base, f"demo/_core{EXT}": old,
-                                                       "demo/lib/libhelper.so": helper2})
+    w["undefined_symbol"] = make_wheel(
+        out / "undef", {**base, f"demo/_core{EXT}": old, "demo/lib/libhelper.so": helper2}
+    )
     _distribution_wheels(cc, out, w)
     _archive_wheels(out, base, w)
     _tag_and_garbage_wheels(cc, out, base, w)
@@ -227,34 +241,52 @@ def corpus(root: Path) -> Corpus:
 
 def _distribution_wheels(cc: Compiler, out: Path, w: dict[str, Path]) -> None:
     cudart = cc.shared("libcudart.so.13", CUDART, soname="libcudart.so.13")
-    rt = cc.shared("libinfinirt.so", USES_CUDART, soname="libinfinirt.so", links=[cudart],
-                   runpath="$ORIGIN/../../nvidia/cu13/lib")
-    ext = cc.shared(f"_rt{EXT}", LONELY_EXTENSION.format(mod="_rt"), links=[rt],
-                    runpath="$ORIGIN/lib")
+    rt = cc.shared(
+        "libinfinirt.so",
+        USES_CUDART,
+        soname="libinfinirt.so",
+        links=[cudart],
+        runpath="$ORIGIN/../../nvidia/cu13/lib",
+    )
+    ext = cc.shared(
+        f"_rt{EXT}", LONELY_EXTENSION.format(mod="_rt"), links=[rt], runpath="$ORIGIN/lib"
+    )
     files = {"demo/__init__.py": b"", f"demo/_rt{EXT}": ext, "demo/lib/libinfinirt.so": rt}
     w["distribution_declared"] = make_wheel(
-        out / "dist-ok", files, version="1.0+cu130", requires=["nvidia-cuda-runtime>=13"])
+        out / "dist-ok", files, version="1.0+cu130", requires=["nvidia-cuda-runtime>=13"]
+    )
     w["distribution_undeclared"] = make_wheel(out / "dist-missing", files, version="1.0+cu130")
-    unreached = cc.shared("libinfinirt.so", USES_CUDART, soname="libinfinirt.so",
-                          links=[cudart], runpath="$ORIGIN")
+    unreached = cc.shared(
+        "libinfinirt.so", USES_CUDART, soname="libinfinirt.so", links=[cudart], runpath="$ORIGIN"
+    )
     w["distribution_unreached"] = make_wheel(
-        out / "dist-unreached", {**files, "demo/lib/libinfinirt.so": unreached},
-        version="1.0+cu130", requires=["nvidia-cuda-runtime"])
-    driver = cc.shared("libcuda.so.1", "int cuInit(unsigned f) { return (int)f; }\n",
-                       soname="libcuda.so.1")
-    uses_driver = cc.shared("libinfinirt.so", "extern int cuInit(unsigned);\n"
-                            "int rt_init(void) { return cuInit(0); }\n",
-                            soname="libinfinirt.so", links=[driver])
+        out / "dist-unreached",
+        {**files, "demo/lib/libinfinirt.so": unreached},
+        version="1.0+cu130",
+        requires=["nvidia-cuda-runtime"],
+    )
+    driver = cc.shared(
+        "libcuda.so.1", "int cuInit(unsigned f) { return (int)f; }\n", soname="libcuda.so.1"
+    )
+    uses_driver = cc.shared(
+        "libinfinirt.so",
+        "extern int cuInit(unsigned);\nint rt_init(void) { return cuInit(0); }\n",
+        soname="libinfinirt.so",
+        links=[driver],
+    )
     w["driver_external"] = make_wheel(
-        out / "driver", {**files, "demo/lib/libinfinirt.so": uses_driver}, version="1.0+cu130")
+        out / "driver", {**files, "demo/lib/libinfinirt.so": uses_driver}, version="1.0+cu130"
+    )
 
 
 def _archive_wheels(out: Path, base: Mapping[str, bytes | Path], w: dict[str, Path]) -> None:
-    w["tampered_record"] = make_wheel(out / "tampered", base,
-                                      breakage=Breakage(tamper_record="demo/lib/libhelper.so"))
+    w["tampered_record"] = make_wheel(
+        out / "tampered", base, breakage=Breakage(tamper_record="demo/lib/libhelper.so")
+    )
     w["dotdot_member"] = make_wheel(out / "dotdot", base, breakage=Breakage(dotdot=True))
-    w["duplicate_member"] = make_wheel(out / "dup", base,
-                                       breakage=Breakage(duplicate="demo/__init__.py"))
+    w["duplicate_member"] = make_wheel(
+        out / "dup", base, breakage=Breakage(duplicate="demo/__init__.py")
+    )
     w["symlink_member"] = make_wheel(out / "symlink", base, breakage=Breakage(symlink=True))
 
 
@@ -263,10 +295,13 @@ def _tag_and_garbage_wheels(
 ) -> None:
     new = cc.shared("libspawn.so", NEW_GLIBC, soname="libspawn.so", flags=["-pthread"])
     w["overclaimed_tag"] = make_wheel(
-        out / "overclaim", {**base, "demo/lib/libspawn.so": new},
-        tag=f"{TAG}-{TAG}-manylinux_2_17_x86_64")
+        out / "overclaim",
+        {**base, "demo/lib/libspawn.so": new},
+        tag=f"{TAG}-{TAG}-manylinux_2_17_x86_64",
+    )
     w["honest_manylinux"] = make_wheel(
-        out / "honest", base, tag=f"{TAG}-{TAG}-manylinux_2_17_x86_64")
+        out / "honest", base, tag=f"{TAG}-{TAG}-manylinux_2_17_x86_64"
+    )
     whole = Path(str(base["demo/lib/libhelper.so"])).read_bytes()
     w["truncated_elf"] = make_wheel(out / "trunc", {**base, "demo/lib/libbroken.so": whole[:200]})
     w["garbage_so"] = make_wheel(out / "garbage", {**base, "demo/lib/libtext.so": b"INPUT(x)\n"})

@@ -92,8 +92,14 @@ from wheels.policy import (
     wheel_platform,
 )
 
-__all__ = ["WheelAudit", "audit_wheel", "default_cache_dir", "infer_vendor", "render_text",
-           "to_json"]
+__all__ = [
+    "WheelAudit",
+    "audit_wheel",
+    "default_cache_dir",
+    "infer_vendor",
+    "render_text",
+    "to_json",
+]
 
 CACHE_VERSION = "infini-stack-audit-2"
 MAX_MEMBER = 4 << 30  # larger members are reported, not inflated
@@ -134,8 +140,9 @@ def audit_wheel(
     try:
         return _audit(Path(path), policy, cache_dir, workers or _cores(), findings, start)
     except Exception as exc:  # the safety net: a bug here must not become a traceback
-        findings.violation("internal", None, f"the audit stopped early: "
-                           f"{type(exc).__name__}: {exc}")
+        findings.violation(
+            "internal", None, f"the audit stopped early: {type(exc).__name__}: {exc}"
+        )
         return _empty(Path(path), policy, findings, start)
 
 
@@ -180,8 +187,9 @@ class _Findings:
 
 def _empty(path: Path, policy: VendorPolicy, findings: _Findings, start: float) -> WheelAudit:
     stats = AuditStats(0, 0, 0, 0, 0, 0, time.perf_counter() - start)
-    return WheelAudit(path, policy.name, None, None, (), None, None, (), (), (),
-                      tuple(findings.items), stats)
+    return WheelAudit(
+        path, policy.name, None, None, (), None, None, (), (), (), tuple(findings.items), stats
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -289,9 +297,7 @@ class _Digest:
         return base64.urlsafe_b64encode(self.hasher.digest()).rstrip(b"=").decode()
 
 
-def _inflate(
-    task: _Task, raw: bytes, path: Path, spare_core: bool
-) -> tuple[ByteSource, str]:
+def _inflate(task: _Task, raw: bytes, path: Path, spare_core: bool) -> tuple[ByteSource, str]:
     """The member's content and its RECORD-style digest; bounded by the stated size."""
     if task.flags & 1:
         raise _MemberError("encrypted member")
@@ -419,8 +425,16 @@ def _inflate_other(task: _Task, path: Path) -> bytes:
             info = zf.infolist()[task.index]
             with zf.open(info) as member:
                 data = member.read(task.file_size + 1)
-    except (zipfile.BadZipFile, NotImplementedError, OSError, EOFError, ValueError,
-            RuntimeError, IndexError, zlib.error) as exc:
+    except (
+        zipfile.BadZipFile,
+        NotImplementedError,
+        OSError,
+        EOFError,
+        ValueError,
+        RuntimeError,
+        IndexError,
+        zlib.error,
+    ) as exc:
         raise _MemberError(f"cannot read (compression method {task.method}): {exc}") from None
     return data
 
@@ -490,7 +504,9 @@ class _Cache:
 
 def _scan_to(scan: MemberScan) -> dict[str, object]:
     return {
-        "size": scan.size, "digest": scan.digest, "elf_error": scan.elf_error,
+        "size": scan.size,
+        "digest": scan.digest,
+        "elf_error": scan.elf_error,
         "not_elf_but_named": scan.not_elf_but_named,
         "elf": to_record(scan.elf) if scan.elf is not None else None,
     }
@@ -502,7 +518,11 @@ def _scan_from(task: _Task, row: Mapping[str, object]) -> MemberScan:
     if not isinstance(size, int) or not isinstance(digest, str):
         raise TypeError("bad cache row")
     return MemberScan(
-        task.index, task.name, size, digest, task.algo,
+        task.index,
+        task.name,
+        size,
+        digest,
+        task.algo,
         elf=from_record(elf) if isinstance(elf, dict) else None,
         elf_error=error if isinstance(error, str) else None,
         not_elf_but_named=bool(row["not_elf_but_named"]),
@@ -528,8 +548,9 @@ def _run_batch(
         hit = cache.get(key, batch)
         if hit is not None:
             return hit, True
-    scans = [_scan_member(task, raw, path, spare_core)
-             for task, raw in zip(batch, raws, strict=True)]
+    scans = [
+        _scan_member(task, raw, path, spare_core) for task, raw in zip(batch, raws, strict=True)
+    ]
     if key is not None and cache is not None and not any(s.read_error for s in scans):
         cache.put(key, scans)
     return scans, False
@@ -561,7 +582,10 @@ def _batches(tasks: Sequence[_Task]) -> list[list[_Task]]:
 
 
 def _scan(
-    path: Path, tasks: Sequence[_Task], cache: _Cache | None, workers: int,
+    path: Path,
+    tasks: Sequence[_Task],
+    cache: _Cache | None,
+    workers: int,
     meanwhile: Callable[[], None] = lambda: None,
     while_waiting: Callable[[], None] = lambda: None,
 ) -> tuple[list[MemberScan], int, int]:
@@ -582,8 +606,12 @@ def _scan(
 
 
 def _scan_parallel(
-    path: Path, batches: Sequence[Sequence[_Task]], cache: _Cache | None, workers: int,
-    meanwhile: Callable[[], None], while_waiting: Callable[[], None],
+    path: Path,
+    batches: Sequence[Sequence[_Task]],
+    cache: _Cache | None,
+    workers: int,
+    meanwhile: Callable[[], None],
+    while_waiting: Callable[[], None],
 ) -> list[tuple[list[MemberScan], bool]]:
     """Children take batches from the large end, one at a time; this process from the small end.
 
@@ -667,8 +695,18 @@ def _open(path: Path, f: _Findings) -> _Archive | None:
         return None
     try:
         zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError,
-            OverflowError, UnicodeDecodeError, NotImplementedError, IndexError, KeyError) as exc:
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        OSError,
+        ValueError,
+        EOFError,
+        OverflowError,
+        UnicodeDecodeError,
+        NotImplementedError,
+        IndexError,
+        KeyError,
+    ) as exc:
         f.violation("not-a-zip", None, f"not a readable zip archive: {exc}")
         return None
     return _Archive(path, zf, zf.infolist())
@@ -720,11 +758,15 @@ def _read_metadata(archive: _Archive, f: _Findings) -> None:
     matching = [d for d in dist_infos if name and version and _names(d, name, version)]
     archive.dist_info = (matching or dist_infos)[0]
     if name and version and not matching:
-        f.violation("dist-info-name", archive.dist_info,
-                    f"the .dist-info directory should be {_escape(name)}-{version}.dist-info")
+        f.violation(
+            "dist-info-name",
+            archive.dist_info,
+            f"the .dist-info directory should be {_escape(name)}-{version}.dist-info",
+        )
     if len(dist_infos) > 1:
-        f.violation("dist-info-name", None, "several .dist-info directories: "
-                    + ", ".join(dist_infos))
+        f.violation(
+            "dist-info-name", None, "several .dist-info directories: " + ", ".join(dist_infos)
+        )
     archive.data_dir = archive.dist_info[: -len(".dist-info")] + ".data"
     zf = archive.zf
     _read_wheel_file(archive, _small(zf, f"{archive.dist_info}/WHEEL", f), f)
@@ -756,8 +798,15 @@ def _small(zf: zipfile.ZipFile, member: str, f: _Findings) -> str | None:
         return None
     try:
         return zf.read(info).decode("utf-8")
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError,
-            zlib.error, RuntimeError) as exc:
+    except (
+        zipfile.BadZipFile,
+        OSError,
+        ValueError,
+        EOFError,
+        NotImplementedError,
+        zlib.error,
+        RuntimeError,
+    ) as exc:
         f.violation("unreadable-metadata", member, f"cannot read: {exc}")
         return None
 
@@ -768,8 +817,9 @@ def _read_wheel_file(archive: _Archive, text: str | None, f: _Findings) -> None:
     msg = Parser().parsestr(text)
     member = f"{archive.dist_info}/WHEEL"
     if not (msg.get("Wheel-Version") or "").startswith("1."):
-        f.violation("wheel-version", member, f"Wheel-Version {msg.get('Wheel-Version')!r}, "
-                    "expected 1.x")
+        f.violation(
+            "wheel-version", member, f"Wheel-Version {msg.get('Wheel-Version')!r}, expected 1.x"
+        )
     archive.root_is_purelib = (msg.get("Root-Is-Purelib") or "").strip().lower() == "true"
     platforms = []
     for tag in msg.get_all("Tag") or []:
@@ -780,8 +830,13 @@ def _read_wheel_file(archive: _Archive, text: str | None, f: _Findings) -> None:
         platforms.append(pieces[2])
     archive.wheel_tags = tuple(sorted(set(platforms)))
     if archive.file_tags and set(archive.wheel_tags) != set(archive.file_tags):
-        f.violation("wheel-tag", member, "Tag lines ({}) disagree with the file name ({})".format(
-            ", ".join(archive.wheel_tags) or "none", ", ".join(archive.file_tags)))
+        f.violation(
+            "wheel-tag",
+            member,
+            "Tag lines ({}) disagree with the file name ({})".format(
+                ", ".join(archive.wheel_tags) or "none", ", ".join(archive.file_tags)
+            ),
+        )
 
 
 def _read_metadata_file(archive: _Archive, text: str | None, f: _Findings) -> None:
@@ -830,9 +885,17 @@ def _rehash(archive: _Archive, path: Path, scans: list[MemberScan]) -> list[Memb
             out.append(scan)
             continue
         info = archive.infos[scan.index]
-        task = _Task(scan.index, info.filename, _raw_name(info), info.header_offset,
-                     info.compress_size, info.file_size, info.compress_type, info.flag_bits,
-                     algo)
+        task = _Task(
+            scan.index,
+            info.filename,
+            _raw_name(info),
+            info.header_offset,
+            info.compress_size,
+            info.file_size,
+            info.compress_type,
+            info.flag_bits,
+            algo,
+        )
         with path.open("rb") as fh:
             try:
                 _, digest = _inflate(task, _read_raw(fh.fileno(), task), path, False)
@@ -866,13 +929,17 @@ def _check_record(archive: _Archive, scans: Sequence[MemberScan], f: _Findings) 
         if not digest:
             f.violation("record", scan.name, "RECORD gives no hash")
         elif algo not in HASHES:
-            f.violation("record", scan.name, f"RECORD uses hash {algo!r}; sha256 or stronger "
-                        "is required")
+            f.violation(
+                "record", scan.name, f"RECORD uses hash {algo!r}; sha256 or stronger is required"
+            )
         elif scan.digest is not None and value != scan.digest:
             f.violation("record-hash", scan.name, f"content does not match its RECORD {algo}")
         if scan.size is not None and size != str(scan.size):
-            f.violation("record-size", scan.name, f"RECORD says {size or 'no'} bytes, the "
-                        f"member has {scan.size}")
+            f.violation(
+                "record-size",
+                scan.name,
+                f"RECORD says {size or 'no'} bytes, the member has {scan.size}",
+            )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -944,8 +1011,10 @@ def _runpath_dir(entry: str, origin: str | None) -> tuple[str | None, str | None
             return expanded[len(_SITE) + 1 :], None
         return None, f"'{entry}' leads out of site-packages"
     if entry.startswith("/"):
-        return None, f"'{entry}' is an absolute path outside the wheel (a build or toolkit " \
-                     "directory?)"
+        return (
+            None,
+            f"'{entry}' is an absolute path outside the wheel (a build or toolkit directory?)",
+        )
     return None, f"'{entry}' is relative to the current directory"
 
 
@@ -1007,11 +1076,14 @@ def _resolve_one(
     """Where one DT_NEEDED entry goes from ``dirs``, in the order the audit requires."""
     if LIBPYTHON_RE.match(soname) or soname.startswith("libpython"):
         return Need(soname, "libpython", None), _Problem(
-            "libpython", f"DT_NEEDED {soname}: extensions must take Python's symbols from the "
-            "running interpreter, not link libpython")
+            "libpython",
+            f"DT_NEEDED {soname}: extensions must take Python's symbols from the "
+            "running interpreter, not link libpython",
+        )
     if "/" in soname:
-        return Need(soname, "missing", None), _Problem("needed-path",
-                                                      f"DT_NEEDED {soname!r} is a path")
+        return Need(soname, "missing", None), _Problem(
+            "needed-path", f"DT_NEEDED {soname!r} is a path"
+        )
     for d in dirs:
         found = ctx.installed.get(posixpath.join(d, soname) if d else soname)
         lib = ctx.elfs.get(found) if found else None
@@ -1025,12 +1097,17 @@ def _resolve_one(
     if ctx.policy.is_external(soname):
         return Need(soname, "external", _host_path(ctx, soname, info)), None
     elsewhere = sorted(m for m in ctx.elfs if posixpath.basename(m) == soname)
-    hint = (f"; the wheel has {', '.join(elsewhere)} but no RUNPATH/RPATH entry reaches it"
-            if elsewhere else "")
+    hint = (
+        f"; the wheel has {', '.join(elsewhere)} but no RUNPATH/RPATH entry reaches it"
+        if elsewhere
+        else ""
+    )
     return Need(soname, "missing", None), _Problem(
-        "unresolved", f"needs {soname}: not in the wheel, not supplied by a declared "
+        "unresolved",
+        f"needs {soname}: not in the wheel, not supplied by a declared "
         "distribution, not a manylinux system library and not expected from the "
-        f"{ctx.policy.name} vendor's machine{hint}")
+        f"{ctx.policy.name} vendor's machine{hint}",
+    )
 
 
 def _from_distribution(
@@ -1038,12 +1115,16 @@ def _from_distribution(
 ) -> _Resolved:
     if where not in dirs:
         return Need(soname, "missing", None), _Problem(
-            "unresolved", f"needs {soname}, which {dist} installs in {where}, but no "
-            "RUNPATH/RPATH entry reaches that directory")
+            "unresolved",
+            f"needs {soname}, which {dist} installs in {where}, but no "
+            "RUNPATH/RPATH entry reaches that directory",
+        )
     need = Need(soname, "distribution", f"{dist}: {where}/{soname}")
     if not _requires_covers(ctx, dist, ctx.arch):
-        return need, _Problem("requires-dist", f"needs {soname} from {dist} ({where}), but "
-                              f"{dist} is not in Requires-Dist")
+        return need, _Problem(
+            "requires-dist",
+            f"needs {soname} from {dist} ({where}), but {dist} is not in Requires-Dist",
+        )
     return need, None
 
 
@@ -1091,8 +1172,11 @@ _RANK = {"wheel": 0, "distribution": 1, "system": 2, "external": 3, "libpython":
 
 def _resolve_all(ctx: _Elves, f: _Findings) -> None:
     """Load every root; each ELF's needs as resolved in the contexts it is loaded in."""
-    roots = [m for m in sorted(ctx.elfs) if m in ctx.extensions
-             or _elf_kind(ctx, m, ctx.elfs[m]) == "executable"]
+    roots = [
+        m
+        for m in sorted(ctx.elfs)
+        if m in ctx.extensions or _elf_kind(ctx, m, ctx.elfs[m]) == "executable"
+    ]
     seen: set[str] = set()
     results: dict[tuple[str, str], dict[str, _Resolved]] = {}
     for root in [*roots, *sorted(ctx.elfs)]:
@@ -1105,8 +1189,11 @@ def _resolve_all(ctx: _Elves, f: _Findings) -> None:
             results.setdefault(key, {})[root] = value
     for member, info in ctx.elfs.items():
         ctx.needs[member] = tuple(
-            min((n for n, _ in results.get((member, s), {}).values()),
-                key=lambda n: _RANK[n.kind], default=Need(s, "missing", None))
+            min(
+                (n for n, _ in results.get((member, s), {}).values()),
+                key=lambda n: _RANK[n.kind],
+                default=Need(s, "missing", None),
+            )
             for s in info.needed
         )
     for (member, _soname), by_root in sorted(results.items()):
@@ -1182,8 +1269,9 @@ def _scopes_by_member(ctx: _Elves) -> dict[str, _Scope]:
             scope = out.setdefault(member, _Scope([], []))
             known = {id(p) for p in scope.providers}
             scope.providers += [p for p in group_scopes[root].providers if id(p) not in known]
-            scope.unverifiable += [u for u in group_scopes[root].unverifiable
-                                   if u not in scope.unverifiable]
+            scope.unverifiable += [
+                u for u in group_scopes[root].unverifiable if u not in scope.unverifiable
+            ]
     return out
 
 
@@ -1224,35 +1312,59 @@ def _check_symbols(
         else:
             missing.append(f"{name}@{version}" if version else name)
     if missing:
-        f.violation("undefined-symbol", member, f"{plural(len(missing), 'undefined symbol')} "
-                    f"defined by none of the libraries loaded with it: {shorten(missing)}")
+        f.violation(
+            "undefined-symbol",
+            member,
+            f"{plural(len(missing), 'undefined symbol')} "
+            f"defined by none of the libraries loaded with it: {shorten(missing)}",
+        )
     if unverified:
         readable = ", ".join(sorted(set(scope.unverifiable)))
-        f.warning("unverified-symbols", member,
-                  f"{plural(len(unverified), 'undefined symbol')} not checked ({readable} not "
-                  f"readable on this host): {shorten(unverified)}")
+        f.warning(
+            "unverified-symbols",
+            member,
+            f"{plural(len(unverified), 'undefined symbol')} not checked ({readable} not "
+            f"readable on this host): {shorten(unverified)}",
+        )
     return SymbolCheck(
-        len(info.undefined), bound, python, tuple(unverified[:LISTED_SYMBOLS]),
-        tuple(sorted(set(scope.unverifiable))), tuple(missing[:LISTED_SYMBOLS]),
+        len(info.undefined),
+        bound,
+        python,
+        tuple(unverified[:LISTED_SYMBOLS]),
+        tuple(sorted(set(scope.unverifiable))),
+        tuple(missing[:LISTED_SYMBOLS]),
     )
 
 
 def _check_python(ctx: _Elves, member: str, info: ElfInfo, f: _Findings) -> None:
-    defined = sorted({s for s in info.exported_like(_PY_EXPORT)
-                      if is_python_api(s) and not s.startswith("PyInit_")})
+    defined = sorted(
+        {
+            s
+            for s in info.exported_like(_PY_EXPORT)
+            if is_python_api(s) and not s.startswith("PyInit_")
+        }
+    )
     core = [s for s in defined if s in PYTHON_CORE]
     if core or len(defined) >= STATIC_PYTHON_MIN:
         named = shorten([*core, *(d for d in defined if d not in core)], 4)
-        f.violation("static-libpython", member,
-                    f"defines {plural(len(defined), 'Python C-API symbol')} ({named}): a "
-                    "statically linked interpreter")
+        f.violation(
+            "static-libpython",
+            member,
+            f"defines {plural(len(defined), 'Python C-API symbol')} ({named}): a "
+            "statically linked interpreter",
+        )
     elif defined:
-        f.warning("python-api-symbols", member, f"exports {shorten(defined, 4)}, named like "
-                  "the interpreter's own C API: the two can interpose each other")
+        f.warning(
+            "python-api-symbols",
+            member,
+            f"exports {shorten(defined, 4)}, named like "
+            "the interpreter's own C API: the two can interpose each other",
+        )
     module = ctx.extensions.get(member)
     if module and f"PyInit_{module}" not in info.entry_points:
-        f.violation("no-pyinit", member, f"extension module {module!r} does not export "
-                    f"PyInit_{module}")
+        f.violation(
+            "no-pyinit", member, f"extension module {module!r} does not export PyInit_{module}"
+        )
 
 
 def _check_elfs(ctx: _Elves, archive: _Archive, f: _Findings) -> list[ElfReport]:
@@ -1262,13 +1374,20 @@ def _check_elfs(ctx: _Elves, archive: _Archive, f: _Findings) -> list[ElfReport]
         elif info.arch is None:
             f.warning("arch", member, info.arch_error or "unknown architecture")
         if ctx.install_of.get(member) is None:
-            f.warning("outside-site-packages", member, "installs outside site-packages, so "
-                      "its $ORIGIN-relative RUNPATH cannot be checked")
+            f.warning(
+                "outside-site-packages",
+                member,
+                "installs outside site-packages, so its $ORIGIN-relative RUNPATH cannot be checked",
+            )
         if archive.data_dir and member.startswith(f"{archive.data_dir}/purelib/"):
             f.violation("purelib", member, "shared library in the purelib scheme")
         elif archive.root_is_purelib:
-            f.warning("purelib", member, "shared library in a Root-Is-Purelib wheel: it "
-                      "installs with the pure-Python files, wherever they go")
+            f.warning(
+                "purelib",
+                member,
+                "shared library in a Root-Is-Purelib wheel: it "
+                "installs with the pure-Python files, wherever they go",
+            )
         _check_runpaths(ctx, member, info, f)
     _resolve_all(ctx, f)
     in_python = {m for root in ctx.extensions for m in ctx.groups[root].members}
@@ -1283,14 +1402,24 @@ def _check_elfs(ctx: _Elves, archive: _Archive, f: _Findings) -> list[ElfReport]
 
 def _report(ctx: _Elves, member: str, info: ElfInfo, symbols: SymbolCheck) -> ElfReport:
     return ElfReport(
-        member=member, kind=_elf_kind(ctx, member, info), arch=info.arch, soname=info.soname,
-        needed=info.needed, rpath=info.rpath, runpath=info.runpath,
+        member=member,
+        kind=_elf_kind(ctx, member, info),
+        arch=info.arch,
+        soname=info.soname,
+        needed=info.needed,
+        rpath=info.rpath,
+        runpath=info.runpath,
         version_needs={n.file: n.versions for n in info.version_needs},
-        version_defs=info.version_defs, exports=info.export_count, needs=ctx.needs[member],
-        symbols=symbols, isa=info.isa_ext, defined_names=info.export_names,
-        undefined_names=tuple(f"{n}@{v}" if v else n
-                              for n, v in zip(info.undefined, info.undefined_versions,
-                                              strict=True)),
+        version_defs=info.version_defs,
+        exports=info.export_count,
+        needs=ctx.needs[member],
+        symbols=symbols,
+        isa=info.isa_ext,
+        defined_names=info.export_names,
+        undefined_names=tuple(
+            f"{n}@{v}" if v else n
+            for n, v in zip(info.undefined, info.undefined_versions, strict=True)
+        ),
     )
 
 
@@ -1299,8 +1428,12 @@ def _report(ctx: _Elves, member: str, info: ElfInfo, symbols: SymbolCheck) -> El
 
 
 def _site_dirs() -> tuple[Path, ...]:
-    candidates = [*site.getsitepackages(), site.getusersitepackages(),
-                  sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
+    candidates = [
+        *site.getsitepackages(),
+        site.getusersitepackages(),
+        sysconfig.get_paths()["purelib"],
+        sysconfig.get_paths()["platlib"],
+    ]
     return tuple(dict.fromkeys(Path(c) for c in candidates if Path(c).is_dir()))
 
 
@@ -1319,8 +1452,11 @@ def _scan_findings(scans: Sequence[MemberScan], f: _Findings) -> None:
         if scan.read_error:
             f.violation("unreadable-member", scan.name, scan.read_error)
         elif scan.elf_error:
-            f.violation("bad-elf", scan.name, f"starts like an ELF file but cannot be read: "
-                        f"{scan.elf_error}")
+            f.violation(
+                "bad-elf",
+                scan.name,
+                f"starts like an ELF file but cannot be read: {scan.elf_error}",
+            )
         elif scan.not_elf_but_named:
             f.warning("not-elf", scan.name, "named like a shared library but is not an ELF file")
 
@@ -1337,11 +1473,18 @@ def _check_tags(archive: _Archive, verdict: TagVerdict, has_elf: bool, f: _Findi
         allowed = verdict.allows(tag)
         if allowed is False:
             why = "; ".join(verdict.reasons) or "its ELF files"
-            f.violation("platform-tag", None, f"declares {tag}, but its ELF files allow at most "
-                        f"{verdict.tag}: {why}")
+            f.violation(
+                "platform-tag",
+                None,
+                f"declares {tag}, but its ELF files allow at most {verdict.tag}: {why}",
+            )
         elif allowed is None:
-            f.violation("platform-tag", None, f"declares {tag}, which does not fit its ELF files "
-                        f"({verdict.libc or 'unknown libc'}, {verdict.arch or 'unknown arch'})")
+            f.violation(
+                "platform-tag",
+                None,
+                f"declares {tag}, which does not fit its ELF files "
+                f"({verdict.libc or 'unknown libc'}, {verdict.arch or 'unknown arch'})",
+            )
     if has_elf and verdict.error:
         f.warning("platform-tag", None, f"no platform verdict: {verdict.error}")
 
@@ -1354,7 +1497,11 @@ def _requirements(archive: _Archive) -> dict[str, list[Requirement]]:
 
 
 def _audit(
-    path: Path, policy: VendorPolicy, cache_dir: Path | None, workers: int, f: _Findings,
+    path: Path,
+    policy: VendorPolicy,
+    cache_dir: Path | None,
+    workers: int,
+    f: _Findings,
     start: float,
 ) -> WheelAudit:
     archive = _open(path, f)
@@ -1365,14 +1512,28 @@ def _audit(
 
 
 def _audit_archive(
-    archive: _Archive, policy: VendorPolicy, cache_dir: Path | None, workers: int,
-    f: _Findings, start: float,
+    archive: _Archive,
+    policy: VendorPolicy,
+    cache_dir: Path | None,
+    workers: int,
+    f: _Findings,
+    start: float,
 ) -> WheelAudit:
     path = archive.path
     tasks = [
-        _Task(i, info.filename, _raw_name(info), info.header_offset, info.compress_size,
-              info.file_size, info.compress_type, info.flag_bits, "sha256")
-        for i, info in enumerate(archive.infos) if _is_member_file(info)
+        _Task(
+            i,
+            info.filename,
+            _raw_name(info),
+            info.header_offset,
+            info.compress_size,
+            info.file_size,
+            info.compress_type,
+            info.flag_bits,
+            "sha256",
+        )
+        for i, info in enumerate(archive.infos)
+        if _is_member_file(info)
     ]
     cache = _Cache(cache_dir) if cache_dir is not None else None
     host = HostLibraries(host_library_dirs())
@@ -1381,8 +1542,9 @@ def _audit_archive(
         _check_names(archive, f)
         _read_metadata(archive, f)
 
-    scans, hits, batches = _scan(path, tasks, cache, workers, meanwhile,
-                                 lambda: _prepare(archive, host))
+    scans, hits, batches = _scan(
+        path, tasks, cache, workers, meanwhile, lambda: _prepare(archive, host)
+    )
     scans = _rehash(archive, path, scans)
     _scan_findings(scans, f)
     _check_record(archive, scans, f)
@@ -1394,18 +1556,27 @@ def _audit_archive(
     reports = _check_elfs(ctx, archive, f)
     _check_tags(archive, verdicts[1], bool(elfs), f)
     stats = AuditStats(
-        members=len(archive.infos), elf_members=len(elfs),
+        members=len(archive.infos),
+        elf_members=len(elfs),
         compressed_bytes=sum(t.compress_size for t in tasks),
-        uncompressed_bytes=sum(t.file_size for t in tasks), cached_batches=hits,
-        batches=batches, seconds=time.perf_counter() - start,
+        uncompressed_bytes=sum(t.file_size for t in tasks),
+        cached_batches=hits,
+        batches=batches,
+        seconds=time.perf_counter() - start,
     )
     return WheelAudit(
-        path=path, vendor=policy.name, distribution=archive.distribution,
+        path=path,
+        vendor=policy.name,
+        distribution=archive.distribution,
         version=str(archive.version) if archive.version else None,
         declared=tuple(sorted(set(archive.file_tags) | set(archive.wheel_tags))),
-        tag=verdicts[1].tag, auditwheel_tag=verdicts[0].tag, tag_reasons=verdicts[1].reasons,
-        requires=tuple(str(r) for r in archive.requires), elfs=tuple(reports),
-        findings=tuple(_ordered(f.items)), stats=stats,
+        tag=verdicts[1].tag,
+        auditwheel_tag=verdicts[0].tag,
+        tag_reasons=verdicts[1].reasons,
+        requires=tuple(str(r) for r in archive.requires),
+        elfs=tuple(reports),
+        findings=tuple(_ordered(f.items)),
+        stats=stats,
     )
 
 
@@ -1414,8 +1585,17 @@ def _prepare(archive: _Archive, host: HostLibraries) -> None:
     arch, _, _ = wheel_platform(archive.path.name)
     if arch is not None:
         _whitelist(arch)
-    host.prefetch(("libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1",
-                   "libpthread.so.0", "libdl.so.2", "librt.so.1"))
+    host.prefetch(
+        (
+            "libc.so.6",
+            "libm.so.6",
+            "libstdc++.so.6",
+            "libgcc_s.so.1",
+            "libpthread.so.0",
+            "libdl.so.2",
+            "librt.so.1",
+        )
+    )
 
 
 def _raw_name(info: zipfile.ZipInfo) -> bytes:
@@ -1428,16 +1608,26 @@ def _first_arch(elfs: Iterable[ElfInfo]) -> str | None:
 
 
 def _context(
-    archive: _Archive, policy: VendorPolicy, elfs: dict[str, ElfInfo], arch: str | None,
+    archive: _Archive,
+    policy: VendorPolicy,
+    elfs: dict[str, ElfInfo],
+    arch: str | None,
     host: HostLibraries,
 ) -> _Elves:
-    install_of = {i.filename: _install_path(archive, i.filename) for i in archive.infos
-                  if _is_member_file(i)}
+    install_of = {
+        i.filename: _install_path(archive, i.filename) for i in archive.infos if _is_member_file(i)
+    }
     installed = {p: m for m, p in install_of.items() if p is not None}
     ctx = _Elves(
-        policy=policy, elfs=elfs, install_of=install_of, installed=installed,
-        requires=_requirements(archive), whitelist=_whitelist(arch),
-        host=host, site_dirs=_site_dirs(), arch=arch,
+        policy=policy,
+        elfs=elfs,
+        install_of=install_of,
+        installed=installed,
+        requires=_requirements(archive),
+        whitelist=_whitelist(arch),
+        host=host,
+        site_dirs=_site_dirs(),
+        arch=arch,
     )
     for member in elfs:
         module = _extension_module(install_of.get(member), installed)
@@ -1447,7 +1637,9 @@ def _context(
 
 
 def _verdicts(
-    archive: _Archive, scans: Mapping[str, MemberScan], policy: VendorPolicy,
+    archive: _Archive,
+    scans: Mapping[str, MemberScan],
+    policy: VendorPolicy,
     host: HostLibraries,
 ) -> tuple[TagVerdict, TagVerdict]:
     """auditwheel's own verdict, and the one with the vendor's outside libraries excluded."""

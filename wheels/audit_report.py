@@ -161,8 +161,10 @@ def _elf_text(elf: ElfReport) -> list[str]:
     summary = f"      symbols: {sym.undefined} undefined, {sym.bound} bound"
     summary += f", {sym.python} from the interpreter" if sym.python else ""
     if sym.unverified:
-        summary += (f", {len(sym.unverified)} unverified (not readable here: "
-                    f"{', '.join(sym.unverifiable_from) or 'unknown'})")
+        summary += (
+            f", {len(sym.unverified)} unverified (not readable here: "
+            f"{', '.join(sym.unverifiable_from) or 'unknown'})"
+        )
     summary += f", {len(sym.missing)} MISSING" if sym.missing else ""
     lines.append(summary)
     return lines
@@ -210,9 +212,14 @@ def _finding_json(f: Finding) -> dict[str, Any]:
 def _elf_json(elf: ElfReport, symbols: bool) -> dict[str, Any]:
     sym = elf.symbols
     names = (
-        {"symbol_names": {"defined": sorted(set(elf.defined_names.split("\0")) - {""}),
-                          "undefined": list(elf.undefined_names)}}
-        if symbols else {}
+        {
+            "symbol_names": {
+                "defined": sorted(set(elf.defined_names.split("\0")) - {""}),
+                "undefined": list(elf.undefined_names),
+            }
+        }
+        if symbols
+        else {}
     )
     return names | {
         "member": elf.member,

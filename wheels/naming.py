@@ -49,8 +49,9 @@ def platform_tag() -> str:
     return sysconfig.get_platform().replace("-", "_").replace(".", "_")
 
 
-def wheel_name(distribution: str, version: str, local: str, *, platform: str | None = None
-               ) -> WheelName:
+def wheel_name(
+    distribution: str, version: str, local: str, *, platform: str | None = None
+) -> WheelName:
     python_tag, abi_tag = interpreter_tags()
     return WheelName(
         distribution=distribution,

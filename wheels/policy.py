@@ -76,8 +76,10 @@ def _policies() -> dict[str, VendorPolicy]:
     except json.JSONDecodeError as exc:
         raise StackError(f"wheels/policy/vendors.json: line {exc.lineno}: {exc.msg}") from None
     problems: list[str] = []
-    policies = {v: _vendor_from(v, data.get(v) if isinstance(data, dict) else None, problems)
-                for v in VENDORS}
+    policies = {
+        v: _vendor_from(v, data.get(v) if isinstance(data, dict) else None, problems)
+        for v in VENDORS
+    }
     if isinstance(data, dict):
         problems += [f"{k}: not a known vendor" for k in data if k not in VENDORS]
     if problems:
@@ -132,29 +134,134 @@ def vendor_from_local_version(local: str | None) -> str:
 # (Pillow) or ``PyArray_*`` (NumPy) is not the interpreter and must not be mistaken for it.
 PYTHON_API_FAMILIES = frozenset(
     {
-        "AST", "Arg", "AsyncGen", "BaseObject", "Bool", "Buffer", "ByteArray", "Bytes", "CFunction",
-        "CMethod", "CallIter", "Callable", "Capsule", "Cell", "ClassMethod", "Code", "Codec",
-        "Compile", "Complex", "Config", "Context", "ContextToken", "ContextVar", "Coro", "Descr",
-        "Dict", "DictProxy", "Ellipsis", "Enum", "Err", "Eval", "Exc", "Exception", "File",
-        "Filter", "Float", "Frame", "FrozenSet", "Function", "GC", "GILState", "Gen", "Hash",
-        "Import", "InstanceMethod", "Interpreter", "InterpreterState", "Iter", "List", "Long",
-        "Map", "Mapping", "Marshal", "Mem", "MemoryView", "Method", "Module", "ModuleDef", "Mutex",
-        "Node", "Number", "OS", "Object", "Parser", "PickleBuffer", "PreConfig", "Property",
-        "Range", "Reversed", "Run", "Seq", "SeqIter", "Sequence", "Set", "Slice", "State",
-        "StaticMethod", "Status", "StructSequence", "Super", "Sys", "Thread", "ThreadState", "Time",
-        "TraceBack", "TraceMalloc", "Tuple", "Type", "Unicode", "UnicodeDecodeError",
-        "UnicodeEncodeError", "UnicodeTranslateError", "Unstable", "Vectorcall", "WeakRef",
-        "Weakref", "WideStringList", "Wrapper", "Zip"
+        "AST",
+        "Arg",
+        "AsyncGen",
+        "BaseObject",
+        "Bool",
+        "Buffer",
+        "ByteArray",
+        "Bytes",
+        "CFunction",
+        "CMethod",
+        "CallIter",
+        "Callable",
+        "Capsule",
+        "Cell",
+        "ClassMethod",
+        "Code",
+        "Codec",
+        "Compile",
+        "Complex",
+        "Config",
+        "Context",
+        "ContextToken",
+        "ContextVar",
+        "Coro",
+        "Descr",
+        "Dict",
+        "DictProxy",
+        "Ellipsis",
+        "Enum",
+        "Err",
+        "Eval",
+        "Exc",
+        "Exception",
+        "File",
+        "Filter",
+        "Float",
+        "Frame",
+        "FrozenSet",
+        "Function",
+        "GC",
+        "GILState",
+        "Gen",
+        "Hash",
+        "Import",
+        "InstanceMethod",
+        "Interpreter",
+        "InterpreterState",
+        "Iter",
+        "List",
+        "Long",
+        "Map",
+        "Mapping",
+        "Marshal",
+        "Mem",
+        "MemoryView",
+        "Method",
+        "Module",
+        "ModuleDef",
+        "Mutex",
+        "Node",
+        "Number",
+        "OS",
+        "Object",
+        "Parser",
+        "PickleBuffer",
+        "PreConfig",
+        "Property",
+        "Range",
+        "Reversed",
+        "Run",
+        "Seq",
+        "SeqIter",
+        "Sequence",
+        "Set",
+        "Slice",
+        "State",
+        "StaticMethod",
+        "Status",
+        "StructSequence",
+        "Super",
+        "Sys",
+        "Thread",
+        "ThreadState",
+        "Time",
+        "TraceBack",
+        "TraceMalloc",
+        "Tuple",
+        "Type",
+        "Unicode",
+        "UnicodeDecodeError",
+        "UnicodeEncodeError",
+        "UnicodeTranslateError",
+        "Unstable",
+        "Vectorcall",
+        "WeakRef",
+        "Weakref",
+        "WideStringList",
+        "Wrapper",
+        "Zip",
     }
 )
 # Symbols every libpython defines: one of these exported means an interpreter is linked in.
-PYTHON_CORE = frozenset({
-    "Py_Initialize", "Py_InitializeEx", "Py_InitializeFromConfig", "Py_Finalize",
-    "Py_FinalizeEx", "Py_Main", "Py_BytesMain", "Py_RunMain", "Py_IsInitialized",
-    "PyEval_EvalCode", "PyRun_SimpleString", "PyRun_SimpleStringFlags", "PyImport_ImportModule",
-    "PyObject_GetAttr", "PyType_Ready", "PyLong_FromLong", "PyUnicode_FromString",
-    "PyErr_SetString", "_PyRuntime", "_Py_Dealloc", "_Py_NoneStruct", "_Py_TrueStruct",
-})
+PYTHON_CORE = frozenset(
+    {
+        "Py_Initialize",
+        "Py_InitializeEx",
+        "Py_InitializeFromConfig",
+        "Py_Finalize",
+        "Py_FinalizeEx",
+        "Py_Main",
+        "Py_BytesMain",
+        "Py_RunMain",
+        "Py_IsInitialized",
+        "PyEval_EvalCode",
+        "PyRun_SimpleString",
+        "PyRun_SimpleStringFlags",
+        "PyImport_ImportModule",
+        "PyObject_GetAttr",
+        "PyType_Ready",
+        "PyLong_FromLong",
+        "PyUnicode_FromString",
+        "PyErr_SetString",
+        "_PyRuntime",
+        "_Py_Dealloc",
+        "_Py_NoneStruct",
+        "_Py_TrueStruct",
+    }
+)
 STATIC_PYTHON_MIN = 20  # this many C-API definitions also mean an interpreter inside
 _PY_PUBLIC = re.compile(r"^Py([A-Za-z]+)_")
 
@@ -365,7 +472,12 @@ def _ldd(
         )
     # auditwheel's order, the first ELF's RPATH and RUNPATH included for every dependency.
     dirs = [
-        *search.rpath, *rpaths, *runpaths, *search.env, *search.runpath, *search.conf,
+        *search.rpath,
+        *rpaths,
+        *runpaths,
+        *search.env,
+        *search.runpath,
+        *search.conf,
         *search.interp,
     ]
     needed: list[str] = []
@@ -466,15 +578,20 @@ def _py_extension(path: str, info: ElfInfo) -> int | None:
 def _fixup(py: Mapping[str, _Tree], nonpy: dict[str, _Tree]) -> None:
     """auditwheel's _fixup_elf_trees: borrow resolutions from a fully resolved tree."""
     resolved = [
-        t for t in (*py.values(), *nonpy.values())
+        t
+        for t in (*py.values(), *nonpy.values())
         if all(lib.realpath is not None for lib in t.libraries.values())
     ]
     for path, tree in list(nonpy.items()):
         if all(lib.realpath is not None for lib in tree.libraries.values()):
             continue
         ref = next(
-            (c for c in resolved for lib in c.libraries.values()
-             if lib.in_wheel and lib.realpath == path),
+            (
+                c
+                for c in resolved
+                for lib in c.libraries.values()
+                if lib.in_wheel and lib.realpath == path
+            ),
             None,
         )
         if ref is None:
@@ -529,7 +646,8 @@ def wheel_platform(wheel_name: str) -> tuple[str | None, str | None, bool]:
         missed = missed or not hits
     arch = archs.pop() if len(archs) == 1 and not missed else None
     libcs = {
-        libc for plat in platforms
+        libc
+        for plat in platforms
         for prefix, libc in (("manylinux", "glibc"), ("musllinux", "musl"), ("android", "android"))
         if plat.startswith(prefix)
     }
@@ -587,7 +705,8 @@ class _Collector:
             raise _Unsupported("shared libraries in purelib: " + ", ".join(self.purelib))
         if not self.platform_wheel or self.arch is None:
             raise _Unsupported(
-                "pure wheel: no ELF file" if self.pure
+                "pure wheel: no ELF file"
+                if self.pure
                 else "no ELF file for the wheel's architecture"
             )
         _fixup(self.py, self.nonpy)
@@ -598,8 +717,7 @@ class _Collector:
             if posixpath.basename(path) not in needed:
                 full[path] = tree
             self.refs[path] = _external_refs(policies, tree)
-        return _ElfData(policies, self.arch, full, self.refs, self.versioned, self.ucs2,
-                        self.pyfpe)
+        return _ElfData(policies, self.arch, full, self.refs, self.versioned, self.ucs2, self.pyfpe)
 
 
 def _collect(
@@ -687,8 +805,7 @@ def _analyze(data: _ElfData, host: HostLibraries) -> TagVerdict:
                     external.setdefault(real, lib)
     symbol_policy = _symbol_policy(policies, data.versioned, refs, external, host)
     ref_policy = max((r.policy for r in refs.values() if not r.libs), default=policies.linux)
-    black_policy = max((r.policy for r in refs.values() if not r.blacklist),
-                       default=policies.linux)
+    black_policy = max((r.policy for r in refs.values() if not r.blacklist), default=policies.linux)
     machine = _machine_policy(data, frozenset(external.values()))
     ucs = policies.linux if data.ucs2 else policies.highest
     pyfpe = policies.linux if data.pyfpe else policies.highest
@@ -697,7 +814,11 @@ def _analyze(data: _ElfData, host: HostLibraries) -> TagVerdict:
     priorities = {name: p.priority for p in policies for name in (p.name, *p.aliases)}
     libc = "musl" if policies.libc.value == "musl" else "glibc"
     return TagVerdict(
-        overall.name, libc, data.arch, MappingProxyType(priorities), tuple(reasons),
+        overall.name,
+        libc,
+        data.arch,
+        MappingProxyType(priorities),
+        tuple(reasons),
         tuple(sorted(refs[policies.highest.name].libs)),
     )
 
@@ -745,20 +866,31 @@ def _reasons(
     out: list[str] = []
     libs = refs[top.name].libs
     if libs:
-        out.append("needs libraries neither in the wheel nor whitelisted: "
-                   + ", ".join(sorted(libs)))
+        out.append(
+            "needs libraries neither in the wheel nor whitelisted: " + ", ".join(sorted(libs))
+        )
     if symbol_policy < top:
         better = min((p for p in policies if p > symbol_policy), default=top)
         beyond = sorted(
-            v for vs in data.versioned.values() for v in vs
+            v
+            for vs in data.versioned.values()
+            for v in vs
             if v.partition("_")[0] in better.symbol_versions
             and v.partition("_")[2] not in better.symbol_versions[v.partition("_")[0]]
         )
-        out.append(f"symbol versions {', '.join(beyond) or '(of external libraries)'} "
-                   f"allow at most {symbol_policy.name}")
+        out.append(
+            f"symbol versions {', '.join(beyond) or '(of external libraries)'} "
+            f"allow at most {symbol_policy.name}"
+        )
     if black_policy < top:
-        bad = sorted({f"{lib}: {s}" for r in refs.values() for lib, syms in r.blacklist.items()
-                      for s in syms})
+        bad = sorted(
+            {
+                f"{lib}: {s}"
+                for r in refs.values()
+                for lib, syms in r.blacklist.items()
+                for s in syms
+            }
+        )
         out.append("uses blacklisted symbols " + "; ".join(bad[:8]))
     if machine < top:
         out.append(f"needs instruction-set extensions beyond {data.arch}")

@@ -20,20 +20,35 @@ HELP = (
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("wheels", nargs="+", type=Path, metavar="WHEEL", help="wheel files")
     parser.add_argument(
-        "--vendor", "-V", default=None,
+        "--vendor",
+        "-V",
+        default=None,
         help="vendor policy for every wheel: cpu, nvidia, moore or thead (alias ali); default: "
         "from each wheel's local version (+cpu, +cu130, +musa..., +ppu...), else cpu",
     )
     parser.add_argument("--json", action="store_true", help="print the full graph as JSON")
-    parser.add_argument("--symbols", action="store_true",
-                        help="with --json: list every ELF's defined and undefined symbols")
-    parser.add_argument("--jobs", "-j", type=int, default=None,
-                        help="processes for reading big wheels (default: the number of cores)")
-    parser.add_argument("--no-cache", action="store_true",
-                        help="do not read or write the audit cache")
-    parser.add_argument("--cache-dir", type=Path, default=None,
-                        help="audit cache (default: $INFINI_STACK_HOME/audit-cache or "
-                        "$XDG_CACHE_HOME/infini-stack/audit-cache)")
+    parser.add_argument(
+        "--symbols",
+        action="store_true",
+        help="with --json: list every ELF's defined and undefined symbols",
+    )
+    parser.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        default=None,
+        help="processes for reading big wheels (default: the number of cores)",
+    )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="do not read or write the audit cache"
+    )
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        help="audit cache (default: $INFINI_STACK_HOME/audit-cache or "
+        "$XDG_CACHE_HOME/infini-stack/audit-cache)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,11 +60,16 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     fixed = load_vendor_policy(args.vendor) if args.vendor else None
-    cache_dir = None if args.no_cache else (
-        args.cache_dir or default_cache_dir(default_home(os.environ)))
+    cache_dir = (
+        None if args.no_cache else (args.cache_dir or default_cache_dir(default_home(os.environ)))
+    )
     audits = [
-        audit_wheel(path, fixed or load_vendor_policy(infer_vendor(path)),
-                    cache_dir=cache_dir, workers=args.jobs)
+        audit_wheel(
+            path,
+            fixed or load_vendor_policy(infer_vendor(path)),
+            cache_dir=cache_dir,
+            workers=args.jobs,
+        )
         for path in args.wheels
     ]
     if args.json:
@@ -59,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     failed = [a for a in audits if not a.ok]
     if failed:
         if not args.json:
-            print(f"error: {len(failed)} of {len(audits)} wheel(s) failed the audit",
-                  file=sys.stderr)
+            print(
+                f"error: {len(failed)} of {len(audits)} wheel(s) failed the audit", file=sys.stderr
+            )
         return EXIT_AUDIT
     return 0

@@ -37,17 +37,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_mirror(parser)
     add_bundle(parser)
     parser.add_argument(
-        "--launcher", default=os.environ.get(LAUNCHER_ENV, "auto"),
+        "--launcher",
+        default=os.environ.get(LAUNCHER_ENV, "auto"),
         help="compiler launcher for C, C++ and CUDA: auto (ccache, else sccache, when found), "
         f"none, or a program (default: ${LAUNCHER_ENV} or auto); not part of any cache key",
     )
     parser.add_argument(
-        "--progress", choices=("auto", "plain", "live", "github", "quiet"), default="auto",
+        "--progress",
+        choices=("auto", "plain", "live", "github", "quiet"),
+        default="auto",
         help="progress output on stderr: auto (live lines on a terminal, fold groups under "
         "GitHub Actions, plain lines otherwise)",
     )
     parser.add_argument(
-        "--no-memo", dest="memo", action="store_false",
+        "--no-memo",
+        dest="memo",
+        action="store_false",
         help="always load the manifest and plan, even when the last identical build's inputs "
         "are unchanged",
     )
@@ -62,8 +67,10 @@ def launcher_for(choice: str) -> str | None:
     if found is None:
         from builder.errors import UsageError
 
-        raise UsageError(f"compiler launcher not found: {choice}",
-                         hint="install it, give its path, or pass --launcher none")
+        raise UsageError(
+            f"compiler launcher not found: {choice}",
+            hint="install it, give its path, or pass --launcher none",
+        )
     return found
 
 
@@ -76,11 +83,19 @@ def run(args: argparse.Namespace) -> int:
     ctx = context_from(args)
     require_preflight(ctx, tuple(args.component or ()))
     plan = plan_from(args, ctx)
-    build_plan(ctx, plan, launcher=launcher_for(args.launcher),
-               progress=run_report.progress_for(args.progress))
-    memo.save(plan, executor.host_digest(ctx.host), since_ns=since,
-              extra_files=[str(Path.cwd() / "stack.yaml"), *provider_files(ctx)],
-              manifest_arg=args.manifest)
+    build_plan(
+        ctx,
+        plan,
+        launcher=launcher_for(args.launcher),
+        progress=run_report.progress_for(args.progress),
+    )
+    memo.save(
+        plan,
+        executor.host_digest(ctx.host),
+        since_ns=since,
+        extra_files=[str(Path.cwd() / "stack.yaml"), *provider_files(ctx)],
+        manifest_arg=args.manifest,
+    )
     return 0
 
 
@@ -119,9 +134,14 @@ def noop_from_memo(memo: executor.NoopMemo, layout: Layout) -> bool:
     if not all(store.has(c["key"]) for c in data["components"]):
         return False
     report = run_report.RunReport(
-        command=NAME, vendor=data["vendor"], manifest=data["manifest"],
-        providers=dict(host.providers), host=_host_summary(host), store=str(layout.store_root),
-        fast_path=True, ok=True,
+        command=NAME,
+        vendor=data["vendor"],
+        manifest=data["manifest"],
+        providers=dict(host.providers),
+        host=_host_summary(host),
+        store=str(layout.store_root),
+        fast_path=True,
+        ok=True,
     )
     report.components = [
         run_report.ComponentResult(name=c["name"], key=c["key"], status="hit", prefix=c["prefix"])
@@ -132,19 +152,35 @@ def noop_from_memo(memo: executor.NoopMemo, layout: Layout) -> bool:
     return True
 
 
-def build_plan(ctx: Context, plan: Plan, *, launcher: str | None = None,
-               command: str = "build",
-               progress: run_report.Progress | None = None) -> run_report.RunReport:
+def build_plan(
+    ctx: Context,
+    plan: Plan,
+    *,
+    launcher: str | None = None,
+    command: str = "build",
+    progress: run_report.Progress | None = None,
+) -> run_report.RunReport:
     """Fetch what is not in the store, build it, write the run report, print the summary."""
-    report = run_report.RunReport(command=command, vendor=ctx.vendor, manifest=str(ctx.stack.file),
-                                  providers=dict(ctx.host.providers),
-                                  host=_host_summary(ctx.host))
+    report = run_report.RunReport(
+        command=command,
+        vendor=ctx.vendor,
+        manifest=str(ctx.stack.file),
+        providers=dict(ctx.host.providers),
+        host=_host_summary(ctx.host),
+    )
     progress = progress or run_report.progress_for()
     try:
         with executor.interrupts():
             _fetch(ctx, plan)
-            executor.execute(plan, ctx.layout, report, launcher=launcher, progress=progress,
-                             env=ctx.host.env or None, verify_sources=_path_digest)
+            executor.execute(
+                plan,
+                ctx.layout,
+                report,
+                launcher=launcher,
+                progress=progress,
+                env=ctx.host.env or None,
+                verify_sources=_path_digest,
+            )
     except executor.Interrupted as exc:
         report.interrupted = exc.message
         raise
@@ -162,8 +198,9 @@ def _fetch(ctx: Context, plan: Plan) -> None:
     from builder.model import GitSource
 
     store = executor.Store(ctx.layout)
-    missing = [c for c in plan.components
-               if isinstance(c.source, GitSource) and not store.has(c.key)]
+    missing = [
+        c for c in plan.components if isinstance(c.source, GitSource) and not store.has(c.key)
+    ]
     if missing:
         fetcher = fetcher_for(ctx)
         for c in missing:
@@ -182,7 +219,9 @@ def _host_summary(host: object) -> dict[str, object]:
     assert isinstance(host, HostFacts)
     tk = host.toolkit
     return {
-        "cxx": host.cxx, "cxx_version": host.cxx_version, "python": host.python,
+        "cxx": host.cxx,
+        "cxx_version": host.cxx_version,
+        "python": host.python,
         "cpu_count": host.cpu_count,
         "toolkit": {"root": str(tk.root), "version": tk.version, "found": tk.found} if tk else None,
     }

@@ -18,8 +18,14 @@ HELP = "write every pinned source of a vendor's stack (with submodules) into one
 def configure(parser: argparse.ArgumentParser) -> None:
     add_plan_options(parser)
     add_mirror(parser)
-    parser.add_argument("--output", "-o", type=Path, required=True, metavar="FILE",
-                        help="the bundle to write (a tar of git bundles with an index)")
+    parser.add_argument(
+        "--output",
+        "-o",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="the bundle to write (a tar of git bundles with an index)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -26,34 +26,55 @@ if TYPE_CHECKING:
 
 def add_manifest(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--manifest", "-m", type=Path, default=None,
+        "--manifest",
+        "-m",
+        type=Path,
+        default=None,
         help="stack.yaml to use (default: $INFINI_STACK_MANIFEST, ./stack.yaml, "
         "else the bundled mini stack)",
     )
 
 
 def add_vendor(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
-    parser.add_argument("--vendor", "-V", required=required,
-                        help="cpu, nvidia, moore or thead (alias ali)")
+    parser.add_argument(
+        "--vendor", "-V", required=required, help="cpu, nvidia, moore or thead (alias ali)"
+    )
 
 
 def add_home(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--home", type=Path, default=None,
-                        help="state directory (default: $INFINI_STACK_HOME or "
-                        "$XDG_CACHE_HOME/infini-stack)")
-    parser.add_argument("--store", type=Path, default=None,
-                        help="store directory (default: $INFINI_STACK_STORE or HOME/store)")
+    parser.add_argument(
+        "--home",
+        type=Path,
+        default=None,
+        help="state directory (default: $INFINI_STACK_HOME or $XDG_CACHE_HOME/infini-stack)",
+    )
+    parser.add_argument(
+        "--store",
+        type=Path,
+        default=None,
+        help="store directory (default: $INFINI_STACK_STORE or HOME/store)",
+    )
 
 
 def add_mirror(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--mirror", action="append", default=[], metavar="URL=DIR",
-                        help="fetch URL (or any URL starting with it) from DIR instead; repeatable")
+    parser.add_argument(
+        "--mirror",
+        action="append",
+        default=[],
+        metavar="URL=DIR",
+        help="fetch URL (or any URL starting with it) from DIR instead; repeatable",
+    )
 
 
 def add_bundle(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bundle", type=Path, default=None, metavar="FILE",
-                        help="take every source from FILE (made by `infini-stack bundle`), "
-                        "checking each SHA; the network is not used")
+    parser.add_argument(
+        "--bundle",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="take every source from FILE (made by `infini-stack bundle`), "
+        "checking each SHA; the network is not used",
+    )
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:
@@ -64,12 +85,24 @@ def add_plan_options(parser: argparse.ArgumentParser) -> None:
     add_manifest(parser)
     add_vendor(parser)
     add_home(parser)
-    parser.add_argument("--component", "-c", action="append", default=[], metavar="NAME",
-                        help="only this component and what it depends on; repeatable")
-    parser.add_argument("--test", action="store_true",
-                        help="build with the recipes' tests enabled and run them")
-    parser.add_argument("--jobs", "-j", type=int, default=None,
-                        help="parallel compile jobs (default: the number of cores)")
+    parser.add_argument(
+        "--component",
+        "-c",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="only this component and what it depends on; repeatable",
+    )
+    parser.add_argument(
+        "--test", action="store_true", help="build with the recipes' tests enabled and run them"
+    )
+    parser.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        default=None,
+        help="parallel compile jobs (default: the number of cores)",
+    )
 
 
 @dataclass(frozen=True)
@@ -97,8 +130,9 @@ def detect_host(vendor: str, layout: Layout) -> HostFacts:
     return host_facts.detect(vendor, os.environ, cache=layout.cache())
 
 
-def preflighted_host(stack: Stack, vendor: str, layout: Layout
-                     ) -> tuple[HostFacts, PreflightReport]:
+def preflighted_host(
+    stack: Stack, vendor: str, layout: Layout
+) -> tuple[HostFacts, PreflightReport]:
     """Host facts with every component's provider fingerprints and hints, as keys need them.
 
     All components are probed whatever is selected, so a component's key never depends on
@@ -135,8 +169,15 @@ def context_from(args: argparse.Namespace) -> Context:
     mirrors.update(sources.parse_mirrors(getattr(args, "mirror", []) or []))
     bundle = getattr(args, "bundle", None)
     host, report = preflighted_host(stack, vendor, layout)
-    return Context(stack=stack, vendor=vendor, layout=layout, host=host, mirrors=mirrors,
-                   bundle=bundle.expanduser().resolve() if bundle else None, preflight=report)
+    return Context(
+        stack=stack,
+        vendor=vendor,
+        layout=layout,
+        host=host,
+        mirrors=mirrors,
+        bundle=bundle.expanduser().resolve() if bundle else None,
+        preflight=report,
+    )
 
 
 def fetcher_for(ctx: Context) -> Fetcher:
@@ -163,8 +204,16 @@ def plan_from(args: argparse.Namespace, ctx: Context) -> Plan:
             raise UsageError(unknown_message("component", name, ctx.stack.components))
     names = ctx.stack.closure(select) if select else ctx.stack.order
     inputs = sources.gather(ctx.stack, ctx.vendor, names)
-    return make_plan(ctx.stack, ctx.vendor, ctx.host, inputs, ctx.layout, select=select,
-                     tests=bool(getattr(args, "test", False)), jobs=getattr(args, "jobs", None))
+    return make_plan(
+        ctx.stack,
+        ctx.vendor,
+        ctx.host,
+        inputs,
+        ctx.layout,
+        select=select,
+        tests=bool(getattr(args, "test", False)),
+        jobs=getattr(args, "jobs", None),
+    )
 
 
 def print_json(data: Any) -> None:

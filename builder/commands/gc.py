@@ -39,13 +39,18 @@ _RUN_PID = re.compile(r"-(\d+)$")
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--manifest", "-m", type=Path, action="append", default=[],
+        "--manifest",
+        "-m",
+        type=Path,
+        action="append",
+        default=[],
         help="a stack.yaml whose every vendor's plan is kept; repeatable (default: the one "
         "other commands use)",
     )
     add_home(parser)
-    parser.add_argument("--dry-run", "-n", action="store_true",
-                        help="print what would be removed; remove nothing")
+    parser.add_argument(
+        "--dry-run", "-n", action="store_true", help="print what would be removed; remove nothing"
+    )
 
 
 @dataclass
@@ -85,8 +90,10 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(f"kept {d.what} in use: {d.path}")
     kept = len(set(Store(layout).entries()) & keep.entries)
-    print(f"{verb} {len(doomed)} item(s), {'would free' if args.dry_run else 'freed'} "
-          f"{_size(freed)}; {kept} store entr{'y' if kept == 1 else 'ies'} kept")
+    print(
+        f"{verb} {len(doomed)} item(s), {'would free' if args.dry_run else 'freed'} "
+        f"{_size(freed)}; {kept} store entr{'y' if kept == 1 else 'ies'} kept"
+    )
     return 0
 
 
@@ -126,9 +133,15 @@ def _store_items(layout: Layout, keep: Keep) -> list[Doomed]:
     for name in store.entries():
         if name not in keep.entries:
             path = layout.store_root / name
-            out.append(Doomed(path, f"store entry ({_entry_label(layout, name)})",
-                              disk_usage(path), layout.entry_locks() / f"{name}.lock",
-                              entry=True))
+            out.append(
+                Doomed(
+                    path,
+                    f"store entry ({_entry_label(layout, name)})",
+                    disk_usage(path),
+                    layout.entry_locks() / f"{name}.lock",
+                    entry=True,
+                )
+            )
     for path in store.leftovers():
         what, lock = "left by a killed build", None
         if path.parent == layout.incoming():

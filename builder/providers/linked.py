@@ -59,6 +59,7 @@ class LinkedSpec:
 
 # -- declaring them --------------------------------------------------------------------------------
 
+
 def load(path: Path) -> tuple[LinkedSpec, ...]:
     """Read a ``--linked`` file; every problem is reported, each naming its entry."""
     try:
@@ -70,8 +71,11 @@ def load(path: Path) -> tuple[LinkedSpec, ...]:
     if not isinstance(entries, dict):
         raise ManifestError([f"{path}: expected a mapping 'linked: {{name: {{...}}}}'"])
     problems: list[str] = []
-    specs = [s for name, raw in entries.items()
-             if (s := _spec(str(name), raw, f"{path}: linked.{name}", problems)) is not None]
+    specs = [
+        s
+        for name, raw in entries.items()
+        if (s := _spec(str(name), raw, f"{path}: linked.{name}", problems)) is not None
+    ]
     if problems:
         raise ManifestError(problems)
     return tuple(specs)
@@ -95,8 +99,7 @@ def _spec(name: str, raw: Any, where: str, problems: list[str]) -> LinkedSpec | 
     if glob.startswith("/") or ".." in PurePosixPath(glob).parts:
         problems.append(f"{where}.library_glob: must be relative to the distribution")
     symbols = raw.get("required_symbols", [])
-    if not isinstance(symbols, list) or not all(isinstance(s, str) and s.strip()
-                                                for s in symbols):
+    if not isinstance(symbols, list) or not all(isinstance(s, str) and s.strip() for s in symbols):
         problems.append(f"{where}.required_symbols: a list of demangled C++ signatures")
         symbols = []
     components = raw.get("components", ["infiniops"])
@@ -105,9 +108,14 @@ def _spec(name: str, raw: Any, where: str, problems: list[str]) -> LinkedSpec | 
         components = ["infiniops"]
     if any(p.startswith(where) for p in problems):
         return None
-    return LinkedSpec(name=name, distribution=str(strings["distribution"]), library_glob=glob,
-                      version=str(version), required_symbols=tuple(s.strip() for s in symbols),
-                      components=tuple(components))
+    return LinkedSpec(
+        name=name,
+        distribution=str(strings["distribution"]),
+        library_glob=glob,
+        version=str(version),
+        required_symbols=tuple(s.strip() for s in symbols),
+        components=tuple(components),
+    )
 
 
 def from_infiniops_tree(source: Path, device: str) -> tuple[LinkedSpec, ...]:
@@ -120,14 +128,19 @@ def from_infiniops_tree(source: Path, device: str) -> tuple[LinkedSpec, ...]:
             bound = yaml.safe_load(binding.read_text(encoding="utf-8")) or {}
             if bound.get("library") == library.stem:
                 symbols.extend(str(s).strip() for s in bound.get("required_symbols") or ())
-        specs.append(LinkedSpec(
-            name=library.stem, distribution=str(data.get("python_distribution_package", "")),
-            library_glob=str(data.get("library_glob", "")),
-            required_symbols=tuple(dict.fromkeys(symbols))))
+        specs.append(
+            LinkedSpec(
+                name=library.stem,
+                distribution=str(data.get("python_distribution_package", "")),
+                library_glob=str(data.get("library_glob", "")),
+                required_symbols=tuple(dict.fromkeys(symbols)),
+            )
+        )
     return tuple(specs)
 
 
 # -- probing them ----------------------------------------------------------------------------------
+
 
 def provider(spec: LinkedSpec) -> Provider:
     def candidates(ctx: ProbeContext, deps: Deps) -> Iterator[Candidate]:
@@ -138,11 +151,16 @@ def provider(spec: LinkedSpec) -> Provider:
         return read_linked(spec, ctx, candidate)
 
     return Provider(
-        name=spec.provider_name, what=f"linked library from {spec.distribution}",
-        needed_for=BOTH, rules=(Rule(names=frozenset(spec.components)),),
-        candidates=candidates, read=read,
-        hint=lambda ctx: f"{ctx.python.executable} -m pip install "
-        f"'{spec.distribution}{spec.version}' (a build that exports the required symbols)",
+        name=spec.provider_name,
+        what=f"linked library from {spec.distribution}",
+        needed_for=BOTH,
+        rules=(Rule(names=frozenset(spec.components)),),
+        candidates=candidates,
+        read=read,
+        hint=lambda ctx: (
+            f"{ctx.python.executable} -m pip install "
+            f"'{spec.distribution}{spec.version}' (a build that exports the required symbols)"
+        ),
     )
 
 
@@ -154,8 +172,10 @@ def read_linked(spec: LinkedSpec, ctx: ProbeContext, candidate: Candidate) -> Re
     matches = library_matches(candidate.path, spec.library_glob)
     if len(matches) != 1:
         listed = ", ".join(str(m) for m in matches) or "none"
-        return unusable(f"library_glob '{spec.library_glob}' matched {len(matches)} files "
-                        f"(exactly one is needed): {listed}")
+        return unusable(
+            f"library_glob '{spec.library_glob}' matched {len(matches)} files "
+            f"(exactly one is needed): {listed}"
+        )
     library = matches[0]
     from builder.providers.symbols import SymbolError, missing_symbols  # only when needed
 
@@ -164,11 +184,18 @@ def read_linked(spec: LinkedSpec, ctx: ProbeContext, candidate: Candidate) -> Re
     except SymbolError as exc:
         return unusable(str(exc))
     if missing:
-        return Reading(version=version, source="dist-info METADATA", path=library,
-                       satisfied=False,
-                       problem=f"{library.name} lacks required symbol(s): " + "; ".join(missing))
-    notes = (f"{len(spec.required_symbols)} required symbol(s) present",) \
-        if spec.required_symbols else ()
+        return Reading(
+            version=version,
+            source="dist-info METADATA",
+            path=library,
+            satisfied=False,
+            problem=f"{library.name} lacks required symbol(s): " + "; ".join(missing),
+        )
+    notes = (
+        (f"{len(spec.required_symbols)} required symbol(s) present",)
+        if spec.required_symbols
+        else ()
+    )
     return Reading(version=version, source="dist-info METADATA", path=library, notes=notes)
 
 
@@ -180,7 +207,8 @@ def library_matches(dist_info: Path, pattern: str) -> list[Path]:
     for entry in search.record_files(dist_info):
         relative = PurePosixPath(entry.replace("\\", "/"))
         if len(relative.parts) == len(parts) and all(
-                fnmatch.fnmatchcase(a, b) for a, b in zip(relative.parts, parts, strict=True)):
+            fnmatch.fnmatchcase(a, b) for a, b in zip(relative.parts, parts, strict=True)
+        ):
             path = (root / relative).resolve()
             if path.is_file() and path.is_relative_to(root.resolve()):
                 found.add(path)

@@ -89,17 +89,28 @@ def _read_musa(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Reading:
             code, out = search.tool_output([str(helper)], ctx)
             version = toolkits_version(out) if code == 0 else None
             source = "musa_toolkits_version"
-    notes = () if (root / "lib" / "libmusa.so").exists() or any(
-        (root / "lib").glob("libmusa.so.*")) else ("no lib/libmusa.so (InfiniOps links it)",)
-    return Reading(version=version, source=source, path=mcc, notes=notes,
-                   defines={"MUSA_ROOT": str(root)},
-                   problem=None if version else f"no MUSA version in `mcc --version`: "
-                   f"{out.strip()[-160:]!r}")
+    notes = (
+        ()
+        if (root / "lib" / "libmusa.so").exists() or any((root / "lib").glob("libmusa.so.*"))
+        else ("no lib/libmusa.so (InfiniOps links it)",)
+    )
+    return Reading(
+        version=version,
+        source=source,
+        path=mcc,
+        notes=notes,
+        defines={"MUSA_ROOT": str(root)},
+        problem=None if version else f"no MUSA version in `mcc --version`: {out.strip()[-160:]!r}",
+    )
 
 
 MUSA = Provider(
-    name="musa", what="MUSA toolkit (mcc)", needed_for=BUILD, rules=(MOORE_RULE,),
-    candidates=_musa_candidates, read=_read_musa,
+    name="musa",
+    what="MUSA toolkit (mcc)",
+    needed_for=BUILD,
+    rules=(MOORE_RULE,),
+    candidates=_musa_candidates,
+    read=_read_musa,
     hint="install the MUSA toolkit (musa_toolkits) at /usr/local/musa, or set MUSA_ROOT to it",
 )
 
@@ -114,48 +125,94 @@ def _musa_library(spec: LibrarySpec) -> Callable[[ProbeContext, Deps], Iterator[
     return candidates
 
 
-def _library(name: str, spec: LibrarySpec, what: str, hint: str, rules: tuple[Rule, ...],
-             *, optional: bool = False) -> Provider:
+def _library(
+    name: str,
+    spec: LibrarySpec,
+    what: str,
+    hint: str,
+    rules: tuple[Rule, ...],
+    *,
+    optional: bool = False,
+) -> Provider:
     # Upstream looks for them in $MUSA_ROOT/lib only: without the toolkit there is nothing to do.
-    return Provider(name=name, what=what, needed_for=BOTH, rules=rules, requires=("musa",),
-                    candidates=_musa_library(spec), read=library_reader(spec), hint=hint,
-                    optional=optional)
+    return Provider(
+        name=name,
+        what=what,
+        needed_for=BOTH,
+        rules=rules,
+        requires=("musa",),
+        candidates=_musa_library(spec),
+        read=library_reader(spec),
+        hint=hint,
+        optional=optional,
+    )
 
 
 MUSART = _library(
-    "musart", LibrarySpec(stem="musart", header="musa_runtime.h", link_define="MUSART_LIB"),
-    "MUSA runtime (libmusart)", "part of the MUSA toolkit: reinstall musa_toolkits "
-    "($MUSA_ROOT/lib/libmusart.so)", (MOORE_RULE,))
+    "musart",
+    LibrarySpec(stem="musart", header="musa_runtime.h", link_define="MUSART_LIB"),
+    "MUSA runtime (libmusart)",
+    "part of the MUSA toolkit: reinstall musa_toolkits ($MUSA_ROOT/lib/libmusart.so)",
+    (MOORE_RULE,),
+)
 MUBLAS = _library(
-    "mublas", LibrarySpec(stem="mublas", header="mublas.h", link_define="MUBLAS_LIB"),
-    "muBLAS (InfiniOps)", "install muBLAS into $MUSA_ROOT (part of musa_toolkits)",
-    (Rule(names=frozenset({"infiniops", "infiniccl"}), options=("WITH_MOORE",)),))
+    "mublas",
+    LibrarySpec(stem="mublas", header="mublas.h", link_define="MUBLAS_LIB"),
+    "muBLAS (InfiniOps)",
+    "install muBLAS into $MUSA_ROOT (part of musa_toolkits)",
+    (Rule(names=frozenset({"infiniops", "infiniccl"}), options=("WITH_MOORE",)),),
+)
 # Listed upstream as a Moore library, but InfiniOps 1f6f9c2 links no muDNN: a note, not a failure.
 MUDNN = _library(
-    "mudnn", LibrarySpec(stem="mudnn", header="mudnn.h"),
-    "muDNN (not linked by the pinned InfiniOps)", "install muDNN (the mudnn package) into "
-    "$MUSA_ROOT", (Rule(names=frozenset({"infiniops"}), options=("WITH_MOORE",)),),
-    optional=True)
+    "mudnn",
+    LibrarySpec(stem="mudnn", header="mudnn.h"),
+    "muDNN (not linked by the pinned InfiniOps)",
+    "install muDNN (the mudnn package) into $MUSA_ROOT",
+    (Rule(names=frozenset({"infiniops"}), options=("WITH_MOORE",)),),
+    optional=True,
+)
 MCCL = _library(
-    "mccl", LibrarySpec(stem="mccl", header="mccl.h", link_define="MCCL_LIB",
-                        include_define="MCCL_INC",
-                        version=macro_reader("mccl.h", ("MCCL_MAJOR", "MCCL_MINOR",
-                                                        "MCCL_PATCH"))),
-    "MCCL (InfiniCCL's MCCL backend)", "install MCCL (the mccl package) into $MUSA_ROOT",
-    (Rule(names=frozenset({"infiniccl"}), options=("WITH_MCCL",)),))
-
-TORCH_MUSA = Provider(
-    name="torch_musa", what="torch_musa in the target Python (InfiniOps WITH_TORCH)",
-    needed_for=BOTH, rules=(Rule(names=frozenset({"infiniops"}), options=("WITH_TORCH",)),),
-    candidates=dist_candidates(("torch_musa",), "torch_musa"), read=read_dist,
-    hint=lambda ctx: f"{ctx.python.executable} -m pip install the torch_musa wheel that matches "
-    "torch and the MUSA toolkit (from Moore Threads' release page)",
+    "mccl",
+    LibrarySpec(
+        stem="mccl",
+        header="mccl.h",
+        link_define="MCCL_LIB",
+        include_define="MCCL_INC",
+        version=macro_reader("mccl.h", ("MCCL_MAJOR", "MCCL_MINOR", "MCCL_PATCH")),
+    ),
+    "MCCL (InfiniCCL's MCCL backend)",
+    "install MCCL (the mccl package) into $MUSA_ROOT",
+    (Rule(names=frozenset({"infiniccl"}), options=("WITH_MCCL",)),),
 )
 
-MTHREADS_GMI = device_tool("mthreads-gmi", "mthreads-gmi (device detection)",
-                           "install the Moore Threads driver (it ships mthreads-gmi)",
-                           ("WITH_MOORE",))
+TORCH_MUSA = Provider(
+    name="torch_musa",
+    what="torch_musa in the target Python (InfiniOps WITH_TORCH)",
+    needed_for=BOTH,
+    rules=(Rule(names=frozenset({"infiniops"}), options=("WITH_TORCH",)),),
+    candidates=dist_candidates(("torch_musa",), "torch_musa"),
+    read=read_dist,
+    hint=lambda ctx: (
+        f"{ctx.python.executable} -m pip install the torch_musa wheel that matches "
+        "torch and the MUSA toolkit (from Moore Threads' release page)"
+    ),
+)
 
-MOORE_PROVIDERS: tuple[Provider, ...] = (MUSA, MUSART, MUBLAS, MUDNN, MCCL, TORCH, TORCH_MUSA,
-                                         MTHREADS_GMI)
+MTHREADS_GMI = device_tool(
+    "mthreads-gmi",
+    "mthreads-gmi (device detection)",
+    "install the Moore Threads driver (it ships mthreads-gmi)",
+    ("WITH_MOORE",),
+)
+
+MOORE_PROVIDERS: tuple[Provider, ...] = (
+    MUSA,
+    MUSART,
+    MUBLAS,
+    MUDNN,
+    MCCL,
+    TORCH,
+    TORCH_MUSA,
+    MTHREADS_GMI,
+)
 __all__ = ["MOORE_PROVIDERS", "MUSA_DEFAULTS", "MUSA_ENV_VARS", "mcc_version"]

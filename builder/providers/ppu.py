@@ -63,23 +63,38 @@ def _read_sdk(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Reading:
         why = f"cannot read the PPU SDK version: no {llc}"
     notes = (f"its nvcc is CUDA-compatible release {release}",) if release else ()
     return Reading(
-        version=version, source="ppu-llc --version", path=nvcc, notes=notes,
+        version=version,
+        source="ppu-llc --version",
+        path=nvcc,
+        notes=notes,
         defines={"CUDAToolkit_ROOT": str(candidate.path), "CMAKE_CUDA_COMPILER": str(nvcc)},
         problem=None if version else why,
     )
 
 
 PPU_SDK = Provider(
-    name="ppu-sdk", what="PPU SDK (CUDA-compatible nvcc)", needed_for=BUILD, rules=(THEAD_RULE,),
-    candidates=_sdk_candidates, read=_read_sdk,
+    name="ppu-sdk",
+    what="PPU SDK (CUDA-compatible nvcc)",
+    needed_for=BUILD,
+    rules=(THEAD_RULE,),
+    candidates=_sdk_candidates,
+    read=_read_sdk,
     hint="install the PPU SDK at /usr/local/PPU_SDK (CUDA_SDK inside), or set PPU_SDK_ROOT "
-         "(or THEAD_CUDA_ROOT to its CUDA_SDK)",
+    "(or THEAD_CUDA_ROOT to its CUDA_SDK)",
 )
 
-PPU_ARCH = replace(CUDA_ARCH, requires=("ppu-sdk",), rules=(THEAD_RULE,),
-                   what="the requested architectures, as the PPU SDK's nvcc lists them")
+PPU_ARCH = replace(
+    CUDA_ARCH,
+    requires=("ppu-sdk",),
+    rules=(THEAD_RULE,),
+    what="the requested architectures, as the PPU SDK's nvcc lists them",
+)
 
-PPU_SMI = device_tool("ppu-smi", "ppu-smi (device detection)",
-                      "install the PPU driver (it ships ppu-smi)", ("WITH_THEAD",))
+PPU_SMI = device_tool(
+    "ppu-smi",
+    "ppu-smi (device detection)",
+    "install the PPU driver (it ships ppu-smi)",
+    ("WITH_THEAD",),
+)
 
 THEAD_PROVIDERS: tuple[Provider, ...] = (PPU_SDK, PPU_ARCH, PPU_SMI)

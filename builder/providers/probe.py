@@ -114,8 +114,9 @@ EVERY = (Rule(),)
 
 
 def needed_by(rules: Sequence[Rule], selection: Selection) -> tuple[str, ...]:
-    names = [n for n, needs in selection.components.items()
-             if any(r.matches(n, needs) for r in rules)]
+    names = [
+        n for n, needs in selection.components.items() if any(r.matches(n, needs) for r in rules)
+    ]
     if selection.wheel and any(r.wheel for r in rules):
         names.append("wheel")
     return tuple(names)
@@ -287,18 +288,29 @@ def specifier(text: str) -> SpecifierSet | None:
 Outcome = tuple[Candidate, Reading, Status]
 
 
-def evaluate(provider: Provider, ctx: ProbeContext, deps: Deps, *, purpose: Purpose,
-             components: tuple[str, ...]) -> ProviderResult:
+def evaluate(
+    provider: Provider,
+    ctx: ProbeContext,
+    deps: Deps,
+    *,
+    purpose: Purpose,
+    components: tuple[str, ...],
+) -> ProviderResult:
     """Walk the candidates in order; the first that satisfies the constraint wins."""
     start = time.monotonic()
     wanted = ctx.constraints.get(provider.name, "")
     outcome, skipped = _walk(provider, ctx, deps, wanted)
     required = provider.optional is False and purpose in provider.needed_for
     result = ProviderResult(
-        name=provider.name, status="missing" if required else "note",
+        name=provider.name,
+        status="missing" if required else "note",
         wanted=provider.wanted(ctx) if provider.wanted else wanted,
-        needed_for=provider.needed_for, components=components, required=required,
-        keyed=provider.keyed, hint=provider.hint_for(ctx), details=tuple(skipped),
+        needed_for=provider.needed_for,
+        components=components,
+        required=required,
+        keyed=provider.keyed,
+        hint=provider.hint_for(ctx),
+        details=tuple(skipped),
     )
     if outcome is not None:
         candidate, reading, status = outcome
@@ -311,15 +323,19 @@ def evaluate(provider: Provider, ctx: ProbeContext, deps: Deps, *, purpose: Purp
             origin=candidate.origin,
             version_source=reading.source or None,
             hint=None if found else result.hint,
-            details=(*reading.notes, *((reading.problem,) if found and reading.problem else ()),
-                     *skipped),
+            details=(
+                *reading.notes,
+                *((reading.problem,) if found and reading.problem else ()),
+                *skipped,
+            ),
             defines=dict(reading.defines) if found else {},
         )
     return replace(result, seconds=time.monotonic() - start)
 
 
-def _walk(provider: Provider, ctx: ProbeContext, deps: Deps,
-          wanted: str) -> tuple[Outcome | None, list[str]]:
+def _walk(
+    provider: Provider, ctx: ProbeContext, deps: Deps, wanted: str
+) -> tuple[Outcome | None, list[str]]:
     """The first satisfying candidate, else the first usable one; and what was skipped, why."""
     spec = specifier(wanted)
     skipped: list[str] = []
@@ -357,8 +373,7 @@ def _identity(path: Path) -> Path:
         return path
 
 
-def _safe_read(provider: Provider, ctx: ProbeContext, candidate: Candidate,
-               deps: Deps) -> Reading:
+def _safe_read(provider: Provider, ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Reading:
     """A probe that trips over something unexpected reports it; it never raises."""
     try:
         return provider.read(ctx, candidate, deps)
@@ -366,8 +381,15 @@ def _safe_read(provider: Provider, ctx: ProbeContext, candidate: Candidate,
         return unusable(f"cannot read it: {exc}")
 
 
-def not_checked(provider: Provider, why: str, *, components: tuple[str, ...] = (),
-                wanted: str = "") -> ProviderResult:
-    return ProviderResult(name=provider.name, status="not checked", wanted=wanted,
-                          details=(why,), needed_for=provider.needed_for,
-                          components=components, required=False)
+def not_checked(
+    provider: Provider, why: str, *, components: tuple[str, ...] = (), wanted: str = ""
+) -> ProviderResult:
+    return ProviderResult(
+        name=provider.name,
+        status="not checked",
+        wanted=wanted,
+        details=(why,),
+        needed_for=provider.needed_for,
+        components=components,
+        required=False,
+    )

@@ -17,13 +17,21 @@ from builder.providers.probe import Candidate, ProbeContext
 
 TOOL_TIMEOUT = 20.0
 _DEFAULT_LIB_DIRS = (
-    "/usr/local/lib", "/usr/local/lib64", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
-    "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib",
+    "/usr/local/lib",
+    "/usr/local/lib64",
+    "/lib/x86_64-linux-gnu",
+    "/usr/lib/x86_64-linux-gnu",
+    "/lib/aarch64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/lib64",
+    "/usr/lib64",
+    "/lib",
     "/usr/lib",
 )
 
 
 # -- candidates ---------------------------------------------------------------------------------
+
 
 def env_dirs(ctx: ProbeContext, names: Sequence[str], sub: str = "") -> Iterator[Candidate]:
     """One candidate per env var that is set (existing or not: the reader says which)."""
@@ -54,6 +62,7 @@ def program_in(directory: Path | None, name: str, origin: str) -> Iterator[Candi
 
 # -- running a tool for its version ---------------------------------------------------------------
 
+
 def tool_output(argv: Sequence[str], ctx: ProbeContext) -> tuple[int, str]:
     """Exit status and combined output of a short query; (-1, reason) when it cannot run."""
     try:
@@ -71,8 +80,9 @@ def first_match(pattern: str | re.Pattern[str], text: str) -> str | None:
 
 # -- headers --------------------------------------------------------------------------------------
 
-_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(.+?)[ \t]*(?://.*|/\*.*)?$",
-                     re.MULTILINE)
+_DEFINE = re.compile(
+    r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(.+?)[ \t]*(?://.*|/\*.*)?$", re.MULTILINE
+)
 
 
 def header_macros(path: Path, limit: int = 400_000) -> dict[str, str]:
@@ -103,6 +113,7 @@ def encoded_version(value: str | None, *, major: int = 1000, minor: int = 10) ->
 
 
 # -- libraries ------------------------------------------------------------------------------------
+
 
 def ld_conf_dirs(conf: Path = Path("/etc/ld.so.conf"), depth: int = 0) -> list[Path]:
     """Directories named in ld.so.conf and the files it includes."""
@@ -194,6 +205,7 @@ def file_name_version(path: Path, stem: str) -> str | None:
 
 
 # -- Python distributions -------------------------------------------------------------------------
+
 
 def normalize(name: str) -> str:
     """PEP 503 normal form: ``NVIDIA_nccl.cu13`` -> ``nvidia-nccl-cu13``."""

@@ -51,9 +51,11 @@ def _functions(table: bytes, strings: bytes, elfclass: int, little: bool) -> Ite
     order = "<" if little else ">"
     # Elf64_Sym: name, info, other, shndx, value, size; Elf32_Sym: name, value, size, info, ...
     layout, name_at, info_at, other_at, shndx_at = (
-        (order + "IBBHQQ", 0, 1, 2, 3) if elfclass == 64 else (order + "IIIBBH", 0, 3, 4, 5))
-    for entry in struct.iter_unpack(layout, table[: len(table) - len(table) % struct.calcsize(
-            layout)]):
+        (order + "IBBHQQ", 0, 1, 2, 3) if elfclass == 64 else (order + "IIIBBH", 0, 3, 4, 5)
+    )
+    for entry in struct.iter_unpack(
+        layout, table[: len(table) - len(table) % struct.calcsize(layout)]
+    ):
         info, other, shndx = entry[info_at], entry[other_at], entry[shndx_at]
         if (info & 0xF) != STT_FUNC or (info >> 4) != STB_GLOBAL:
             continue
@@ -92,8 +94,7 @@ def function_identifier(signature: str) -> str | None:
         name = name[:i].rstrip()
     last = name.rsplit("::", 1)[-1].split()[-1] if name else ""
     last = last.lstrip("~")
-    return last if re.fullmatch(r"[A-Za-z_]\w*", last) and not last.startswith("operator") \
-        else None
+    return last if re.fullmatch(r"[A-Za-z_]\w*", last) and not last.startswith("operator") else None
 
 
 def missing_symbols(path: Path, required: Sequence[str]) -> list[str]:

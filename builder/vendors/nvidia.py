@@ -41,8 +41,9 @@ class Nvidia:
         return defines
 
     def environment(self, host: HostFacts) -> dict[str, str]:
-        root = host.hints.get("CUDAToolkit_ROOT") or (str(host.toolkit.root) if host.toolkit
-                                                      else None)
+        root = host.hints.get("CUDAToolkit_ROOT") or (
+            str(host.toolkit.root) if host.toolkit else None
+        )
         return {"CUDA_HOME": root} if root else {}
 
     def local_version(self, host: HostFacts, settings: VendorSettings) -> str:

@@ -23,8 +23,12 @@ class Thead:
 
     def detect_toolkit(self, env: Mapping[str, str]) -> Toolkit | None:
         # No PATH fallback: an nvcc on PATH is far more likely NVIDIA's than the PPU SDK's.
-        return cuda_like_toolkit({k: env[k] for k in env if k != "PATH"} | {"PATH": ""},
-                                 PPU_ENV_VARS, PPU_DEFAULTS, derived=PPU_DERIVED)
+        return cuda_like_toolkit(
+            {k: env[k] for k in env if k != "PATH"} | {"PATH": ""},
+            PPU_ENV_VARS,
+            PPU_DEFAULTS,
+            derived=PPU_DERIVED,
+        )
 
     def providers(self) -> tuple[Provider, ...]:
         return (*TOOLS, *CPU_PROVIDERS, *THEAD_PROVIDERS)

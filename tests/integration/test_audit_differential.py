@@ -29,7 +29,10 @@ def auditwheel_tag(wheel: Path) -> str | None:
     """``auditwheel show``'s overall tag; None when it gives no verdict (it fails or crashes)."""
     proc = subprocess.run(
         [sys.executable, "-m", "auditwheel", "show", "--json", str(wheel)],
-        capture_output=True, text=True, check=False, timeout=600,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
     )
     if proc.returncode != 0:
         return None

@@ -150,8 +150,10 @@ def test_honest_manylinux_tag_passes(wheels: Corpus) -> None:
 def test_truncated_elf_member_is_a_located_finding(wheels: Corpus) -> None:
     result = audit(wheels["truncated_elf"])
     (finding,) = [f for f in result.violations if f.code == "bad-elf"]
-    assert finding.member == "demo/lib/libbroken.so" and str(wheels["truncated_elf"]) in \
-        finding.location
+    assert (
+        finding.member == "demo/lib/libbroken.so"
+        and str(wheels["truncated_elf"]) in finding.location
+    )
 
 
 def test_text_named_like_a_library_is_reported(wheels: Corpus) -> None:
@@ -164,7 +166,9 @@ def test_zip_that_is_not_a_wheel_is_a_violation(wheels: Corpus) -> None:
 
 
 def test_cli_exits_6_on_violations_and_prints_violations_first(
-    wheels: Corpus, cli, home: Path  # type: ignore[no-untyped-def]
+    wheels: Corpus,
+    cli,
+    home: Path,  # type: ignore[no-untyped-def]
 ) -> None:
     result = cli("audit", wheels["clean"], wheels["missing_library"])
     assert result.code == 6
@@ -176,7 +180,9 @@ def test_cli_exits_6_on_violations_and_prints_violations_first(
 
 
 def test_cli_json_has_the_full_graph_and_exit_0_when_clean(
-    wheels: Corpus, cli, home: Path  # type: ignore[no-untyped-def]
+    wheels: Corpus,
+    cli,
+    home: Path,  # type: ignore[no-untyped-def]
 ) -> None:
     result = cli("audit", "--json", wheels["clean"])
     assert result.code == 0, result.out
@@ -188,7 +194,9 @@ def test_cli_json_has_the_full_graph_and_exit_0_when_clean(
 
 
 def test_cli_json_symbols_lists_defined_and_undefined_names(
-    wheels: Corpus, cli, home: Path  # type: ignore[no-untyped-def]
+    wheels: Corpus,
+    cli,
+    home: Path,  # type: ignore[no-untyped-def]
 ) -> None:
     result = cli("audit", "--json", "--symbols", wheels["clean"])
     elfs = {e["member"]: e for e in json.loads(result.out)["wheels"][0]["elfs"]}
@@ -198,7 +206,9 @@ def test_cli_json_symbols_lists_defined_and_undefined_names(
 
 
 def test_vendor_is_inferred_from_local_version(
-    wheels: Corpus, cli, home: Path  # type: ignore[no-untyped-def]
+    wheels: Corpus,
+    cli,
+    home: Path,  # type: ignore[no-untyped-def]
 ) -> None:
     result = cli("audit", "--json", wheels["distribution_declared"])
     assert json.loads(result.out)["wheels"][0]["vendor"] == "nvidia"
@@ -213,9 +223,7 @@ def test_warm_cache_gives_the_same_verdict_as_cold(wheels: Corpus, tmp_path: Pat
     assert to_json([warm])["wheels"][0]["violations"] == to_json([cold])["wheels"][0]["violations"]
 
 
-def test_parallel_scan_equals_serial_scan(
-    wheels: Corpus, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_parallel_scan_equals_serial_scan(wheels: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
     import wheels.audit as audit_module
 
     policy = load_vendor_policy("cpu")

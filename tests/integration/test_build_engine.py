@@ -54,15 +54,21 @@ def wait_for(path: Path, timeout: float = 60) -> None:
 def builder_process(*args: str | Path, home: Path, **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "builder", *map(str, args)],
-        cwd=ROOT, env={**os.environ, "INFINI_STACK_HOME": str(home), **env},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        env={**os.environ, "INFINI_STACK_HOME": str(home), **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
 # --- no-op --------------------------------------------------------------------------------------
 
+
 def test_second_build_is_a_store_hit_for_every_component_with_no_configure_and_no_logs(
-    shared_home: Path, mini: Path, cli  # type: ignore[no-untyped-def]
+    shared_home: Path,
+    mini: Path,
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     before = log_files(shared_home)
     result = cli("build", "--manifest", mini, "--vendor", "cpu")
@@ -75,9 +81,12 @@ def test_second_build_is_a_store_hit_for_every_component_with_no_configure_and_n
 
 
 def test_noop_memo_settles_an_unchanged_build_without_planning_and_misses_after_an_edit(
-    shared_home: Path, mini: Path, cli, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+    shared_home: Path,
+    mini: Path,
+    cli,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
 ) -> None:
-    monkeypatch.setattr(engine, "RACY_NS", -10**12)  # the copied tree is seconds old: trust it
+    monkeypatch.setattr(engine, "RACY_NS", -(10**12))  # the copied tree is seconds old: trust it
     assert cli("build", "--manifest", mini, "--vendor", "cpu").code == 0
     assert not last_report(shared_home)["fast_path"]
 
@@ -103,7 +112,9 @@ def test_noop_memo_settles_an_unchanged_build_without_planning_and_misses_after_
 
 @pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed on this host")
 def test_vendor_switch_cpu_to_nvidia_and_back_rebuilds_nothing_on_the_return(
-    shared_home: Path, mini: Path, cli  # type: ignore[no-untyped-def]
+    shared_home: Path,
+    mini: Path,
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     assert cli("build", "--manifest", mini, "--vendor", "cpu").code == 0
     result = cli("build", "--manifest", mini, "--vendor", "nvidia")
@@ -117,7 +128,9 @@ def test_vendor_switch_cpu_to_nvidia_and_back_rebuilds_nothing_on_the_return(
 
 
 def test_option_switch_and_back_rebuilds_nothing_on_the_return(
-    shared_home: Path, mini: Path, cli  # type: ignore[no-untyped-def]
+    shared_home: Path,
+    mini: Path,
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     original = mini.read_text()
     mini.write_text(original.replace("MINI_OPS_OPS: add,mul,gemm", "MINI_OPS_OPS: add,gemm"))
@@ -134,19 +147,25 @@ def test_option_switch_and_back_rebuilds_nothing_on_the_return(
 
 # --- incremental path sources -------------------------------------------------------------------
 
+
 def compiled_objects(build_log: str) -> list[str]:
     return re.findall(r"Building CXX object (\S+)", build_log)
 
 
 def test_path_source_edit_rebuilds_it_and_its_dependents_only_recompiling_the_edited_file(
-    shared_home: Path, mini: Path, cli  # type: ignore[no-untyped-def]
+    shared_home: Path,
+    mini: Path,
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     edited = sorted((mini.parent / "ops" / "src" / "ops").glob("*.cpp"))[0]
     edited.write_text(edited.read_text() + "\n// first edit\n")
     result = cli("build", "--manifest", mini, "--vendor", "cpu")
     assert result.code == 0, result.err
     assert statuses(shared_home) == {
-        "minirt": "hit", "miniops": "built", "miniccl": "hit", "minilm": "built",
+        "minirt": "hit",
+        "miniops": "built",
+        "miniccl": "hit",
+        "minilm": "built",
     }
 
     runtime = mini.parent / "engine" / "src" / "runtime.cpp"
@@ -154,7 +173,10 @@ def test_path_source_edit_rebuilds_it_and_its_dependents_only_recompiling_the_ed
     result = cli("build", "--manifest", mini, "--vendor", "cpu")
     assert result.code == 0, result.err
     assert statuses(shared_home) == {
-        "minirt": "hit", "miniops": "hit", "miniccl": "hit", "minilm": "built",
+        "minirt": "hit",
+        "miniops": "hit",
+        "miniccl": "hit",
+        "minilm": "built",
     }
     lm = next(c for c in last_report(shared_home)["components"] if c["name"] == "minilm")
     compiled = compiled_objects(Path(lm["logs"]["build"]).read_text())
@@ -163,15 +185,18 @@ def test_path_source_edit_rebuilds_it_and_its_dependents_only_recompiling_the_ed
 
 # --- parallel components and failures -----------------------------------------------------------
 
+
 def test_failing_component_in_a_parallel_build_is_reported_and_the_other_finishes_with_its_log(
-    home: Path, mini: Path, tmp_path: Path, cli  # type: ignore[no-untyped-def]
+    home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     broken = mini.parent / "ccl" / "src" / "ccl.cpp"
     broken.write_text(broken.read_text() + "\n#error broken on purpose\n")
     # MiniRT compiles slowly, so that it is still running when MiniCCL fails.
     slow = write_launcher(tmp_path / "slow.sh", 'case "$*" in *mini-stack/rt/*) sleep 1;; esac')
-    result = cli("build", "--manifest", mini, "--vendor", "cpu", "--jobs", "2",
-                 "--launcher", slow)
+    result = cli("build", "--manifest", mini, "--vendor", "cpu", "--jobs", "2", "--launcher", slow)
     assert result.code == 5
     assert "component 'miniccl', step build" in result.err
     assert "broken on purpose" in result.err
@@ -179,7 +204,11 @@ def test_failing_component_in_a_parallel_build_is_reported_and_the_other_finishe
     report = last_report(home)
     by_name = {c["name"]: c for c in report["components"]}
     assert [by_name[n]["status"] for n in ("minirt", "miniops", "miniccl", "minilm")] == [
-        "built", "skipped", "failed", "skipped"]
+        "built",
+        "skipped",
+        "failed",
+        "skipped",
+    ]
     rt, ccl = by_name["minirt"], by_name["miniccl"]
     assert rt["jobs"] == 1 and ccl["jobs"] == 1  # two jobs shared by two components
     assert rt["started"] < ccl["started"] + ccl["seconds"]  # they overlapped
@@ -193,15 +222,20 @@ def test_failing_component_in_a_parallel_build_is_reported_and_the_other_finishe
 
 # --- the compiler launcher ----------------------------------------------------------------------
 
+
 def test_launcher_wraps_c_cxx_and_cuda_compilers_and_is_not_part_of_the_key(
-    home: Path, mini: Path, tmp_path: Path, cli  # type: ignore[no-untyped-def]
+    home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     calls = tmp_path / "calls.txt"
     launcher = write_launcher(tmp_path / "ccache", f'echo "$@" >> {calls}')
     planned = cli("plan", "--manifest", mini, "--vendor", "cpu", "-c", "minirt", "--json")
     key = json.loads(planned.out)["components"][0]["key"]
-    result = cli("build", "--manifest", mini, "--vendor", "cpu", "-c", "minirt",
-                 "--launcher", launcher)
+    result = cli(
+        "build", "--manifest", mini, "--vendor", "cpu", "-c", "minirt", "--launcher", launcher
+    )
     assert result.code == 0, result.err
     rt = last_report(home)["components"][0]
     assert rt["key"] == key
@@ -228,6 +262,7 @@ def test_auto_launcher_prefers_ccache_then_sccache_on_path(
 
 # --- interrupts ---------------------------------------------------------------------------------
 
+
 def session_alive(sid: int) -> bool:
     return bool(engine._session(sid))
 
@@ -239,12 +274,22 @@ def test_sigterm_and_ctrl_c_stop_the_children_and_say_what_was_interrupted(
     paused = tmp_path / "paused"
     launcher = write_launcher(
         tmp_path / "pause.sh",
-        f'[ -e {tmp_path}/pause ] && '
-        f'{{ echo $$ > {paused}.$$; mv {paused}.$$ {paused}; sleep 60; }}',
+        f"[ -e {tmp_path}/pause ] && "
+        f"{{ echo $$ > {paused}.$$; mv {paused}.$$ {paused}; sleep 60; }}",
     )
     (tmp_path / "pause").touch()
-    p = builder_process("build", "--manifest", mini, "--vendor", "cpu", "-c", "minirt",
-                        "--launcher", launcher, home=home)
+    p = builder_process(
+        "build",
+        "--manifest",
+        mini,
+        "--vendor",
+        "cpu",
+        "-c",
+        "minirt",
+        "--launcher",
+        launcher,
+        home=home,
+    )
     try:
         wait_for(paused)
         compiler_session = os.getsid(int(paused.read_text()))
@@ -261,8 +306,18 @@ def test_sigterm_and_ctrl_c_stop_the_children_and_say_what_was_interrupted(
     assert statuses(home) == {"minirt": "interrupted"}
     assert signum.name in last_report(home)["interrupted"]
     (tmp_path / "pause").unlink()
-    p = builder_process("build", "--manifest", mini, "--vendor", "cpu", "-c", "minirt",
-                        "--launcher", launcher, home=home)
+    p = builder_process(
+        "build",
+        "--manifest",
+        mini,
+        "--vendor",
+        "cpu",
+        "-c",
+        "minirt",
+        "--launcher",
+        launcher,
+        home=home,
+    )
     _, err = p.communicate(timeout=120)
     assert p.returncode == 0, err
     assert statuses(home) == {"minirt": "built"}
@@ -270,8 +325,11 @@ def test_sigterm_and_ctrl_c_stop_the_children_and_say_what_was_interrupted(
 
 # --- reports and reproducing by hand ------------------------------------------------------------
 
+
 def test_report_command_prints_the_last_run_as_a_table_and_as_json(
-    shared_home: Path, mini: Path, cli  # type: ignore[no-untyped-def]
+    shared_home: Path,
+    mini: Path,
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     assert cli("build", "--manifest", mini, "--vendor", "cpu").code == 0
     table = cli("report")
@@ -282,7 +340,10 @@ def test_report_command_prints_the_last_run_as_a_table_and_as_json(
 
 
 def test_presets_reproduce_a_component_build_outside_the_tool(
-    shared_home: Path, mini: Path, tmp_path: Path, cli  # type: ignore[no-untyped-def]
+    shared_home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     out = tmp_path / "hand"
     result = cli("presets", "--manifest", mini, "--vendor", "cpu", "-c", "miniops", "-o", out)
@@ -290,16 +351,22 @@ def test_presets_reproduce_a_component_build_outside_the_tool(
     assert "not in the store yet" not in result.err
     assert result.out.startswith("#!/bin/sh")
     assert "-DMINI_OPS_OPS=add,mul,gemm" in result.out
-    rt_prefix = next(c["prefix"] for c in json.loads(
-        cli("plan", "--manifest", mini, "--vendor", "cpu", "--json").out)["components"]
-        if c["name"] == "minirt")
+    rt_prefix = next(
+        c["prefix"]
+        for c in json.loads(cli("plan", "--manifest", mini, "--vendor", "cpu", "--json").out)[
+            "components"
+        ]
+        if c["name"] == "minirt"
+    )
     assert f"-DMINI_RT_ROOT={rt_prefix}" in result.out
     # An IDE reads CMakePresets.json from the source directory.
     source = tmp_path / "ops"
     shutil.copytree(mini.parent / "ops", source)
     shutil.copy(out / "CMakePresets.json", source / "CMakePresets.json")
-    for argv in (["cmake", "--preset", "miniops-cpu"],
-                 ["cmake", "--build", "--preset", "miniops-cpu"]):
+    for argv in (
+        ["cmake", "--preset", "miniops-cpu"],
+        ["cmake", "--build", "--preset", "miniops-cpu"],
+    ):
         subprocess.run(argv, cwd=source, check=True, capture_output=True)
     assert (out / "build" / "libminiops.so").is_file()
     shutil.rmtree(out / "build")  # configured from the copy; the script uses the original
@@ -308,7 +375,11 @@ def test_presets_reproduce_a_component_build_outside_the_tool(
 
 
 def test_compiler_change_configures_the_incremental_build_dir_from_scratch(
-    home: Path, mini: Path, tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+    home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
 ) -> None:
     assert cli("build", "--manifest", mini, "--vendor", "cpu", "-c", "minirt").code == 0
     first = last_report(home)["components"][0]
@@ -325,12 +396,16 @@ def test_compiler_change_configures_the_incremental_build_dir_from_scratch(
 
 
 def test_path_source_edited_during_its_build_is_said_and_recorded_and_rebuilt_next_time(
-    home: Path, mini: Path, tmp_path: Path, cli  # type: ignore[no-untyped-def]
+    home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     header = mini.parent / "rt" / "include" / "mini" / "rt.h"
     launcher = write_launcher(tmp_path / "edit.sh", f'echo "// edited" >> {header}')
-    result = cli("build", "--manifest", mini, "--vendor", "cpu", "-c", "minirt",
-                 "--launcher", launcher)
+    result = cli(
+        "build", "--manifest", mini, "--vendor", "cpu", "-c", "minirt", "--launcher", launcher
+    )
     assert result.code == 0, result.err
     assert "changed while it was being built" in result.err
     rt = last_report(home)["components"][0]

@@ -25,7 +25,8 @@ def manifest(root: Path, pins: dict[str, str]) -> Path:
     for name, sha in pins.items():
         lines += [f"  {name}:", f"    git: {PUBLIC}/{name}.git", f"    rev: {sha}"]
         (root / "components" / f"{name}.yaml").write_text(
-            f"vendors:\n  cpu: {{}}\noutputs: [lib/lib{name}.so]\n")
+            f"vendors:\n  cpu: {{}}\noutputs: [lib/lib{name}.so]\n"
+        )
     path = root / "stack.yaml"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -40,8 +41,16 @@ def upstream(tmp_path: Path) -> dict[str, str]:
     rt = init_repo(root / "rt.git", cmake_library("rt"))
     lm = root / "lm.git"
     init_repo(lm, cmake_library("lm"))
-    git(lm, "-c", f"url.{root}/.insteadOf={PUBLIC}/", "submodule", "add", "-q",
-        f"{PUBLIC}/json.git", "third_party/json")
+    git(
+        lm,
+        "-c",
+        f"url.{root}/.insteadOf={PUBLIC}/",
+        "submodule",
+        "add",
+        "-q",
+        f"{PUBLIC}/json.git",
+        "third_party/json",
+    )
     git(lm / "third_party" / "json", "checkout", "-q", json_sha)
     return {"rt": rt, "lm": commit(lm, {}, "pin json"), "json": json_sha}
 
@@ -49,8 +58,17 @@ def upstream(tmp_path: Path) -> dict[str, str]:
 def make_bundle(cli, tmp_path: Path, pins: dict[str, str]) -> Path:  # type: ignore[no-untyped-def]
     stack = manifest(tmp_path / "online", pins)
     out = tmp_path / "sources.tar"
-    result = cli("bundle", "--manifest", stack, "--vendor", "cpu", "-o", out,
-                 "--mirror", f"{PUBLIC}/={tmp_path / 'mirrors'}/")
+    result = cli(
+        "bundle",
+        "--manifest",
+        stack,
+        "--vendor",
+        "cpu",
+        "-o",
+        out,
+        "--mirror",
+        f"{PUBLIC}/={tmp_path / 'mirrors'}/",
+    )
     assert result.code == 0, result.err
     return out
 
@@ -62,7 +80,10 @@ def go_offline(tmp_path: Path, home: Path) -> None:
 
 
 def test_bundle_holds_every_pin_with_submodules_and_an_index_of_urls_and_shas(
-    tmp_path: Path, home: Path, upstream: dict[str, str], cli  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    home: Path,
+    upstream: dict[str, str],
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     out = make_bundle(cli, tmp_path, {"rt": upstream["rt"], "lm": upstream["lm"]})
     index = read_index(out)
@@ -83,7 +104,10 @@ def test_bundle_holds_every_pin_with_submodules_and_an_index_of_urls_and_shas(
 
 
 def test_fetch_from_bundle_works_with_no_mirror_no_cache_and_no_network(
-    tmp_path: Path, home: Path, upstream: dict[str, str], cli  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    home: Path,
+    upstream: dict[str, str],
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     pins = {"rt": upstream["rt"], "lm": upstream["lm"]}
     out = make_bundle(cli, tmp_path, pins)
@@ -98,20 +122,36 @@ def test_fetch_from_bundle_works_with_no_mirror_no_cache_and_no_network(
 
 
 def test_build_from_bundle_builds_offline(
-    tmp_path: Path, home: Path, upstream: dict[str, str], cli  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    home: Path,
+    upstream: dict[str, str],
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     pins = {"rt": upstream["rt"]}
     out = make_bundle(cli, tmp_path, pins)
     go_offline(tmp_path, home)
     stack = manifest(tmp_path / "offline", pins)
-    result = cli("build", "--manifest", stack, "--vendor", "cpu", "--bundle", out,
-                 "--launcher", "none", "--no-memo")
+    result = cli(
+        "build",
+        "--manifest",
+        stack,
+        "--vendor",
+        "cpu",
+        "--bundle",
+        out,
+        "--launcher",
+        "none",
+        "--no-memo",
+    )
     assert result.code == 0, result.err
     assert "1 built" in result.err
 
 
 def test_tampered_bundle_is_refused_naming_the_repository(
-    tmp_path: Path, home: Path, upstream: dict[str, str], cli  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    home: Path,
+    upstream: dict[str, str],
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     pins = {"rt": upstream["rt"]}
     out = make_bundle(cli, tmp_path, pins)
@@ -132,7 +172,10 @@ def test_tampered_bundle_is_refused_naming_the_repository(
 
 
 def test_bundle_whose_index_was_rewritten_to_match_still_fails_on_git_objects(
-    tmp_path: Path, home: Path, upstream: dict[str, str], cli  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    home: Path,
+    upstream: dict[str, str],
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     import hashlib
 
@@ -152,29 +195,44 @@ def test_bundle_whose_index_was_rewritten_to_match_still_fails_on_git_objects(
             info.size = len(payload)
             dst.addfile(info, io.BytesIO(payload))
     go_offline(tmp_path, home)
-    result = cli("fetch", "--manifest", manifest(tmp_path / "offline", pins), "--vendor", "cpu",
-                 "--bundle", forged)
+    result = cli(
+        "fetch",
+        "--manifest",
+        manifest(tmp_path / "offline", pins),
+        "--vendor",
+        "cpu",
+        "--bundle",
+        forged,
+    )
     assert result.code == 4
     assert f"({PUBLIC}/rt.git) cannot be imported" in result.err
 
 
 def test_bundle_missing_a_needed_sha_names_it_and_exits_4(
-    tmp_path: Path, home: Path, upstream: dict[str, str], cli  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    home: Path,
+    upstream: dict[str, str],
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     out = make_bundle(cli, tmp_path, {"rt": upstream["rt"], "lm": upstream["lm"]})
-    newer = commit(tmp_path / "mirrors" / "rt.git", {"rt.c": "int answer(void) { return 1; }\n"},
-                   "after the bundle")
+    newer = commit(
+        tmp_path / "mirrors" / "rt.git",
+        {"rt.c": "int answer(void) { return 1; }\n"},
+        "after the bundle",
+    )
     go_offline(tmp_path, home)
     stack = manifest(tmp_path / "offline", {"rt": newer, "lm": upstream["lm"]})
     result = cli("fetch", "--manifest", stack, "--vendor", "cpu", "--bundle", out)
     assert result.code == 4
     assert f"commit {newer} of component 'rt' ({PUBLIC}/rt.git) is not in the bundle {out}" in (
-        result.err)
+        result.err
+    )
     assert "infini-stack bundle" in result.err  # the hint says how to make a complete one
 
 
-def test_not_a_bundle_is_a_clear_error(tmp_path: Path, home: Path, upstream: dict[str, str],
-                                       cli) -> None:  # type: ignore[no-untyped-def]
+def test_not_a_bundle_is_a_clear_error(
+    tmp_path: Path, home: Path, upstream: dict[str, str], cli
+) -> None:  # type: ignore[no-untyped-def]
     junk = tmp_path / "junk.tar"
     junk.write_bytes(b"not a tar")
     stack = manifest(tmp_path / "offline", {"rt": upstream["rt"]})

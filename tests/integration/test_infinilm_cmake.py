@@ -90,18 +90,20 @@ LM_TREE = {
     "csrc/infinicore/src/adaptor/aten_adaptor.cc": EXCLUDED,
     "csrc/infinicore/src/analyzer/op_trace.cc": EXCLUDED,
     "csrc/infinicore/src/pybind11/infinicore.cc": (
-        "#include <pybind11/pybind11.h>\n#include \"infinicore/core.hpp\"\n"
+        '#include <pybind11/pybind11.h>\n#include "infinicore/core.hpp"\n'
         "int from_list_value();\n"
         "PYBIND11_MODULE(_infinicore, m) {\n"
-        "    m.def(\"answer\", [] { return infinicore_answer() + from_list_value(); });\n}\n"),
+        '    m.def("answer", [] { return infinicore_answer() + from_list_value(); });\n}\n'
+    ),
     "csrc/infinicore/src/pybind11/from_list.cc": "int from_list_value() { return 0; }\n",
     # _infinilm: csrc/** minus infinicore/** and models/**, plus models/*.cpp, models/qwen3/*.cpp
     "csrc/pybind11/bindings.cc": (
-        "#include <pybind11/pybind11.h>\n#include \"infinicore/core.hpp\"\n"
+        '#include <pybind11/pybind11.h>\n#include "infinicore/core.hpp"\n'
         "int engine_value(); int factory_value(); int qwen3_value();\n"
         "PYBIND11_MODULE(_infinilm, m) {\n"
-        "    m.def(\"answer\", [] { return infinicore_answer() + engine_value()"
-        " + factory_value() + qwen3_value(); });\n}\n"),
+        '    m.def("answer", [] { return infinicore_answer() + engine_value()'
+        " + factory_value() + qwen3_value(); });\n}\n"
+    ),
     "csrc/engine/engine.cpp": "int engine_value() { return 1000; }\n",
     "csrc/models/model_factory.cpp": "int factory_value() { return 10000; }\n",
     "csrc/models/qwen3/qwen3_for_causal_lm.cpp": "int qwen3_value() { return 100000; }\n",
@@ -110,11 +112,13 @@ LM_TREE = {
     "third_party/spdlog/include/spdlog/spdlog.h": "#pragma once\n",
     "third_party/json/single_include/nlohmann/json.hpp": "#pragma once\n",
     "python/infinicore/__init__.py": (
-        "from .lib import _infinicore\n\nanswer = _infinicore.answer\n"),
+        "from .lib import _infinicore\n\nanswer = _infinicore.answer\n"
+    ),
     "python/infinicore/lib/__init__.py": "",
     "python/infinilm/__init__.py": (
         "import infinicore  # noqa: F401\n\nfrom .lib import _infinilm\n\n"
-        "answer = _infinilm.answer\n"),
+        "answer = _infinilm.answer\n"
+    ),
     "python/infinilm/lib/__init__.py": "",
 }
 
@@ -134,24 +138,48 @@ def stub_prefix(root: Path, name: str, includes: list[Path]) -> Path:
     source = prefix / "src.cc"
     source.write_text(STUBS[name]["src.cc"])
     flags = [f"-I{d}" for d in [prefix / "include", *includes]]
-    subprocess.run(["c++", "-shared", "-fPIC", *flags, f"-Wl,-soname,lib{name}.so", "-o",
-                    str(prefix / "lib" / f"lib{name}.so"), str(source)], check=True)
+    subprocess.run(
+        [
+            "c++",
+            "-shared",
+            "-fPIC",
+            *flags,
+            f"-Wl,-soname,lib{name}.so",
+            "-o",
+            str(prefix / "lib" / f"lib{name}.so"),
+            str(source),
+        ],
+        check=True,
+    )
     return prefix
 
 
 def cmake(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["cmake", *map(str, args)], capture_output=True, text=True, cwd=cwd,
-                          check=False)
+    return subprocess.run(
+        ["cmake", *map(str, args)], capture_output=True, text=True, cwd=cwd, check=False
+    )
 
 
-def configure_args(build: Path, source: Path, prefixes: dict[str, Path], install: Path,
-                   *extra: str) -> list[str | Path]:
+def configure_args(
+    build: Path, source: Path, prefixes: dict[str, Path], install: Path, *extra: str
+) -> list[str | Path]:
     return [
-        "-S", PROJECT, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
-        f"-DINFINILM_SOURCE_DIR={source}", f"-DINFINI_RT_ROOT={prefixes['infinirt']}",
-        f"-DINFINI_OPS_ROOT={prefixes['infiniops']}", f"-DINFINI_CCL_ROOT={prefixes['infiniccl']}",
-        f"-DPython_EXECUTABLE={sys.executable}", f"-Dpybind11_DIR={pybind11.get_cmake_dir()}",
-        f"-DCMAKE_INSTALL_PREFIX={install}", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", *extra,
+        "-S",
+        PROJECT,
+        "-B",
+        build,
+        "-G",
+        "Ninja",
+        "-DCMAKE_BUILD_TYPE=Release",
+        f"-DINFINILM_SOURCE_DIR={source}",
+        f"-DINFINI_RT_ROOT={prefixes['infinirt']}",
+        f"-DINFINI_OPS_ROOT={prefixes['infiniops']}",
+        f"-DINFINI_CCL_ROOT={prefixes['infiniccl']}",
+        f"-DPython_EXECUTABLE={sys.executable}",
+        f"-Dpybind11_DIR={pybind11.get_cmake_dir()}",
+        f"-DCMAKE_INSTALL_PREFIX={install}",
+        "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+        *extra,
     ]
 
 
@@ -214,13 +242,18 @@ def python_dir(b: Built) -> Path:
 
 # --- what is built and installed ----------------------------------------------------------------
 
+
 def test_installs_the_three_targets_where_xmake_install_puts_them(built: Built) -> None:
     py = python_dir(built)
     assert (py / "infinicore" / "lib" / "libinfinicore_runtime.so").is_file()
     assert (py / "infinicore" / "lib" / f"_infinicore{EXT}").is_file()
     assert (py / "infinilm" / "lib" / f"_infinilm{EXT}").is_file()
-    for package in ("infinicore/__init__.py", "infinicore/lib/__init__.py",
-                    "infinilm/__init__.py", "infinilm/lib/__init__.py"):
+    for package in (
+        "infinicore/__init__.py",
+        "infinicore/lib/__init__.py",
+        "infinilm/__init__.py",
+        "infinilm/lib/__init__.py",
+    ):
         assert (py / package).is_file(), package
 
 
@@ -243,12 +276,14 @@ def test_defines_only_on_the_runtime_as_in_xmake(built: Built) -> None:
     commands = json.loads((built.build / "compile_commands.json").read_text())
     for entry in commands:
         in_runtime = "/csrc/infinicore/src/pybind11/" not in entry["file"] and (
-            "/csrc/infinicore/" in entry["file"])
+            "/csrc/infinicore/" in entry["file"]
+        )
         for define in ("-DENABLE_INFINIOPS_API", "-DUSE_INFINIRT_GRAPH"):
             assert (define in entry["command"]) == in_runtime, (define, entry["file"])
 
 
 # --- RUNPATHs and DT_NEEDED ---------------------------------------------------------------------
+
 
 def test_runtime_links_the_three_infini_libraries_with_origin_runpath(built: Built) -> None:
     d = dynamic(python_dir(built) / "infinicore" / "lib" / "libinfinicore_runtime.so")
@@ -271,13 +306,14 @@ def test_extensions_reach_infini_libraries_only_through_the_runtime(built: Built
 
 def test_no_extension_links_libpython(built: Built) -> None:
     py = python_dir(built)
-    for ext in (py / "infinicore" / "lib" / f"_infinicore{EXT}",
-                py / "infinilm" / "lib" / f"_infinilm{EXT}"):
+    for ext in (
+        py / "infinicore" / "lib" / f"_infinicore{EXT}",
+        py / "infinilm" / "lib" / f"_infinilm{EXT}",
+    ):
         assert not [n for n in dynamic(ext).needed if n.startswith("libpython")], ext
 
 
-def test_installed_tree_imports_from_outside_any_source_tree(built: Built,
-                                                             tmp_path: Path) -> None:
+def test_installed_tree_imports_from_outside_any_source_tree(built: Built, tmp_path: Path) -> None:
     # As the wheel and upstream's setup.py do: the Infini libraries beside the runtime.
     lib = python_dir(built) / "infinicore" / "lib"
     for name, prefix in built.prefixes.items():
@@ -287,9 +323,18 @@ def test_installed_tree_imports_from_outside_any_source_tree(built: Built,
     env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "PYTHONPATH")}
     env["PYTHONPATH"] = str(python_dir(built))
     result = subprocess.run(
-        [sys.executable, "-c", "import infinicore, infinilm; print(infinicore.answer(), "
-         "infinilm.answer(), infinilm.__file__)"],
-        capture_output=True, text=True, cwd=tmp_path, env=env, check=False)
+        [
+            sys.executable,
+            "-c",
+            "import infinicore, infinilm; print(infinicore.answer(), "
+            "infinilm.answer(), infinilm.__file__)",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     core, lm, where = result.stdout.split()
     assert (int(core), int(lm)) == (111, 111111)
@@ -298,8 +343,8 @@ def test_installed_tree_imports_from_outside_any_source_tree(built: Built,
 
 # --- configure-time checks ----------------------------------------------------------------------
 
-def test_missing_submodules_are_a_configure_error_naming_them(built: Built,
-                                                              tmp_path: Path) -> None:
+
+def test_missing_submodules_are_a_configure_error_naming_them(built: Built, tmp_path: Path) -> None:
     source = tmp_path / "InfiniLM"
     write_tree(source, {k: v for k, v in LM_TREE.items() if not k.startswith("third_party/")})
     result = cmake(*configure_args(tmp_path / "b", source, built.prefixes, tmp_path / "i"))
@@ -307,15 +352,26 @@ def test_missing_submodules_are_a_configure_error_naming_them(built: Built,
     assert "submodules (spdlog, json) are not checked out" in result.stderr
 
 
-def test_an_operator_missing_from_infiniops_fails_the_link_naming_it(built: Built,
-                                                                     tmp_path: Path) -> None:
+def test_an_operator_missing_from_infiniops_fails_the_link_naming_it(
+    built: Built, tmp_path: Path
+) -> None:
     prefixes = dict(built.prefixes)
     ops = tmp_path / "stubs" / "infiniops"
     write_tree(ops, {k: v for k, v in STUBS["infiniops"].items() if k != "src.cc"})
     (ops / "lib").mkdir()
     (ops / "src.cc").write_text("int some_other_operator() { return 0; }\n")
-    subprocess.run(["c++", "-shared", "-fPIC", "-Wl,-soname,libinfiniops.so", "-o",
-                    str(ops / "lib" / "libinfiniops.so"), str(ops / "src.cc")], check=True)
+    subprocess.run(
+        [
+            "c++",
+            "-shared",
+            "-fPIC",
+            "-Wl,-soname,libinfiniops.so",
+            "-o",
+            str(ops / "lib" / "libinfiniops.so"),
+            str(ops / "src.cc"),
+        ],
+        check=True,
+    )
     prefixes["infiniops"] = ops
     build = tmp_path / "b"
     configured = cmake(*configure_args(build, built.source, prefixes, tmp_path / "i"))
@@ -325,13 +381,17 @@ def test_an_operator_missing_from_infiniops_fails_the_link_naming_it(built: Buil
     assert "undefined reference to `infiniops_answer()'" in result.stdout
 
 
-def test_graph_define_can_be_left_out_for_runtimes_without_graphs(built: Built,
-                                                                   tmp_path: Path) -> None:
+def test_graph_define_can_be_left_out_for_runtimes_without_graphs(
+    built: Built, tmp_path: Path
+) -> None:
     import json
 
     build = tmp_path / "b"
-    result = cmake(*configure_args(build, built.source, built.prefixes, tmp_path / "i",
-                                   "-DINFINILM_INFINIRT_GRAPH=OFF"))
+    result = cmake(
+        *configure_args(
+            build, built.source, built.prefixes, tmp_path / "i", "-DINFINILM_INFINIRT_GRAPH=OFF"
+        )
+    )
     assert result.returncode == 0, result.stderr
     commands = json.loads((build / "compile_commands.json").read_text())
     runtime = [c["command"] for c in commands if c["file"].endswith("/src/core.cc")]
@@ -341,20 +401,29 @@ def test_graph_define_can_be_left_out_for_runtimes_without_graphs(built: Built,
 
 def test_cxx11_abi_is_applied_to_every_target(built: Built, tmp_path: Path) -> None:
     build = tmp_path / "b"
-    result = cmake(*configure_args(build, built.source, built.prefixes, tmp_path / "i",
-                                   "-DINFINILM_CXX11_ABI=0"))
+    result = cmake(
+        *configure_args(
+            build, built.source, built.prefixes, tmp_path / "i", "-DINFINILM_CXX11_ABI=0"
+        )
+    )
     assert result.returncode == 0, result.stderr
     commands = (build / "compile_commands.json").read_text()
     assert commands.count("-D_GLIBCXX_USE_CXX11_ABI=0") == commands.count('"file"')
 
 
 def test_cxx11_abi_from_torch_fails_clearly_without_torch(built: Built, tmp_path: Path) -> None:
-    probe = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True,
-                           check=False)
+    probe = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True, check=False)
     if probe.returncode == 0:
         pytest.skip("torch is importable here")
-    result = cmake(*configure_args(tmp_path / "b", built.source, built.prefixes, tmp_path / "i",
-                                   "-DINFINILM_CXX11_ABI=TORCH"))
+    result = cmake(
+        *configure_args(
+            tmp_path / "b",
+            built.source,
+            built.prefixes,
+            tmp_path / "i",
+            "-DINFINILM_CXX11_ABI=TORCH",
+        )
+    )
     assert result.returncode != 0
     assert "INFINILM_CXX11_ABI=TORCH but" in result.stderr
     assert "cannot import torch" in result.stderr

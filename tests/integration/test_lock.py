@@ -41,26 +41,30 @@ def write_manifest(root: Path, foo: str, bar: str) -> Path:
     (root / "components").mkdir(parents=True, exist_ok=True)
     (root / "baz").mkdir(exist_ok=True)
     for name in ("foo", "bar", "baz"):
-        (root / "components" / f"{name}.yaml").write_text(
-            "vendors:\n  cpu: {}\n  nvidia: {}\n")
+        (root / "components" / f"{name}.yaml").write_text("vendors:\n  cpu: {}\n  nvidia: {}\n")
     path = root / "stack.yaml"
     path.write_text(MANIFEST.format(foo=foo, bar=bar))
     return path
 
 
 def changed_lines(before: str, after: str) -> list[str]:
-    return [line for line in difflib.unified_diff(before.splitlines(), after.splitlines(),
-                                                  lineterm="", n=0)
-            if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    return [
+        line
+        for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
 
 
 # --- the text edit (pure) -----------------------------------------------------------------------
+
 
 def test_rewrites_only_the_rev_value_keeping_comments() -> None:
     before = MANIFEST.format(foo=OLD, bar=OLD)
     after = set_pin(before, "foo", NEW)
     assert changed_lines(before, after) == [
-        f"-    rev: {OLD}   # trailing comment", f"+    rev: {NEW}   # trailing comment"]
+        f"-    rev: {OLD}   # trailing comment",
+        f"+    rev: {NEW}   # trailing comment",
+    ]
 
 
 def test_rewrites_a_vendor_override_in_place() -> None:
@@ -81,8 +85,11 @@ def test_adds_a_vendor_override_after_the_last_vendor_before_following_comments(
 def test_adds_a_vendors_block_when_the_component_has_none() -> None:
     before = MANIFEST.format(foo=OLD, bar=OLD)
     after = set_pin(before, "foo", NEW, "nvidia")
-    assert changed_lines(before, after) == ["+    vendors:", "+      nvidia:",
-                                            f"+        rev: {NEW}"]
+    assert changed_lines(before, after) == [
+        "+    vendors:",
+        "+      nvidia:",
+        f"+        rev: {NEW}",
+    ]
     assert "# pinned by hand" in after
 
 
@@ -92,8 +99,9 @@ def test_vendor_aliases_find_the_canonical_entry() -> None:
 
 
 def test_inline_vendor_mapping_gets_the_rev_inside_its_braces() -> None:
-    text = ("components:\n  foo:\n    git: u\n    rev: a\n    vendors:\n"
-            "      cpu: {options: {X: ON}}\n")
+    text = (
+        "components:\n  foo:\n    git: u\n    rev: a\n    vendors:\n      cpu: {options: {X: ON}}\n"
+    )
     assert f"cpu: {{rev: {NEW}, options: {{X: ON}}}}" in set_pin(text, "foo", NEW, "cpu")
 
 
@@ -105,6 +113,7 @@ def test_path_sources_have_nothing_to_lock() -> None:
 
 
 # --- resolving through git, through mirrors --------------------------------------------------
+
 
 @pytest.fixture
 def repos(tmp_path: Path) -> dict[str, str]:
@@ -119,27 +128,43 @@ def repos(tmp_path: Path) -> dict[str, str]:
 
 @pytest.mark.integration
 def test_lock_branch_resolves_through_mirror_and_rewrites_one_line(
-    tmp_path: Path, home: Path, repos: dict[str, str], cli  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    home: Path,
+    repos: dict[str, str],
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     stack = write_manifest(tmp_path / "s", repos["first"], repos["bar"])
     before = stack.read_text()
-    result = cli("lock", "foo=main", "--manifest", stack,
-                 "--mirror", f"{PUBLIC}/={tmp_path / 'mirrors'}/")
+    result = cli(
+        "lock", "foo=main", "--manifest", stack, "--mirror", f"{PUBLIC}/={tmp_path / 'mirrors'}/"
+    )
     assert result.code == 0, result.err
     assert f"foo: main -> {repos['second']}" in result.out
     assert changed_lines(before, stack.read_text()) == [
         f"-    rev: {repos['first']}   # trailing comment",
-        f"+    rev: {repos['second']}   # trailing comment"]
+        f"+    rev: {repos['second']}   # trailing comment",
+    ]
     assert cli("validate", "--manifest", stack).code == 0
 
 
 @pytest.mark.integration
 def test_lock_annotated_tag_pins_the_commit_not_the_tag_object(
-    tmp_path: Path, home: Path, repos: dict[str, str], cli  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    home: Path,
+    repos: dict[str, str],
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     stack = write_manifest(tmp_path / "s", repos["second"], repos["bar"])
-    result = cli("lock", "foo=v1", "--vendor", "nvidia", "--manifest", stack,
-                 "--mirror", f"{PUBLIC}/={tmp_path / 'mirrors'}/")
+    result = cli(
+        "lock",
+        "foo=v1",
+        "--vendor",
+        "nvidia",
+        "--manifest",
+        stack,
+        "--mirror",
+        f"{PUBLIC}/={tmp_path / 'mirrors'}/",
+    )
     assert result.code == 0, result.err
     text = stack.read_text()
     assert f"      nvidia:\n        rev: {repos['first']}\n" in text
@@ -148,12 +173,16 @@ def test_lock_annotated_tag_pins_the_commit_not_the_tag_object(
 
 @pytest.mark.integration
 def test_unknown_ref_is_an_error_with_a_suggestion_and_exit_4(
-    tmp_path: Path, home: Path, repos: dict[str, str], cli  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    home: Path,
+    repos: dict[str, str],
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     stack = write_manifest(tmp_path / "s", repos["first"], repos["bar"])
     before = stack.read_text()
-    result = cli("lock", "foo=stabel", "--manifest", stack,
-                 "--mirror", f"{PUBLIC}/={tmp_path / 'mirrors'}/")
+    result = cli(
+        "lock", "foo=stabel", "--manifest", stack, "--mirror", f"{PUBLIC}/={tmp_path / 'mirrors'}/"
+    )
     assert result.code == 4
     assert "'stabel' is neither a branch nor a tag" in result.err
     assert "did you mean 'stable'" in result.err
@@ -162,18 +191,25 @@ def test_unknown_ref_is_an_error_with_a_suggestion_and_exit_4(
 
 @pytest.mark.integration
 def test_unreachable_repository_is_an_error_with_exit_4(
-    tmp_path: Path, home: Path, repos: dict[str, str], cli  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    home: Path,
+    repos: dict[str, str],
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     stack = write_manifest(tmp_path / "s", repos["first"], repos["bar"])
-    result = cli("lock", "foo=main", "--manifest", stack,
-                 "--mirror", f"{PUBLIC}/={tmp_path / 'nowhere'}/")
+    result = cli(
+        "lock", "foo=main", "--manifest", stack, "--mirror", f"{PUBLIC}/={tmp_path / 'nowhere'}/"
+    )
     assert result.code == 4
     assert "cannot list the refs of" in result.err
 
 
 @pytest.mark.integration
 def test_check_passes_for_reachable_pins_and_reports_a_force_pushed_one(
-    tmp_path: Path, home: Path, repos: dict[str, str], cli  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    home: Path,
+    repos: dict[str, str],
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     mirror = f"{PUBLIC}/={tmp_path / 'mirrors'}/"
     stack = write_manifest(tmp_path / "s", repos["first"], repos["bar"])

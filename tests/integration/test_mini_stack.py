@@ -36,7 +36,9 @@ def last_report(home: Path) -> dict:  # type: ignore[type-arg]
 
 
 def test_cpu_build_installs_every_component_into_its_own_store_entry(
-    home: Path, mini: Path, cli  # type: ignore[no-untyped-def]
+    home: Path,
+    mini: Path,
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     result = cli("build", "--manifest", mini, "--vendor", "cpu")
     assert result.code == 0, result.err
@@ -53,7 +55,9 @@ def test_cpu_build_installs_every_component_into_its_own_store_entry(
 
 
 def test_second_build_with_nothing_changed_runs_no_configure(
-    shared_home: Path, mini: Path, cli  # type: ignore[no-untyped-def]
+    shared_home: Path,
+    mini: Path,
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     logs = shared_home / "logs"
     result = cli("build", "--manifest", mini, "--vendor", "cpu")
@@ -65,7 +69,9 @@ def test_second_build_with_nothing_changed_runs_no_configure(
 
 
 def test_edited_path_source_rebuilds_it_and_its_dependents_without_full_reconfigure(
-    shared_home: Path, mini: Path, cli  # type: ignore[no-untyped-def]
+    shared_home: Path,
+    mini: Path,
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     ccl = mini.parent / "ccl" / "src" / "ccl.cpp"
     ccl.write_text(ccl.read_text() + "\n// touched\n")
@@ -76,7 +82,9 @@ def test_edited_path_source_rebuilds_it_and_its_dependents_without_full_reconfig
 
 
 def test_failing_compile_exits_5_names_component_step_and_keeps_the_log(
-    home: Path, mini: Path, cli  # type: ignore[no-untyped-def]
+    home: Path,
+    mini: Path,
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     broken = mini.parent / "ccl" / "src" / "ccl.cpp"
     broken.write_text(broken.read_text() + "\nthis is not C++;\n")
@@ -111,7 +119,10 @@ def make_venv(path: Path) -> Path:
 
 
 def test_cpu_wheel_audits_installs_and_imports_from_a_clean_venv(
-    shared_home: Path, mini: Path, tmp_path: Path, cli  # type: ignore[no-untyped-def]
+    shared_home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     out = tmp_path / "dist"
     result = cli("wheel", "--manifest", mini, "--vendor", "cpu", "--out", out)
@@ -122,29 +133,49 @@ def test_cpu_wheel_audits_installs_and_imports_from_a_clean_venv(
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
         elves = {n: zf.read(n) for n in names if n.endswith(".so")}
-    assert {"minicore/lib/libminirt.so", "minicore/lib/libminiops.so",
-            "minicore/lib/libminiccl.so", "minicore/lib/libminicore_runtime.so"} <= set(elves)
+    assert {
+        "minicore/lib/libminirt.so",
+        "minicore/lib/libminiops.so",
+        "minicore/lib/libminiccl.so",
+        "minicore/lib/libminicore_runtime.so",
+    } <= set(elves)
     for name, data in elves.items():
         assert not any(n.startswith("libpython") for n in needed(data)), name
     python = make_venv(tmp_path / "venv")
     subprocess.run([python, "-m", "pip", "install", "-q", "--no-index", str(wheel)], check=True)
     probe = subprocess.run(
-        [python, "-c", "import minicore; print(minicore.backends(), minicore.ops(), "
-         "minicore.allreduce_sum([1.0, 2.0]), minicore.add([1.0], [2.0]))"],
-        cwd=tmp_path, capture_output=True, text=True, check=True,
+        [
+            python,
+            "-c",
+            "import minicore; print(minicore.backends(), minicore.ops(), "
+            "minicore.allreduce_sum([1.0, 2.0]), minicore.add([1.0], [2.0]))",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert probe.stdout.strip() == "cpu ['add', 'mul', 'gemm'] [1.0, 2.0] [3.0]"
 
 
-@pytest.mark.skipif(not sysconfig.get_config_var("Py_ENABLE_SHARED"),
-                    reason="this interpreter has no shared libpython to link against")
+@pytest.mark.skipif(
+    not sysconfig.get_config_var("Py_ENABLE_SHARED"),
+    reason="this interpreter has no shared libpython to link against",
+)
 def test_wheel_whose_extension_links_libpython_is_refused_with_exit_6_and_kept(
-    shared_home: Path, mini: Path, tmp_path: Path, cli  # type: ignore[no-untyped-def]
+    shared_home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     cmake = mini.parent / "engine" / "CMakeLists.txt"
-    cmake.write_text(cmake.read_text() + (
-        "\nfind_package(Python REQUIRED COMPONENTS Development.Embed)\n"
-        "target_link_libraries(_minicore PRIVATE Python::Python)\n"))
+    cmake.write_text(
+        cmake.read_text()
+        + (
+            "\nfind_package(Python REQUIRED COMPONENTS Development.Embed)\n"
+            "target_link_libraries(_minicore PRIVATE Python::Python)\n"
+        )
+    )
     out = tmp_path / "dist"
     result = cli("wheel", "--manifest", mini, "--vendor", "cpu", "--out", out)
     assert result.code == 6, result.err

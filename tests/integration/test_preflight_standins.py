@@ -19,11 +19,17 @@ pytestmark = [
     pytest.mark.skipif(not standins.HAVE_GCC, reason="needs gcc/g++ to build stand-in libraries"),
 ]
 
-MOORE = {"infinirt": {"WITH_MOORE": "ON"}, "infiniops": {"WITH_MOORE": "ON"},
-         "infiniccl": {"WITH_MOORE": "ON", "WITH_MCCL": "ON"}}
+MOORE = {
+    "infinirt": {"WITH_MOORE": "ON"},
+    "infiniops": {"WITH_MOORE": "ON"},
+    "infiniccl": {"WITH_MOORE": "ON", "WITH_MCCL": "ON"},
+}
 THEAD = {"infinirt": {"WITH_THEAD": "ON"}, "infiniops": {"WITH_NVIDIA": "ON"}}
-NVIDIA = {"infinirt": {"WITH_NVIDIA": "ON"}, "infiniops": {"WITH_NVIDIA": "ON"},
-          "infiniccl": {"WITH_NVIDIA": "ON", "WITH_NCCL": "ON"}}
+NVIDIA = {
+    "infinirt": {"WITH_NVIDIA": "ON"},
+    "infiniops": {"WITH_NVIDIA": "ON"},
+    "infiniccl": {"WITH_NVIDIA": "ON", "WITH_NCCL": "ON"},
+}
 
 
 def probe(providers: tuple[Provider, ...], **kwargs: object) -> dict[str, ProviderResult]:
@@ -34,18 +40,24 @@ def probe(providers: tuple[Provider, ...], **kwargs: object) -> dict[str, Provid
 @pytest.fixture(scope="module")
 def musa_roots(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("musa")
-    return {"4.3": standins.musa_tree(base / "musa-4.3", "4.3.0"),
-            "3.2": standins.musa_tree(base / "musa-3.2", "3.2.0", mccl=None)}
+    return {
+        "4.3": standins.musa_tree(base / "musa-4.3", "4.3.0"),
+        "3.2": standins.musa_tree(base / "musa-3.2", "3.2.0", mccl=None),
+    }
 
 
 # -- MUSA ------------------------------------------------------------------------------------------
 
+
 def test_standin_musa_root_env_beats_musa_home_and_libraries_come_from_it(
-        musa_roots: dict[str, Path]) -> None:
-    env = {"PATH": "/usr/bin", "MUSA_ROOT": str(musa_roots["4.3"]),
-           "MUSA_HOME": str(musa_roots["3.2"])}
-    results = probe(musa.MOORE_PROVIDERS, env=env, options=MOORE,
-                    constraints={"musa": ">=4.0"})
+    musa_roots: dict[str, Path],
+) -> None:
+    env = {
+        "PATH": "/usr/bin",
+        "MUSA_ROOT": str(musa_roots["4.3"]),
+        "MUSA_HOME": str(musa_roots["3.2"]),
+    }
+    results = probe(musa.MOORE_PROVIDERS, env=env, options=MOORE, constraints={"musa": ">=4.0"})
     toolkit = results["musa"]
     assert toolkit.status == "found" and toolkit.version == "4.3.0"
     assert toolkit.origin == "MUSA_ROOT" and toolkit.version_source == "mcc --version"
@@ -58,16 +70,21 @@ def test_standin_musa_root_env_beats_musa_home_and_libraries_come_from_it(
 
 
 def test_standin_musa_best_match_skips_an_older_toolkit_named_first(
-        musa_roots: dict[str, Path]) -> None:
-    env = {"PATH": "/usr/bin", "MUSA_ROOT": str(musa_roots["3.2"]),
-           "MUSA_HOME": str(musa_roots["4.3"])}
+    musa_roots: dict[str, Path],
+) -> None:
+    env = {
+        "PATH": "/usr/bin",
+        "MUSA_ROOT": str(musa_roots["3.2"]),
+        "MUSA_HOME": str(musa_roots["4.3"]),
+    }
     result = probe((musa.MUSA,), env=env, options=MOORE, constraints={"musa": ">=4.0"})["musa"]
     assert result.status == "found" and result.origin == "MUSA_HOME"
     assert any("3.2.0 does not satisfy '>=4.0'" in d for d in result.details)
 
 
 def test_standin_musa_wrong_version_fails_with_the_install_hint(
-        musa_roots: dict[str, Path]) -> None:
+    musa_roots: dict[str, Path],
+) -> None:
     env = {"PATH": "/usr/bin", "MUSA_PATH": str(musa_roots["3.2"])}
     result = probe((musa.MUSA,), env=env, options=MOORE, constraints={"musa": ">=4.0"})["musa"]
     assert result.status == "wrong version" and result.failed and result.version == "3.2.0"
@@ -75,14 +92,16 @@ def test_standin_musa_wrong_version_fails_with_the_install_hint(
 
 
 def test_standin_musa_default_path_is_used_when_no_env_var_is_set(
-        musa_roots: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    musa_roots: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(musa, "MUSA_DEFAULTS", (str(musa_roots["4.3"]),))
     result = probe((musa.MUSA,), env={"PATH": "/usr/bin"}, options=MOORE)["musa"]
     assert result.status == "found" and result.origin == "default path"
 
 
 def test_standin_musa_env_var_pointing_at_nothing_is_skipped_and_said(
-        musa_roots: dict[str, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    musa_roots: dict[str, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(musa, "MUSA_DEFAULTS", (str(musa_roots["4.3"]),))
     env = {"PATH": "/usr/bin", "MUSA_ROOT": str(tmp_path / "nothing")}
     result = probe((musa.MUSA,), env=env, options=MOORE)["musa"]
@@ -91,32 +110,47 @@ def test_standin_musa_env_var_pointing_at_nothing_is_skipped_and_said(
 
 
 def test_standin_musa_unparseable_compiler_version_is_unknown_version_not_a_crash(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     root = tmp_path / "musa"
     standins.script(root / "bin" / "mcc", 'echo "clang version 14.0.0"\n')
-    result = probe((musa.MUSA,), env={"PATH": "/usr/bin", "MUSA_ROOT": str(root)},
-                   options=MOORE, constraints={"musa": ">=4.0"})["musa"]
+    result = probe(
+        (musa.MUSA,),
+        env={"PATH": "/usr/bin", "MUSA_ROOT": str(root)},
+        options=MOORE,
+        constraints={"musa": ">=4.0"},
+    )["musa"]
     assert result.status == "unknown version" and result.failed
     assert any("cannot tell its version" in d for d in result.details)
 
 
 def test_standin_mudnn_absent_is_a_note_because_the_pinned_infiniops_does_not_link_it(
-        musa_roots: dict[str, Path]) -> None:
-    results = probe(musa.MOORE_PROVIDERS, env={"PATH": "/usr/bin",
-                                               "MUSA_ROOT": str(musa_roots["4.3"])},
-                    options=MOORE)
+    musa_roots: dict[str, Path],
+) -> None:
+    results = probe(
+        musa.MOORE_PROVIDERS,
+        env={"PATH": "/usr/bin", "MUSA_ROOT": str(musa_roots["4.3"])},
+        options=MOORE,
+    )
     assert results["mudnn"].status == "note" and not results["mudnn"].failed
 
 
 # -- PPU SDK ---------------------------------------------------------------------------------------
 
+
 def test_standin_ppu_thead_cuda_root_beats_ppu_sdk_root_and_version_comes_from_ppu_llc(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     first = standins.ppu_sdk_tree(tmp_path / "sdk-a", "2.1.0")
     second = standins.ppu_sdk_tree(tmp_path / "sdk-b", "1.5.0")
     env = {"PATH": "/usr/bin", "THEAD_CUDA_ROOT": str(first), "PPU_SDK_ROOT": str(second.parent)}
-    results = probe(ppu.THEAD_PROVIDERS, env=env, options=THEAD,
-                    constraints={"ppu-sdk": ">=1.0"}, cuda_architectures=("80",))
+    results = probe(
+        ppu.THEAD_PROVIDERS,
+        env=env,
+        options=THEAD,
+        constraints={"ppu-sdk": ">=1.0"},
+        cuda_architectures=("80",),
+    )
     sdk = results["ppu-sdk"]
     assert sdk.status == "found" and sdk.version == "2.1.0" and sdk.origin == "THEAD_CUDA_ROOT"
     assert sdk.version_source == "ppu-llc --version"
@@ -128,36 +162,42 @@ def test_standin_ppu_thead_cuda_root_beats_ppu_sdk_root_and_version_comes_from_p
 def test_standin_ppu_sdk_root_derived_path_and_wrong_version(tmp_path: Path) -> None:
     cuda_sdk = standins.ppu_sdk_tree(tmp_path / "sdk", "0.9.0")
     env = {"PATH": "/usr/bin", "PPU_SDK_ROOT": str(cuda_sdk.parent)}
-    sdk = probe((ppu.PPU_SDK,), env=env, options=THEAD,
-                constraints={"ppu-sdk": ">=1.0"})["ppu-sdk"]
+    sdk = probe((ppu.PPU_SDK,), env=env, options=THEAD, constraints={"ppu-sdk": ">=1.0"})["ppu-sdk"]
     assert sdk.status == "wrong version" and sdk.origin == "$PPU_SDK_ROOT/CUDA_SDK"
 
 
 def test_standin_ppu_sdk_without_ppu_llc_is_unknown_version_when_constrained(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     cuda_sdk = standins.ppu_sdk_tree(tmp_path / "sdk", version=None)
     env = {"PATH": "/usr/bin", "PPU_CUDA_ROOT": str(cuda_sdk)}
-    sdk = probe((ppu.PPU_SDK,), env=env, options=THEAD,
-                constraints={"ppu-sdk": ">=1.0"})["ppu-sdk"]
+    sdk = probe((ppu.PPU_SDK,), env=env, options=THEAD, constraints={"ppu-sdk": ">=1.0"})["ppu-sdk"]
     assert sdk.status == "unknown version" and sdk.failed
     assert any("no " + str(cuda_sdk.parent / "bin" / "ppu-llc") in d for d in sdk.details)
 
 
 def test_standin_ppu_arch_not_listed_by_its_nvcc_is_wrong_version(tmp_path: Path) -> None:
     cuda_sdk = standins.ppu_sdk_tree(tmp_path / "sdk")
-    results = probe(ppu.THEAD_PROVIDERS, env={"PATH": "/usr/bin", "PPU_CUDA_ROOT": str(cuda_sdk)},
-                    options=THEAD, cuda_architectures=("90",))
+    results = probe(
+        ppu.THEAD_PROVIDERS,
+        env={"PATH": "/usr/bin", "PPU_CUDA_ROOT": str(cuda_sdk)},
+        options=THEAD,
+        cuda_architectures=("90",),
+    )
     arch = results["cuda-arch"]
     assert arch.status == "wrong version" and "cannot compile for 90" in " ".join(arch.details)
 
 
 # -- NVIDIA wheels ---------------------------------------------------------------------------------
 
+
 def test_standin_nccl_wheel_layout_is_found_and_its_missing_link_name_is_fixed_by_a_define(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     prefix = standins.nccl_wheel(tmp_path / "site", "2.21.5")
-    result = probe((cuda.NCCL,), site=(tmp_path / "site",), options=NVIDIA,
-                   constraints={"nccl": ">=2.18"})["nccl"]
+    result = probe(
+        (cuda.NCCL,), site=(tmp_path / "site",), options=NVIDIA, constraints={"nccl": ">=2.18"}
+    )["nccl"]
     assert result.status == "found" and result.version == "2.21.5"
     assert result.version_source == "nccl.h NCCL_MAJOR/NCCL_MINOR/NCCL_PATCH"
     assert result.origin == "site-packages (nvidia_nccl_cu13)"
@@ -169,35 +209,47 @@ def test_standin_nccl_wheel_layout_is_found_and_its_missing_link_name_is_fixed_b
 
 def test_standin_nccl_wheel_too_old_is_wrong_version(tmp_path: Path) -> None:
     standins.nccl_wheel(tmp_path / "site", "2.16.2")
-    result = probe((cuda.NCCL,), site=(tmp_path / "site",), options=NVIDIA,
-                   constraints={"nccl": ">=2.18"})["nccl"]
+    result = probe(
+        (cuda.NCCL,), site=(tmp_path / "site",), options=NVIDIA, constraints={"nccl": ">=2.18"}
+    )["nccl"]
     assert result.status == "wrong version" and result.version == "2.16.2"
 
 
 def test_standin_nccl_root_env_beats_the_wheel(tmp_path: Path) -> None:
     standins.nccl_wheel(tmp_path / "site", "2.21.5")
     root = tmp_path / "nccl"
-    standins.header(root / "include" / "nccl.h", {"NCCL_MAJOR": 2, "NCCL_MINOR": 23,
-                                                  "NCCL_PATCH": 4})
+    standins.header(
+        root / "include" / "nccl.h", {"NCCL_MAJOR": 2, "NCCL_MINOR": 23, "NCCL_PATCH": 4}
+    )
     standins.shared_library(root / "lib", "nccl", "2.23.4")
-    result = probe((cuda.NCCL,), env={"PATH": "/usr/bin", "NCCL_ROOT": str(root)},
-                   site=(tmp_path / "site",), options=NVIDIA)["nccl"]
+    result = probe(
+        (cuda.NCCL,),
+        env={"PATH": "/usr/bin", "NCCL_ROOT": str(root)},
+        site=(tmp_path / "site",),
+        options=NVIDIA,
+    )["nccl"]
     assert result.origin == "NCCL_ROOT" and result.version == "2.23.4"
     assert result.path == str(root / "lib" / "libnccl.so")
 
 
 def test_standin_nccl_header_without_version_macros_is_unknown_version_when_constrained(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     root = tmp_path / "nccl"
     standins.header(root / "include" / "nccl.h", {"NCCL_SOMETHING": 1})
     standins.shared_library(root / "lib", "nccl", "2")
-    result = probe((cuda.NCCL,), env={"PATH": "/usr/bin", "NCCL_ROOT": str(root)},
-                   options=NVIDIA, constraints={"nccl": ">=2.18"})["nccl"]
+    result = probe(
+        (cuda.NCCL,),
+        env={"PATH": "/usr/bin", "NCCL_ROOT": str(root)},
+        options=NVIDIA,
+        constraints={"nccl": ">=2.18"},
+    )["nccl"]
     assert result.status == "unknown version" and result.failed
 
 
 def test_standin_cublas_wheel_is_found_with_header_version_and_explicit_library_defines(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     prefix = standins.cublas_wheel(tmp_path / "site", "13.1.0.3")
     results = probe((cuda.CUBLAS, cuda.CUBLASLT), site=(tmp_path / "site",), options=NVIDIA)
     cublas = results["cublas"]
@@ -205,7 +257,8 @@ def test_standin_cublas_wheel_is_found_with_header_version_and_explicit_library_
     assert cublas.defines["CUDA_cublas_LIBRARY"] == str(prefix / "lib" / "libcublas.so.13")
     assert cublas.defines["CMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES"] == str(prefix / "include")
     assert results["cublaslt"].defines["CUDA_cublasLt_LIBRARY"] == str(
-        prefix / "lib" / "libcublasLt.so.13")
+        prefix / "lib" / "libcublasLt.so.13"
+    )
 
 
 # -- linked providers ------------------------------------------------------------------------------
@@ -231,21 +284,33 @@ def linked_dist(site: Path, version: str, extra: str = "") -> Path:
     return library
 
 
-def linked_spec(symbols: tuple[str, ...], glob: str = "flash_attn/flash_attn_2_cuda*.so",
-                version: str = ">=2.6") -> LinkedSpec:
-    return LinkedSpec(name="flash_attn", distribution="flash-attn", version=version,
-                      library_glob=glob, required_symbols=symbols)
+def linked_spec(
+    symbols: tuple[str, ...], glob: str = "flash_attn/flash_attn_2_cuda*.so", version: str = ">=2.6"
+) -> LinkedSpec:
+    return LinkedSpec(
+        name="flash_attn",
+        distribution="flash-attn",
+        version=version,
+        library_glob=glob,
+        required_symbols=symbols,
+    )
 
 
 def linked_probe(site: Path, spec: LinkedSpec) -> ProviderResult:
-    (result,) = run_providers((provider(spec),), standins.context(
-        site=(site,), options={"infiniops": {"WITH_LINKED": "ON"}},
-        constraints={spec.provider_name: spec.version}))
+    (result,) = run_providers(
+        (provider(spec),),
+        standins.context(
+            site=(site,),
+            options={"infiniops": {"WITH_LINKED": "ON"}},
+            constraints={spec.provider_name: spec.version},
+        ),
+    )
     return result
 
 
 def test_standin_linked_distribution_exporting_the_required_cxx_symbol_is_found(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     library = linked_dist(tmp_path, "2.7.4")
     result = linked_probe(tmp_path, linked_spec((HAVE,)))
     assert result.status == "found" and result.version == "2.7.4"

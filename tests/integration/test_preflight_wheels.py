@@ -22,8 +22,10 @@ WHEELS = ("nvidia-cublas", "nvidia-nccl-cu13")
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(not Path("/usr/local/cuda/bin/nvcc").is_file(),
-                       reason="needs the CUDA toolkit at /usr/local/cuda"),
+    pytest.mark.skipif(
+        not Path("/usr/local/cuda/bin/nvcc").is_file(),
+        reason="needs the CUDA toolkit at /usr/local/cuda",
+    ),
 ]
 
 
@@ -32,15 +34,28 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]
     root = tmp_path_factory.mktemp("wheels") / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
     python = str(root / "bin" / "python")
-    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()"
-                           "['purelib'])"], check=True, capture_output=True, text=True)
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     yield python, Path(site.stdout.strip())
     shutil.rmtree(root, ignore_errors=True)  # about 1 GB installed
 
 
 def install(site: Path) -> None:
-    argv = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
-            str(site), *WHEELS]
+    argv = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-deps",
+        "--target",
+        str(site),
+        *WHEELS,
+    ]
     if house := os.environ.get("INFINI_STACK_TEST_WHEELHOUSE"):
         argv[4:4] = ["--no-index", "--find-links", house]
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
@@ -49,7 +64,8 @@ def install(site: Path) -> None:
 
 
 def test_real_wheels_cublas_and_nccl_missing_then_found_once_pip_installed(
-        venv: tuple[str, Path]) -> None:
+    venv: tuple[str, Path],
+) -> None:
     python, site = venv
     stack = load_stack(ROOT / "stack.yaml")
     host = host_facts.detect("nvidia", dict(os.environ), python=python)
@@ -62,7 +78,8 @@ def test_real_wheels_cublas_and_nccl_missing_then_found_once_pip_installed(
     assert cublas is not None and cublas.status == "found"
     assert cublas.version is not None and cublas.version.startswith("13.")
     assert cublas.version_source == (
-        "cublas_api.h CUBLAS_VER_MAJOR/CUBLAS_VER_MINOR/CUBLAS_VER_PATCH")
+        "cublas_api.h CUBLAS_VER_MAJOR/CUBLAS_VER_MINOR/CUBLAS_VER_PATCH"
+    )
     assert cublas.path == str(site / "nvidia" / "cu13" / "lib" / "libcublas.so.13")
     assert nccl is not None and nccl.status == "found" and nccl.wanted == ">=2.18"
     assert nccl.path == str(site / "nvidia" / "nccl" / "lib" / "libnccl.so.2")
@@ -93,7 +110,8 @@ int probe() { cublasHandle_t h; ncclUniqueId id; ncclGetUniqueId(&id); return cu
 
 
 def test_real_wheels_hints_make_cmake_link_the_wheel_libraries(
-        venv: tuple[str, Path], tmp_path: Path) -> None:
+    venv: tuple[str, Path], tmp_path: Path
+) -> None:
     """The defines preflight hands the vendors are enough for CMake's own lookups."""
     from elftools.elf.dynamic import DynamicSection
     from elftools.elf.elffile import ELFFile
@@ -102,18 +120,24 @@ def test_real_wheels_hints_make_cmake_link_the_wheel_libraries(
     if not (site / "nvidia" / "nccl").is_dir():
         install(site)
     stack = load_stack(ROOT / "stack.yaml")
-    report = preflight.check(stack, "nvidia", host_facts.detect("nvidia", dict(os.environ),
-                                                                 python=python))
+    report = preflight.check(
+        stack, "nvidia", host_facts.detect("nvidia", dict(os.environ), python=python)
+    )
     (tmp_path / "CMakeLists.txt").write_text(PROJECT, encoding="utf-8")
     (tmp_path / "probe.cpp").write_text(SOURCE, encoding="utf-8")
     build = tmp_path / "build"
     defines = [f"-D{k}={v}" for k, v in report.hints().items()]
-    for argv in (["cmake", "-S", str(tmp_path), "-B", str(build), "-G", "Ninja", *defines],
-                 ["cmake", "--build", str(build)]):
+    for argv in (
+        ["cmake", "-S", str(tmp_path), "-B", str(build), "-G", "Ninja", *defines],
+        ["cmake", "--build", str(build)],
+    ):
         done = subprocess.run(argv, capture_output=True, text=True, check=False)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     with (build / "libprobe.so").open("rb") as f:
         dynamic = next(s for s in ELFFile(f).iter_sections() if isinstance(s, DynamicSection))
-        needed = {t.needed for t in dynamic.iter_tags()  # type: ignore[attr-defined]
-                  if t.entry.d_tag == "DT_NEEDED"}
+        needed = {
+            t.needed
+            for t in dynamic.iter_tags()  # type: ignore[attr-defined]
+            if t.entry.d_tag == "DT_NEEDED"
+        }
     assert {"libcublas.so.13", "libnccl.so.2"} <= needed

@@ -12,8 +12,9 @@ from tests.gitrepos import cmake_library, commit, git, init_repo, stack_for
 pytestmark = pytest.mark.integration
 
 
-def test_fetch_checks_out_the_pinned_sha_into_a_per_build_tree(tmp_path: Path, home: Path,
-                                                               cli) -> None:  # type: ignore[no-untyped-def]
+def test_fetch_checks_out_the_pinned_sha_into_a_per_build_tree(
+    tmp_path: Path, home: Path, cli
+) -> None:  # type: ignore[no-untyped-def]
     repo = tmp_path / "libfoo"
     first = init_repo(repo, cmake_library("foo"))
     commit(repo, {"foo.c": "int answer(void) { return 43; }\n"}, "second")
@@ -29,8 +30,7 @@ def test_fetch_checks_out_the_pinned_sha_into_a_per_build_tree(tmp_path: Path, h
     assert not (cache / "foo.c").exists()
 
 
-def test_wrong_sha_names_component_url_and_sha_and_exits_4(tmp_path: Path, home: Path,
-                                                           cli) -> None:  # type: ignore[no-untyped-def]
+def test_wrong_sha_names_component_url_and_sha_and_exits_4(tmp_path: Path, home: Path, cli) -> None:  # type: ignore[no-untyped-def]
     repo = tmp_path / "libfoo"
     init_repo(repo, cmake_library("foo"))
     missing = "0123456789abcdef0123456789abcdef01234567"
@@ -41,8 +41,7 @@ def test_wrong_sha_names_component_url_and_sha_and_exits_4(tmp_path: Path, home:
     assert "Traceback" not in result.err
 
 
-def test_unreachable_url_names_component_and_exits_4(tmp_path: Path, home: Path,
-                                                     cli) -> None:  # type: ignore[no-untyped-def]
+def test_unreachable_url_names_component_and_exits_4(tmp_path: Path, home: Path, cli) -> None:  # type: ignore[no-untyped-def]
     stack = stack_for(tmp_path / "s", {"foo": (str(tmp_path / "nowhere"), "a" * 40)})
     result = cli("fetch", "--manifest", stack, "--vendor", "cpu")
     assert result.code == 4
@@ -50,8 +49,7 @@ def test_unreachable_url_names_component_and_exits_4(tmp_path: Path, home: Path,
     assert "--mirror" in result.err
 
 
-def test_pin_behind_a_moved_branch_is_still_fetched(tmp_path: Path, home: Path,
-                                                    cli) -> None:  # type: ignore[no-untyped-def]
+def test_pin_behind_a_moved_branch_is_still_fetched(tmp_path: Path, home: Path, cli) -> None:  # type: ignore[no-untyped-def]
     repo = tmp_path / "libfoo"
     first = init_repo(repo, cmake_library("foo"))
     stack = stack_for(tmp_path / "s", {"foo": (str(repo), first)})
@@ -63,8 +61,9 @@ def test_pin_behind_a_moved_branch_is_still_fetched(tmp_path: Path, home: Path,
     assert git(Path(result.out.split()[-1]), "rev-parse", "HEAD") == second
 
 
-def test_pin_dropped_by_a_force_pushed_branch_is_a_clear_error(tmp_path: Path, home: Path,
-                                                              cli) -> None:  # type: ignore[no-untyped-def]
+def test_pin_dropped_by_a_force_pushed_branch_is_a_clear_error(
+    tmp_path: Path, home: Path, cli
+) -> None:  # type: ignore[no-untyped-def]
     repo = tmp_path / "libfoo"
     init_repo(repo, cmake_library("foo"))
     doomed = commit(repo, {"foo.c": "int answer(void) { return 7; }\n"}, "doomed")
@@ -81,14 +80,23 @@ def test_mirror_rewrites_the_url_prefix(tmp_path: Path, home: Path, cli) -> None
     mirrors = tmp_path / "mirrors"
     sha = init_repo(mirrors / "foo.git", cmake_library("foo"))
     stack = stack_for(tmp_path / "s", {"foo": ("https://example.invalid/org/foo.git", sha)})
-    result = cli("fetch", "--manifest", stack, "--vendor", "cpu",
-                 "--mirror", f"https://example.invalid/org/={mirrors}/")
+    result = cli(
+        "fetch",
+        "--manifest",
+        stack,
+        "--vendor",
+        "cpu",
+        "--mirror",
+        f"https://example.invalid/org/={mirrors}/",
+    )
     assert result.code == 0, result.err
     assert git(Path(result.out.split()[-1]), "rev-parse", "HEAD") == sha
 
 
 def test_submodules_are_checked_out_at_their_gitlinks_through_mirrors(
-    tmp_path: Path, home: Path, cli  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    home: Path,
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     mirrors = tmp_path / "mirrors"
     sub_first = init_repo(mirrors / "json.git", {"json.hpp": "// v1\n"})
@@ -96,14 +104,29 @@ def test_submodules_are_checked_out_at_their_gitlinks_through_mirrors(
     top = mirrors / "lm.git"
     init_repo(top, cmake_library("lm"))
     rewrite = f"url.{mirrors}/.insteadOf=https://example.invalid/org/"
-    git(top, "-c", rewrite, "submodule", "add", "-q",
-        "https://example.invalid/org/json.git", "third_party/json")
+    git(
+        top,
+        "-c",
+        rewrite,
+        "submodule",
+        "add",
+        "-q",
+        "https://example.invalid/org/json.git",
+        "third_party/json",
+    )
     git(top / "third_party" / "json", "checkout", "-q", sub_first)
     # The gitlink records the submodule commit; the .gitmodules URL is the public one.
     sha = commit(top, {}, "pin submodule")
     stack = stack_for(tmp_path / "s", {"lm": ("https://example.invalid/org/lm.git", sha)})
-    result = cli("fetch", "--manifest", stack, "--vendor", "cpu",
-                 "--mirror", f"https://example.invalid/org/={mirrors}/")
+    result = cli(
+        "fetch",
+        "--manifest",
+        stack,
+        "--vendor",
+        "cpu",
+        "--mirror",
+        f"https://example.invalid/org/={mirrors}/",
+    )
     assert result.code == 0, result.err
     tree = Path(result.out.split()[-1])
     assert (tree / "third_party" / "json" / "json.hpp").read_text() == "// v1\n"
@@ -126,8 +149,7 @@ def test_tree_changed_underneath_is_refused(tmp_path: Path, home: Path, cli) -> 
     assert f"the pin is {sha}" in result.err
 
 
-def test_build_from_git_pins_then_second_build_is_all_hits(tmp_path: Path, home: Path,
-                                                           cli) -> None:  # type: ignore[no-untyped-def]
+def test_build_from_git_pins_then_second_build_is_all_hits(tmp_path: Path, home: Path, cli) -> None:  # type: ignore[no-untyped-def]
     repo = tmp_path / "libfoo"
     sha = init_repo(repo, cmake_library("foo"))
     stack = stack_for(tmp_path / "s", {"foo": (str(repo), sha)})

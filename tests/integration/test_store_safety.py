@@ -29,8 +29,11 @@ def last_report(home: Path) -> dict[str, Any]:
 
 
 def visible(directory: Path) -> list[str]:
-    return sorted(p.name for p in directory.iterdir() if not p.name.startswith(".")) \
-        if directory.exists() else []
+    return (
+        sorted(p.name for p in directory.iterdir() if not p.name.startswith("."))
+        if directory.exists()
+        else []
+    )
 
 
 def wait_for(path: Path, timeout: float = 60) -> None:
@@ -41,8 +44,17 @@ def wait_for(path: Path, timeout: float = 60) -> None:
 
 
 def build_cmd(manifest: Path, *extra: str | Path) -> list[str]:
-    return [sys.executable, "-m", "builder", "build", "--manifest", str(manifest),
-            "--vendor", "cpu", *map(str, extra)]
+    return [
+        sys.executable,
+        "-m",
+        "builder",
+        "build",
+        "--manifest",
+        str(manifest),
+        "--vendor",
+        "cpu",
+        *map(str, extra),
+    ]
 
 
 def env_for(home: Path, **extra: str) -> dict[str, str]:
@@ -63,14 +75,20 @@ def assert_store_consistent(store_root: Path) -> list[dict[str, Any]]:
 
 # --- two builds at once -------------------------------------------------------------------------
 
+
 def test_two_concurrent_builds_into_one_store_leave_one_consistent_entry_per_key(
     tmp_path: Path, mini: Path
 ) -> None:
     store = tmp_path / "shared-store"
     procs = [
-        subprocess.Popen(build_cmd(mini, "--store", store, "--jobs", "1"), cwd=ROOT,
-                         env=env_for(tmp_path / f"home{i}"), stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            build_cmd(mini, "--store", store, "--jobs", "1"),
+            cwd=ROOT,
+            env=env_for(tmp_path / f"home{i}"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for i in (1, 2)
     ]
     for p in procs:
@@ -80,8 +98,9 @@ def test_two_concurrent_builds_into_one_store_leave_one_consistent_entry_per_key
     assert sorted(r["name"] for r in records) == ["miniccl", "minilm", "miniops", "minirt"]
     reports = [last_report(tmp_path / f"home{i}") for i in (1, 2)]
     for name in ("minirt", "miniops", "miniccl", "minilm"):
-        outcome = sorted(next(c["status"] for c in r["components"] if c["name"] == name)
-                         for r in reports)
+        outcome = sorted(
+            next(c["status"] for c in r["components"] if c["name"] == name) for r in reports
+        )
         assert outcome == ["built", "hit"], name  # built once, found by the other
     assert visible(store / ".incoming") == []
 
@@ -126,9 +145,11 @@ KILLER = textwrap.dedent("""
 
 def stage_pause_in_compile(mini: Path, flag: Path, paused: Path) -> list[str]:
     launcher = mini.parent / "pause-launcher.sh"
-    launcher.write_text(f'#!/bin/sh\n[ -e {flag} ] && '
-                        f'{{ echo $$ > {paused}.$$; mv {paused}.$$ {paused}; sleep 60; }}\n'
-                        'exec "$@"\n')
+    launcher.write_text(
+        f"#!/bin/sh\n[ -e {flag} ] && "
+        f"{{ echo $$ > {paused}.$$; mv {paused}.$$ {paused}; sleep 60; }}\n"
+        'exec "$@"\n'
+    )
     launcher.chmod(0o755)
     return ["--launcher", str(launcher)]
 
@@ -139,18 +160,27 @@ def stage_pause_in_install(mini: Path, flag: Path, paused: Path) -> list[str]:
     text = cmake.read_text()
     marker = "install(FILES include/mini/rt.h"
     assert marker in text
-    pause = (f'install(CODE "if(EXISTS {flag})\n'
-             f'  execute_process(COMMAND sh -c \\"echo $$ > {paused}.tmp; '
-             f'mv {paused}.tmp {paused}; exec sleep 60\\")\n'
-             'endif()")\n')
+    pause = (
+        f'install(CODE "if(EXISTS {flag})\n'
+        f'  execute_process(COMMAND sh -c \\"echo $$ > {paused}.tmp; '
+        f'mv {paused}.tmp {paused}; exec sleep 60\\")\n'
+        'endif()")\n'
+    )
     cmake.write_text(text.replace(marker, pause + marker, 1))
     return []
 
 
-@pytest.mark.parametrize("stage", [
-    "after-configure-before-stamp", "after-configure", "mid-compile", "mid-install",
-    "before-record", "after-record-before-rename",
-])
+@pytest.mark.parametrize(
+    "stage",
+    [
+        "after-configure-before-stamp",
+        "after-configure",
+        "mid-compile",
+        "mid-install",
+        "before-record",
+        "after-record-before-rename",
+    ],
+)
 def test_build_killed_with_sigkill_leaves_no_partial_entry_and_the_next_build_succeeds(
     stage: str, home: Path, mini: Path, tmp_path: Path
 ) -> None:
@@ -165,8 +195,13 @@ def test_build_killed_with_sigkill_leaves_no_partial_entry_and_the_next_build_su
     orphans = None
     if stage.startswith("mid-"):
         flag.touch()
-        p = subprocess.Popen([sys.executable, "-m", "builder", *argv], cwd=ROOT, env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        p = subprocess.Popen(
+            [sys.executable, "-m", "builder", *argv],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             wait_for(paused)
             orphans = os.getsid(int(paused.read_text()))
@@ -179,8 +214,15 @@ def test_build_killed_with_sigkill_leaves_no_partial_entry_and_the_next_build_su
             staged = list((home / "store" / ".incoming").glob("*/prefix/lib/libminirt.so"))
             assert staged and not list((home / "store" / ".incoming").glob("*/prefix/include"))
     else:
-        p = subprocess.run([sys.executable, "-c", KILLER, *argv], cwd=ROOT, env=env,
-                           capture_output=True, text=True, timeout=120, check=False)
+        p = subprocess.run(
+            [sys.executable, "-c", KILLER, *argv],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         assert p.returncode == -signal.SIGKILL, p.stderr
     store_root = home / "store"
     assert visible(store_root) == []  # no partial entry
@@ -190,8 +232,15 @@ def test_build_killed_with_sigkill_leaves_no_partial_entry_and_the_next_build_su
         cache = next((home / "build").glob("minirt-*/CMakeCache.txt"))
         cache.write_text(cache.read_text()[: len(cache.read_text()) // 2])
 
-    again = subprocess.run([sys.executable, "-m", "builder", *argv], cwd=ROOT, check=False,
-                           env=env_for(home), capture_output=True, text=True, timeout=120)
+    again = subprocess.run(
+        [sys.executable, "-m", "builder", *argv],
+        cwd=ROOT,
+        check=False,
+        env=env_for(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert again.returncode == 0, again.stderr
     (record,) = assert_store_consistent(store_root)
     assert record["name"] == "minirt"
@@ -202,6 +251,7 @@ def test_build_killed_with_sigkill_leaves_no_partial_entry_and_the_next_build_su
 
 
 # --- gc -----------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def cluttered(shared_home: Path, mini: Path, cli) -> dict[str, Path]:  # type: ignore[no-untyped-def]
@@ -216,17 +266,25 @@ def cluttered(shared_home: Path, mini: Path, cli) -> dict[str, Path]:  # type: i
     old_logs = shared_home / "logs" / "20200101-000000-cpu-999999999"
     old_logs.mkdir(parents=True)
     (old_logs / "build.log").write_text("old\n")
-    return {"stale": store / stale_key[:32], "old_logs": old_logs,
-            "stale_build": next((shared_home / "build").glob("minirt-cpu-dev-*"))}
+    return {
+        "stale": store / stale_key[:32],
+        "old_logs": old_logs,
+        "stale_build": next((shared_home / "build").glob("minirt-cpu-dev-*")),
+    }
 
 
 def snapshot(home: Path) -> list[str]:
-    return sorted(str(p.relative_to(home)) for p in home.rglob("*")
-                  if "locks" not in p.parts and "cache" not in p.parts)
+    return sorted(
+        str(p.relative_to(home))
+        for p in home.rglob("*")
+        if "locks" not in p.parts and "cache" not in p.parts
+    )
 
 
 def test_gc_removes_what_no_manifest_uses_and_keeps_every_entry_the_manifest_needs(
-    shared_home: Path, cluttered: dict[str, Path], cli  # type: ignore[no-untyped-def]
+    shared_home: Path,
+    cluttered: dict[str, Path],
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     store = shared_home / "store"
     needed = set(visible(store)) - {cluttered["stale"].name}
@@ -246,7 +304,9 @@ def test_gc_removes_what_no_manifest_uses_and_keeps_every_entry_the_manifest_nee
 
 
 def test_gc_dry_run_prints_what_it_would_remove_and_removes_nothing(
-    shared_home: Path, cluttered: dict[str, Path], cli  # type: ignore[no-untyped-def]
+    shared_home: Path,
+    cluttered: dict[str, Path],
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     before = snapshot(shared_home)
     result = cli("gc", "--manifest", MINI / "stack.yaml", "--dry-run")
@@ -257,7 +317,9 @@ def test_gc_dry_run_prints_what_it_would_remove_and_removes_nothing(
 
 
 def test_gc_keeps_an_entry_whose_build_holds_its_lock(
-    shared_home: Path, cluttered: dict[str, Path], cli  # type: ignore[no-untyped-def]
+    shared_home: Path,
+    cluttered: dict[str, Path],
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     layout = Layout.from_env({}, home=shared_home)
     record = json.loads((cluttered["stale"] / "record.json").read_text())

@@ -20,15 +20,17 @@ def add_submodule(top: Path, url: str, path: str, at: str, mirrors: Path) -> Non
     git(top / path, "checkout", "-q", at)
 
 
-def manifest(root: Path, pins: dict[str, str], submodules: str = "all",
-             options: str = "{}") -> Path:
+def manifest(
+    root: Path, pins: dict[str, str], submodules: str = "all", options: str = "{}"
+) -> Path:
     (root / "components").mkdir(parents=True, exist_ok=True)
     lines = ["vendors:", "  cpu: {}", "components:"]
     for name, sha in pins.items():
         lines += [f"  {name}:", f"    git: {PUBLIC}/{name}.git", f"    rev: {sha}"]
         (root / "components" / f"{name}.yaml").write_text(
             f"submodules: {submodules}\noptions: {options}\n"
-            f"vendors:\n  cpu: {{}}\noutputs: [lib/lib{name}.so]\n")
+            f"vendors:\n  cpu: {{}}\noutputs: [lib/lib{name}.so]\n"
+        )
     path = root / "stack.yaml"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -59,11 +61,15 @@ def lm_sha(mirrors: Path) -> str:
 
 
 def test_nested_and_relative_submodules_are_checked_out_at_their_gitlinks(
-    tmp_path: Path, home: Path, mirrors: Path, cli  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    home: Path,
+    mirrors: Path,
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     stack = manifest(tmp_path / "s", {"lm": lm_sha(mirrors)})
-    result = cli("fetch", "--manifest", stack, "--vendor", "cpu",
-                 "--mirror", f"{PUBLIC}/={mirrors}/")
+    result = cli(
+        "fetch", "--manifest", stack, "--vendor", "cpu", "--mirror", f"{PUBLIC}/={mirrors}/"
+    )
     assert result.code == 0, result.err
     tree = Path(result.out.split()[-1])
     assert (tree / "third_party" / "json" / "json.hpp").read_text() == "// v1\n"
@@ -72,16 +78,24 @@ def test_nested_and_relative_submodules_are_checked_out_at_their_gitlinks(
     # The checkout names the public URLs, never the cache it was filled from.
     assert git(tree / "third_party" / "json", "remote", "get-url", "origin") == f"{PUBLIC}/json.git"
     assert git(tree / "third_party" / "spdlog", "remote", "get-url", "origin") == (
-        f"{PUBLIC}/spdlog.git")
+        f"{PUBLIC}/spdlog.git"
+    )
     assert git(tree, "config", "submodule.third_party/json.url") == f"{PUBLIC}/json.git"
 
 
 def test_submodules_live_in_the_shared_cache_so_a_second_checkout_needs_no_mirror(
-    tmp_path: Path, home: Path, mirrors: Path, cli  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    home: Path,
+    mirrors: Path,
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     stack = manifest(tmp_path / "s", {"lm": lm_sha(mirrors)})
-    assert cli("fetch", "--manifest", stack, "--vendor", "cpu",
-               "--mirror", f"{PUBLIC}/={mirrors}/").code == 0
+    assert (
+        cli(
+            "fetch", "--manifest", stack, "--vendor", "cpu", "--mirror", f"{PUBLIC}/={mirrors}/"
+        ).code
+        == 0
+    )
     caches = sorted(p.name.rsplit("-", 1)[0] for p in (home / "git").iterdir())
     assert caches == ["inner", "json", "lm", "spdlog"]
     # Another build key (a recipe option changed) means another checkout: with the mirror gone
@@ -100,7 +114,10 @@ def lm_sha_from_cache(home: Path) -> str:
 
 
 def test_recipe_selects_submodules_and_an_unpublished_gitlink_outside_it_is_not_fetched(
-    tmp_path: Path, home: Path, mirrors: Path, cli  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    home: Path,
+    mirrors: Path,
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     # As InfiniOps' .ci: a submodule whose gitlink its repository does not publish.
     top = mirrors / "lm.git"
@@ -111,27 +128,32 @@ def test_recipe_selects_submodules_and_an_unpublished_gitlink_outside_it_is_not_
     git(mirrors / "ci.git", "gc", "-q", "--prune=now")
     sha = commit(top, {}, "add .ci")
     everything = manifest(tmp_path / "a", {"lm": sha})
-    failed = cli("fetch", "--manifest", everything, "--vendor", "cpu",
-                 "--mirror", f"{PUBLIC}/={mirrors}/")
+    failed = cli(
+        "fetch", "--manifest", everything, "--vendor", "cpu", "--mirror", f"{PUBLIC}/={mirrors}/"
+    )
     assert failed.code == 4
     assert f"commit {ci} of submodule .ci of component 'lm'" in failed.err
-    selected = manifest(tmp_path / "b", {"lm": sha},
-                        "[third_party/json, third_party/spdlog]")
-    result = cli("fetch", "--manifest", selected, "--vendor", "cpu",
-                 "--mirror", f"{PUBLIC}/={mirrors}/")
+    selected = manifest(tmp_path / "b", {"lm": sha}, "[third_party/json, third_party/spdlog]")
+    result = cli(
+        "fetch", "--manifest", selected, "--vendor", "cpu", "--mirror", f"{PUBLIC}/={mirrors}/"
+    )
     assert result.code == 0, result.err
     tree = Path(result.out.split()[-1])
     assert (tree / "third_party" / "json" / "json.hpp").is_file()
     assert not (tree / ".ci" / "ci.yml").exists()
     none = manifest(tmp_path / "c", {"lm": sha}, "none")
-    result = cli("fetch", "--manifest", none, "--vendor", "cpu",
-                 "--mirror", f"{PUBLIC}/={mirrors}/")
+    result = cli(
+        "fetch", "--manifest", none, "--vendor", "cpu", "--mirror", f"{PUBLIC}/={mirrors}/"
+    )
     assert result.code == 0, result.err
     assert not (Path(result.out.split()[-1]) / "third_party" / "json" / "json.hpp").exists()
 
 
 def test_submodule_changed_underneath_is_refused(
-    tmp_path: Path, home: Path, mirrors: Path, cli  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    home: Path,
+    mirrors: Path,
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     stack = manifest(tmp_path / "s", {"lm": lm_sha(mirrors)})
     args = ("fetch", "--manifest", stack, "--vendor", "cpu", "--mirror", f"{PUBLIC}/={mirrors}/")
@@ -143,7 +165,9 @@ def test_submodule_changed_underneath_is_refused(
 
 
 def test_empty_gitmodules_means_no_submodules(
-    tmp_path: Path, home: Path, cli  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    home: Path,
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     # CUTLASS carries a .gitmodules that lists nothing.
     root = tmp_path / "mirrors"

@@ -50,8 +50,9 @@ def test_record_size_mismatch_is_a_violation(tmp_path: Path) -> None:
         for info in src.infolist():
             data = src.read(info)
             if info.filename.endswith("RECORD"):
-                data = data.replace(b"demo/data.txt,", b"demo/data.txt,").replace(b",300\n",
-                                                                                  b",301\n")
+                data = data.replace(b"demo/data.txt,", b"demo/data.txt,").replace(
+                    b",300\n", b",301\n"
+                )
             dst.writestr(info, data)
     assert violations(audit_wheel(rewritten, CPU)) == {"record-size": ["demo/data.txt"]}
 
@@ -75,8 +76,11 @@ def test_bad_file_name_and_missing_file_are_located_findings(tmp_path: Path) -> 
 
 
 def test_pure_tag_on_a_wheel_with_an_elf_file_is_a_violation(tmp_path: Path) -> None:
-    lib = next(p for p in (Path("/lib/x86_64-linux-gnu/libpthread.so.0"),
-                           Path("/usr/lib64/libpthread.so.0")) if p.exists())
+    lib = next(
+        p
+        for p in (Path("/lib/x86_64-linux-gnu/libpthread.so.0"), Path("/usr/lib64/libpthread.so.0"))
+        if p.exists()
+    )
     wheel = make_wheel(tmp_path, {**PURE, "demo/libpthread.so.0": lib}, tag="py3-none-any")
     assert "platform-tag" in violations(audit_wheel(wheel, CPU))
 
@@ -96,8 +100,17 @@ def test_json_report_is_serialisable_and_counts_violations(tmp_path: Path) -> No
 
 def seed_wheel() -> bytes:
     buffer = io.BytesIO()
-    lib = next((p for p in (Path("/lib/x86_64-linux-gnu/libpthread.so.0"),
-                            Path("/usr/lib64/libpthread.so.0")) if p.exists()), None)
+    lib = next(
+        (
+            p
+            for p in (
+                Path("/lib/x86_64-linux-gnu/libpthread.so.0"),
+                Path("/usr/lib64/libpthread.so.0"),
+            )
+            if p.exists()
+        ),
+        None,
+    )
     files = dict(PURE)
     if lib is not None:
         files["demo/lib/libpthread.so.0"] = lib.read_bytes()
@@ -118,10 +131,15 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("mangled")
 
 
-@settings(max_examples=120, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.integers(0, len(SEED) - 1), st.integers(0, 255)), max_size=30),
-       st.integers(1, len(SEED)))
+@settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    st.lists(st.tuples(st.integers(0, len(SEED) - 1), st.integers(0, 255)), max_size=30),
+    st.integers(1, len(SEED)),
+)
 def test_mangled_zip_gives_an_audit_and_never_an_exception(
     scratch: Path, flips: list[tuple[int, int]], cut: int
 ) -> None:
@@ -135,28 +153,47 @@ def test_mangled_zip_gives_an_audit_and_never_an_exception(
     assert not any(f.code == "internal" for f in result.findings), render_text([result])
 
 
-ELF_SEED = next((p.read_bytes() for p in (Path("/lib/x86_64-linux-gnu/libpthread.so.0"),
-                                          Path("/usr/lib64/libpthread.so.0")) if p.exists()),
-                b"\x7fELF")
+ELF_SEED = next(
+    (
+        p.read_bytes()
+        for p in (Path("/lib/x86_64-linux-gnu/libpthread.so.0"), Path("/usr/lib64/libpthread.so.0"))
+        if p.exists()
+    ),
+    b"\x7fELF",
+)
 
 
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.integers(0, len(ELF_SEED) - 1), st.integers(0, 255)),
-                min_size=1, max_size=25))
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, len(ELF_SEED) - 1), st.integers(0, 255)), min_size=1, max_size=25
+    )
+)
 def test_wheel_with_a_mangled_elf_gives_findings_and_never_an_exception(
     scratch: Path, flips: list[tuple[int, int]]
 ) -> None:
     data = bytearray(ELF_SEED)
     for offset, value in flips:
         data[offset] = value
-    wheel = make_wheel(scratch / "elf", {"demo/__init__.py": b"", "demo/lib/libx.so.0":
-                                         bytes(data), "demo/_x.cpython-311-x86_64-linux-gnu.so":
-                                         bytes(data)})
+    wheel = make_wheel(
+        scratch / "elf",
+        {
+            "demo/__init__.py": b"",
+            "demo/lib/libx.so.0": bytes(data),
+            "demo/_x.cpython-311-x86_64-linux-gnu.so": bytes(data),
+        },
+    )
     result = audit_wheel(wheel, CPU)
     assert not any(f.code == "internal" for f in result.findings), render_text([result])
-    assert all(f.member is None or f.member in {"demo/lib/libx.so.0",
-               "demo/_x.cpython-311-x86_64-linux-gnu.so"} for f in result.violations)
+    assert all(
+        f.member is None
+        or f.member in {"demo/lib/libx.so.0", "demo/_x.cpython-311-x86_64-linux-gnu.so"}
+        for f in result.violations
+    )
 
 
 def test_big_member_read_from_saved_inflater_states_equals_reading_it_whole(
@@ -165,15 +202,29 @@ def test_big_member_read_from_saved_inflater_states_equals_reading_it_whole(
     import wheels.audit as audit_module
     from wheels.elf import read_elf
 
-    lib = next((p for p in (Path("/lib/x86_64-linux-gnu/libstdc++.so.6"),
-                            Path("/usr/lib64/libstdc++.so.6")) if p.exists()), None)
+    lib = next(
+        (
+            p
+            for p in (
+                Path("/lib/x86_64-linux-gnu/libstdc++.so.6"),
+                Path("/usr/lib64/libstdc++.so.6"),
+            )
+            if p.exists()
+        ),
+        None,
+    )
     if lib is None:
         pytest.skip("no libstdc++ on this host")
     data = lib.read_bytes()
     wheel = make_wheel(tmp_path, {"demo/__init__.py": b"", "demo/lib/libstdc++.so.6": data})
     whole = audit_wheel(wheel, CPU)
-    for name, value in (("ONE_SHOT_BELOW", 1024), ("SNAPSHOT_ABOVE", 1), ("SNAPSHOT_EVERY",
-                        64 << 10), ("KEEP_PREFIX", 4096), ("INFLATE_STEP", 4096)):
+    for name, value in (
+        ("ONE_SHOT_BELOW", 1024),
+        ("SNAPSHOT_ABOVE", 1),
+        ("SNAPSHOT_EVERY", 64 << 10),
+        ("KEEP_PREFIX", 4096),
+        ("INFLATE_STEP", 4096),
+    ):
         monkeypatch.setattr(audit_module, name, value)
     pieces = audit_wheel(wheel, CPU)
     assert not pieces.violations and pieces.findings == whole.findings
@@ -182,8 +233,17 @@ def test_big_member_read_from_saved_inflater_states_equals_reading_it_whole(
 
 
 def test_corrupt_cache_entries_are_misses_not_errors(tmp_path: Path) -> None:
-    lib = next((p for p in (Path("/lib/x86_64-linux-gnu/libpthread.so.0"),
-                            Path("/usr/lib64/libpthread.so.0")) if p.exists()), None)
+    lib = next(
+        (
+            p
+            for p in (
+                Path("/lib/x86_64-linux-gnu/libpthread.so.0"),
+                Path("/usr/lib64/libpthread.so.0"),
+            )
+            if p.exists()
+        ),
+        None,
+    )
     files = {**PURE, **({"demo/lib/libpthread.so.0": lib} if lib else {})}
     wheel = make_wheel(tmp_path / "w", files)
     cache = tmp_path / "cache"
@@ -191,8 +251,13 @@ def test_corrupt_cache_entries_are_misses_not_errors(tmp_path: Path) -> None:
     entries = list(cache.rglob("*.json"))
     assert entries
     for i, entry in enumerate(entries):
-        entry.write_text(["{not json", '{"version": 1}', '{"version": "infini-stack-audit-2", '
-                          '"members": [{"elf": {"needed": 3}}]}'][i % 3])
+        entry.write_text(
+            [
+                "{not json",
+                '{"version": 1}',
+                '{"version": "infini-stack-audit-2", "members": [{"elf": {"needed": 3}}]}',
+            ][i % 3]
+        )
     again = audit_wheel(wheel, CPU, cache_dir=cache)
     assert again.stats.cached_batches == 0
     assert [f.line() for f in again.findings] == [f.line() for f in first.findings]

@@ -53,8 +53,15 @@ def test_external_patterns_are_globs() -> None:
 
 @pytest.mark.parametrize(
     ("local", "vendor"),
-    [("cpu", "cpu"), ("cu130", "nvidia"), ("cuda", "nvidia"), ("musa43", "moore"),
-     ("ppu12", "thead"), (None, "cpu"), ("weird", "cpu")],
+    [
+        ("cpu", "cpu"),
+        ("cu130", "nvidia"),
+        ("cuda", "nvidia"),
+        ("musa43", "moore"),
+        ("ppu12", "thead"),
+        (None, "cpu"),
+        ("weird", "cpu"),
+    ],
 )
 def test_vendor_follows_the_local_version(local: str | None, vendor: str) -> None:
     assert vendor_from_local_version(local) == vendor
@@ -130,34 +137,51 @@ def test_declared_tag_may_claim_less_but_not_more_than_the_verdict() -> None:
 
 
 def fake_elf(**changes: object) -> ElfInfo:
-    base = read_elf_file(next(Path(d) / "libc.so.6" for d in ("/lib/x86_64-linux-gnu", "/lib64",
-                                                              "/usr/lib64", "/usr/lib")
-                              if (Path(d) / "libc.so.6").exists()))
+    base = read_elf_file(
+        next(
+            Path(d) / "libc.so.6"
+            for d in ("/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/usr/lib")
+            if (Path(d) / "libc.so.6").exists()
+        )
+    )
     import dataclasses
 
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
 def test_versioned_reference_binds_to_an_unversioned_definition_in_a_versioned_library() -> None:
-    lib = fake_elf(export_names="f", exports_versioned=frozenset({"g@V2"}),
-                   exports_unversioned=frozenset({"f"}), has_versym=True)
+    lib = fake_elf(
+        export_names="f",
+        exports_versioned=frozenset({"g@V2"}),
+        exports_unversioned=frozenset({"f"}),
+        has_versym=True,
+    )
     assert lib.defines("f", "V1")  # ld.so accepts a base definition for a versioned need
     assert lib.defines("g", "V2") and not lib.defines("g", "V3")
     assert not lib.defines("h", "")
 
 
 def test_library_without_version_table_binds_any_version_by_name() -> None:
-    lib = fake_elf(export_names="f", exports_versioned=frozenset(),
-                   exports_unversioned=None, has_versym=False)
+    lib = fake_elf(
+        export_names="f", exports_versioned=frozenset(), exports_unversioned=None, has_versym=False
+    )
     assert lib.defines("f", "ANY_1.0")
 
 
 @pytest.mark.parametrize(
     ("symbol", "api"),
-    [("Py_Initialize", True), ("_Py_Dealloc", True), ("PyObject_GetAttr", True),
-     ("PyExc_TypeError", True), ("_PyFunction_CopyWithNewCode", True),
-     ("PyImaging_New", False), ("PyArray_Zeros", False), ("__Pyx_AddTraceback", False),
-     ("Pybind11Thing", False), ("PyInitOnly", False)],
+    [
+        ("Py_Initialize", True),
+        ("_Py_Dealloc", True),
+        ("PyObject_GetAttr", True),
+        ("PyExc_TypeError", True),
+        ("_PyFunction_CopyWithNewCode", True),
+        ("PyImaging_New", False),
+        ("PyArray_Zeros", False),
+        ("__Pyx_AddTraceback", False),
+        ("Pybind11Thing", False),
+        ("PyInitOnly", False),
+    ],
 )
 def test_python_c_api_names_are_told_from_projects_own_py_prefixed_names(
     symbol: str, api: bool

@@ -52,18 +52,28 @@ def pyelftools_facts(path: Path) -> dict[str, object]:
                     elif tag.entry.d_tag == "DT_RUNPATH":
                         runpath = tag.runpath
         verneed = elf.get_section_by_name(".gnu.version_r")
-        needs = [(v.name, tuple(a.name for a in it)) for v, it in verneed.iter_versions()] \
-            if verneed else []
+        needs = (
+            [(v.name, tuple(a.name for a in it)) for v, it in verneed.iter_versions()]
+            if verneed
+            else []
+        )
         undefined = {
-            s.name for s in elf.get_section_by_name(".dynsym").iter_symbols()
+            s.name
+            for s in elf.get_section_by_name(".dynsym").iter_symbols()
             if s.name and s["st_shndx"] == "SHN_UNDEF" and s["st_info"]["bind"] != "STB_WEAK"
         }
-    return {"needed": tuple(needed), "soname": soname, "runpath": runpath,
-            "needs": needs, "undefined": undefined}
+    return {
+        "needed": tuple(needed),
+        "soname": soname,
+        "runpath": runpath,
+        "needs": needs,
+        "undefined": undefined,
+    }
 
 
-@pytest.mark.parametrize("names", [("libc.so.6",), ("libstdc++.so.6",), ("libm.so.6",),
-                                   ("libgcc_s.so.1",)])
+@pytest.mark.parametrize(
+    "names", [("libc.so.6",), ("libstdc++.so.6",), ("libm.so.6",), ("libgcc_s.so.1",)]
+)
 def test_reader_agrees_with_pyelftools_on_host_libraries(names: tuple[str, ...]) -> None:
     path = host_lib(*names)
     info = read_elf_file(path)
@@ -103,8 +113,8 @@ def test_record_round_trip_keeps_every_fact() -> None:
 
 
 @pytest.mark.parametrize(
-    ("undefined", "versions"), [((), ()), (("a",), ("",)), (("a", "b"), ("", "V_1")),
-                                (("",), ("",))],
+    ("undefined", "versions"),
+    [((), ()), (("a",), ("",)), (("a", "b"), ("", "V_1")), (("",), ("",))],
 )
 def test_pickle_round_trip_keeps_one_element_and_empty_name_lists(
     undefined: tuple[str, ...], versions: tuple[str, ...]
@@ -113,8 +123,13 @@ def test_pickle_round_trip_keeps_one_element_and_empty_name_lists(
     import pickle
 
     base = read_elf_file(host_lib("libm.so.6"))
-    info = dataclasses.replace(base, undefined=undefined, undefined_versions=versions,
-                               entry_points=frozenset({""}), version_defs=())
+    info = dataclasses.replace(
+        base,
+        undefined=undefined,
+        undefined_versions=versions,
+        entry_points=frozenset({""}),
+        version_defs=(),
+    )
     assert pickle.loads(pickle.dumps(info)) == info
 
 
@@ -142,8 +157,17 @@ def test_host_lookup_finds_libc_and_not_an_absent_library() -> None:
 
 SMALL = host_lib("libpthread.so.0", "libdl.so.2", "libutil.so.1", "libgcc_s.so.1")
 SEED = SMALL.read_bytes()
-HEADER_FIELDS = [(0x20, "<Q"), (0x28, "<Q"), (0x36, "<H"), (0x38, "<H"), (0x3A, "<H"),
-                 (0x3C, "<H"), (0x3E, "<H"), (0x04, "<B"), (0x05, "<B")]
+HEADER_FIELDS = [
+    (0x20, "<Q"),
+    (0x28, "<Q"),
+    (0x36, "<H"),
+    (0x38, "<H"),
+    (0x3A, "<H"),
+    (0x3C, "<H"),
+    (0x3E, "<H"),
+    (0x04, "<B"),
+    (0x05, "<B"),
+]
 
 
 def parse_or_elf_error(data: bytes) -> ElfInfo | None:

@@ -85,8 +85,9 @@ def test_short_sha_is_rejected(tmp_path: Path) -> None:
 
 
 def test_path_source_must_exist(tmp_path: Path) -> None:
-    path = write_stack(tmp_path, "vendors:\n  cpu: {}\ncomponents:\n  rt: {path: nowhere}\n",
-                       {"rt": RECIPE_CPU})
+    path = write_stack(
+        tmp_path, "vendors:\n  cpu: {}\ncomponents:\n  rt: {path: nowhere}\n", {"rt": RECIPE_CPU}
+    )
     (found,) = problems(path)
     assert ":4:14: path source 'nowhere' is not a directory" in found
 
@@ -104,23 +105,28 @@ def test_dependency_cycle_is_reported_with_its_members(tmp_path: Path) -> None:
 
 
 def test_unknown_component_in_recipe_depends_is_located_in_the_recipe(tmp_path: Path) -> None:
-    path = write_stack(tmp_path, "vendors:\n  cpu: {}\ncomponents:\n  a: {path: src}\n",
-                       {"a": "depends: [rtt]\n" + RECIPE_CPU})
+    path = write_stack(
+        tmp_path,
+        "vendors:\n  cpu: {}\ncomponents:\n  a: {path: src}\n",
+        {"a": "depends: [rtt]\n" + RECIPE_CPU},
+    )
     (found,) = problems(path)
     assert found.startswith(str(Path("components") / "a.yaml")) or "a.yaml:1:11:" in found
     assert "a.yaml:1:11: unknown component 'rtt'" in found
 
 
 def test_unknown_vendor_gets_a_suggestion(tmp_path: Path) -> None:
-    path = write_stack(tmp_path, "vendors:\n  nvidai: {}\ncomponents:\n  a: {path: src}\n",
-                       {"a": RECIPE_CPU})
+    path = write_stack(
+        tmp_path, "vendors:\n  nvidai: {}\ncomponents:\n  a: {path: src}\n", {"a": RECIPE_CPU}
+    )
     found = problems(path)
     assert any(":2:3: unknown vendor 'nvidai'; did you mean 'nvidia'?" in p for p in found)
 
 
 def test_vendor_a_component_does_not_support_names_component_and_vendor(tmp_path: Path) -> None:
     path = write_stack(
-        tmp_path, "vendors:\n  cpu: {}\n  moore: {}\ncomponents:\n  a: {path: src}\n",
+        tmp_path,
+        "vendors:\n  cpu: {}\n  moore: {}\ncomponents:\n  a: {path: src}\n",
         {"a": RECIPE_CPU},
     )
     (found,) = problems(path)
@@ -129,15 +135,20 @@ def test_vendor_a_component_does_not_support_names_component_and_vendor(tmp_path
 
 
 def test_alias_ali_is_accepted_as_thead(tmp_path: Path) -> None:
-    path = write_stack(tmp_path, "vendors:\n  ali: {}\ncomponents:\n  a: {path: src}\n",
-                       {"a": "vendors:\n  thead: {}\n"})
+    path = write_stack(
+        tmp_path,
+        "vendors:\n  ali: {}\ncomponents:\n  a: {path: src}\n",
+        {"a": "vendors:\n  thead: {}\n"},
+    )
     assert set(load_stack(path).vendors) == {"thead"}
 
 
 def test_malformed_provider_specifier_is_located(tmp_path: Path) -> None:
     path = write_stack(
-        tmp_path, "vendors:\n  cpu:\n    providers:\n      cmake: '>>3.18'\ncomponents:\n"
-        "  a: {path: src}\n", {"a": RECIPE_CPU})
+        tmp_path,
+        "vendors:\n  cpu:\n    providers:\n      cmake: '>>3.18'\ncomponents:\n  a: {path: src}\n",
+        {"a": RECIPE_CPU},
+    )
     (found,) = problems(path)
     assert ":4:14: '>>3.18' is not a PEP 440 version specifier" in found
 
@@ -165,8 +176,11 @@ def test_missing_recipe_is_named(tmp_path: Path) -> None:
 
 
 def test_wrong_types_are_located(tmp_path: Path) -> None:
-    path = write_stack(tmp_path, "vendors:\n  cpu: {}\ncomponents:\n  a: {path: src}\n",
-                       {"a": "depends: rt\npython: maybe\n" + RECIPE_CPU})
+    path = write_stack(
+        tmp_path,
+        "vendors:\n  cpu: {}\ncomponents:\n  a: {path: src}\n",
+        {"a": "depends: rt\npython: maybe\n" + RECIPE_CPU},
+    )
     found = "\n".join(problems(path))
     assert "a.yaml:1:10: 'depends' must be a list" in found
     assert "a.yaml:2:9: 'python' must be true or false" in found
@@ -211,25 +225,36 @@ def test_copy_of_mini_stack_validates(tmp_path: Path) -> None:
 
 def test_unknown_provider_name_is_located_with_a_suggestion(tmp_path: Path) -> None:
     path = write_stack(
-        tmp_path, "vendors:\n  cpu:\n    providers:\n      cmak: '>=3.18'\ncomponents:\n"
-        "  a: {path: src}\n", {"a": RECIPE_CPU})
+        tmp_path,
+        "vendors:\n  cpu:\n    providers:\n      cmak: '>=3.18'\ncomponents:\n  a: {path: src}\n",
+        {"a": RECIPE_CPU},
+    )
     (found,) = problems(path)
     assert ":4:7: unknown cpu provider 'cmak'; did you mean 'cmake'?" in found
 
 
-@pytest.mark.parametrize(("value", "expected"), [
-    ("all", None),
-    ("none", frozenset()),
-    ("[third_party/json/, x]", frozenset({"third_party/json", "x"})),
-])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("all", None),
+        ("none", frozenset()),
+        ("[third_party/json/, x]", frozenset({"third_party/json", "x"})),
+    ],
+)
 def test_recipe_submodules_selection(tmp_path: Path, value: str, expected: object) -> None:
-    path = write_stack(tmp_path, "vendors:\n  cpu: {}\ncomponents:\n  a: {path: src}\n",
-                       {"a": f"submodules: {value}\n" + RECIPE_CPU})
+    path = write_stack(
+        tmp_path,
+        "vendors:\n  cpu: {}\ncomponents:\n  a: {path: src}\n",
+        {"a": f"submodules: {value}\n" + RECIPE_CPU},
+    )
     assert load_stack(path).components["a"].recipe.submodules == expected
 
 
 def test_recipe_submodules_rejects_other_words(tmp_path: Path) -> None:
-    path = write_stack(tmp_path, "vendors:\n  cpu: {}\ncomponents:\n  a: {path: src}\n",
-                       {"a": "submodules: some\n" + RECIPE_CPU})
+    path = write_stack(
+        tmp_path,
+        "vendors:\n  cpu: {}\ncomponents:\n  a: {path: src}\n",
+        {"a": "submodules: some\n" + RECIPE_CPU},
+    )
     (found,) = problems(path)
     assert "a.yaml:1:13: 'submodules' must be all, none or a list" in found

@@ -12,19 +12,36 @@ from wheels.naming import WheelName, vendor_of_local, wheel_name, with_local
 
 
 def facts(version: str | None) -> HostFacts:
-    tk = Toolkit(root=Path("/t"), compiler=Path("/t/bin/nvcc"), version=version, found=True,
-                 source="test") if version else None
-    return HostFacts(python="py", python_version="3.11", soabi="", pybind11_dir=None, cpu_count=1,
-                     toolkit=tk)
+    tk = (
+        Toolkit(
+            root=Path("/t"),
+            compiler=Path("/t/bin/nvcc"),
+            version=version,
+            found=True,
+            source="test",
+        )
+        if version
+        else None
+    )
+    return HostFacts(
+        python="py", python_version="3.11", soabi="", pybind11_dir=None, cpu_count=1, toolkit=tk
+    )
 
 
 @pytest.mark.parametrize(
     ("vendor", "toolkit", "local"),
-    [("cpu", None, "cpu"), ("nvidia", "13.0", "cu130"), ("nvidia", "12.4", "cu124"),
-     ("moore", "4.1.0", "musa41"), ("thead", "1.5", "ppu15"), ("nvidia", None, "cuda")],
+    [
+        ("cpu", None, "cpu"),
+        ("nvidia", "13.0", "cu130"),
+        ("nvidia", "12.4", "cu124"),
+        ("moore", "4.1.0", "musa41"),
+        ("thead", "1.5", "ppu15"),
+        ("nvidia", None, "cuda"),
+    ],
 )
-def test_local_version_per_vendor_comes_from_its_toolkit(vendor: str, toolkit: str | None,
-                                                         local: str) -> None:
+def test_local_version_per_vendor_comes_from_its_toolkit(
+    vendor: str, toolkit: str | None, local: str
+) -> None:
     assert get(vendor).local_version(facts(toolkit), VendorSettings()) == local
 
 
@@ -34,12 +51,22 @@ def test_manifest_local_version_overrides_the_vendors() -> None:
 
 
 def test_filename_normalises_the_distribution_and_keeps_the_local_version() -> None:
-    name = WheelName(distribution="InfiniLM", version="0.1.0+cu130", python_tag="cp311",
-                     abi_tag="cp311", platform_tag="linux_x86_64")
+    name = WheelName(
+        distribution="InfiniLM",
+        version="0.1.0+cu130",
+        python_tag="cp311",
+        abi_tag="cp311",
+        platform_tag="linux_x86_64",
+    )
     assert name.filename == "infinilm-0.1.0+cu130-cp311-cp311-linux_x86_64.whl"
     assert name.dist_info == "infinilm-0.1.0+cu130.dist-info"
-    dashed = WheelName(distribution="infini-mini", version="1.0", python_tag="cp311",
-                       abi_tag="cp311", platform_tag="linux_x86_64")
+    dashed = WheelName(
+        distribution="infini-mini",
+        version="1.0",
+        python_tag="cp311",
+        abi_tag="cp311",
+        platform_tag="linux_x86_64",
+    )
     assert dashed.filename.startswith("infini_mini-1.0-")
 
 
@@ -56,8 +83,14 @@ def test_wheel_name_uses_this_interpreters_tags() -> None:
 
 @pytest.mark.parametrize(
     ("version", "vendor"),
-    [("0.1+cpu", "cpu"), ("0.1+cu130", "nvidia"), ("0.1+musa41", "moore"), ("0.1+ppu15", "thead"),
-     ("0.1", None), ("0.1+weird", None)],
+    [
+        ("0.1+cpu", "cpu"),
+        ("0.1+cu130", "nvidia"),
+        ("0.1+musa41", "moore"),
+        ("0.1+ppu15", "thead"),
+        ("0.1", None),
+        ("0.1+weird", None),
+    ],
 )
 def test_vendor_is_read_back_from_the_local_version(version: str, vendor: str | None) -> None:
     assert vendor_of_local(version) == vendor

@@ -13,23 +13,46 @@ from builder.sources import gather
 from builder.vendors.base import HostFacts, Toolkit
 
 ROOT = Path(__file__).resolve().parents[2]
-CUDA = Toolkit(root=Path("/opt/cuda"), compiler=Path("/opt/cuda/bin/nvcc"), version="13.0",
-               found=True, source="CUDA_HOME")
-PPU = Toolkit(root=Path("/opt/ppu/CUDA_SDK"), compiler=Path("/opt/ppu/CUDA_SDK/bin/nvcc"),
-              version="12.3", found=True, source="PPU_SDK_ROOT")
+CUDA = Toolkit(
+    root=Path("/opt/cuda"),
+    compiler=Path("/opt/cuda/bin/nvcc"),
+    version="13.0",
+    found=True,
+    source="CUDA_HOME",
+)
+PPU = Toolkit(
+    root=Path("/opt/ppu/CUDA_SDK"),
+    compiler=Path("/opt/ppu/CUDA_SDK/bin/nvcc"),
+    version="12.3",
+    found=True,
+    source="PPU_SDK_ROOT",
+)
 
 
 def host(toolkit: Toolkit | None = None) -> HostFacts:
-    return HostFacts(python="/usr/bin/python3", python_version="3.11",
-                     soabi="cpython-311-x86_64-linux-gnu", pybind11_dir="/pb/cmake",
-                     pybind11_version="3.1.0", cpu_count=8, cxx="/usr/bin/g++",
-                     cxx_version="g++ 12.2.0", toolkit=toolkit)
+    return HostFacts(
+        python="/usr/bin/python3",
+        python_version="3.11",
+        soabi="cpython-311-x86_64-linux-gnu",
+        pybind11_dir="/pb/cmake",
+        pybind11_version="3.1.0",
+        cpu_count=8,
+        cxx="/usr/bin/g++",
+        cxx_version="g++ 12.2.0",
+        toolkit=toolkit,
+    )
 
 
 def plan_for(vendor: str, toolkit: Toolkit | None = None, **kw: object) -> Plan:
     stack = load_stack(ROOT / "stack.yaml")
-    return make_plan(stack, vendor, host(toolkit), gather(stack, vendor),
-                     Layout(home=Path("/h"), store_root=Path("/h/store")), **kw)  # type: ignore[arg-type]
+    return make_plan(
+        stack,
+        vendor,
+        host(toolkit),
+        gather(stack, vendor),
+        Layout(home=Path("/h"), store_root=Path("/h/store")),
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 def defines(plan: Plan, name: str) -> dict[str, str]:
@@ -132,8 +155,11 @@ def test_infinilm_is_built_from_the_cmake_project_in_components() -> None:
     assert lm.defines["INFINILM_SOURCE_DIR"] == str(lm.source_dir)
     assert lm.defines["Python_EXECUTABLE"] == "/usr/bin/python3"
     assert lm.defines["pybind11_DIR"] == "/pb/cmake"
-    for var, dep in (("INFINI_RT_ROOT", "infinirt"), ("INFINI_OPS_ROOT", "infiniops"),
-                     ("INFINI_CCL_ROOT", "infiniccl")):
+    for var, dep in (
+        ("INFINI_RT_ROOT", "infinirt"),
+        ("INFINI_OPS_ROOT", "infiniops"),
+        ("INFINI_CCL_ROOT", "infiniccl"),
+    ):
         assert lm.defines[var] == str(plan_for("nvidia", CUDA).get(dep).prefix)
 
 
@@ -145,8 +171,9 @@ def test_keys_differ_per_vendor_and_are_stable() -> None:
 
 def test_key_follows_dependencies_and_toolkit_but_not_jobs() -> None:
     base = plan_for("nvidia", CUDA)
-    other_cuda = Toolkit(root=CUDA.root, compiler=CUDA.compiler, version="12.8", found=True,
-                         source="CUDA_HOME")
+    other_cuda = Toolkit(
+        root=CUDA.root, compiler=CUDA.compiler, version="12.8", found=True, source="CUDA_HOME"
+    )
     assert plan_for("nvidia", other_cuda).get("infiniops").key != base.get("infiniops").key
     assert plan_for("nvidia", CUDA, jobs=1).get("infiniops").key == base.get("infiniops").key
 
@@ -197,10 +224,16 @@ def test_provider_fingerprints_reach_only_the_components_that_use_them() -> None
     stack = load_stack(ROOT / "stack.yaml")
     layout = Layout(home=Path("/h"), store_root=Path("/h/store"))
     inputs = gather(stack, "nvidia")
-    before = replace(host(CUDA), component_providers={"infiniccl": {"nccl": "2.27@/a"}},
-                     component_hints={"infiniccl": {"NCCL_LIB": "/a/libnccl.so.2"}})
-    after = replace(host(CUDA), component_providers={"infiniccl": {"nccl": "2.28@/b"}},
-                    component_hints={"infiniccl": {"NCCL_LIB": "/b/libnccl.so.2"}})
+    before = replace(
+        host(CUDA),
+        component_providers={"infiniccl": {"nccl": "2.27@/a"}},
+        component_hints={"infiniccl": {"NCCL_LIB": "/a/libnccl.so.2"}},
+    )
+    after = replace(
+        host(CUDA),
+        component_providers={"infiniccl": {"nccl": "2.28@/b"}},
+        component_hints={"infiniccl": {"NCCL_LIB": "/b/libnccl.so.2"}},
+    )
     a = make_plan(stack, "nvidia", before, inputs, layout)
     b = make_plan(stack, "nvidia", after, inputs, layout)
     assert a.get("infiniccl").key != b.get("infiniccl").key

@@ -57,9 +57,11 @@ def nvidia(stack: Stack, python: str, **kwargs: object) -> preflight.PreflightRe
 
 # -- real probes on this host ----------------------------------------------------------------------
 
+
 @needs_cuda
 def test_real_cuda_13_toolkit_at_usr_local_cuda_is_found_with_nvccs_version(
-        stack: Stack, clean_python: str) -> None:
+    stack: Stack, clean_python: str
+) -> None:
     report = nvidia(stack, clean_python)
     result = report.get("cuda")
     assert result is not None and result.status == "found"
@@ -73,7 +75,8 @@ def test_real_cuda_13_toolkit_at_usr_local_cuda_is_found_with_nvccs_version(
 
 @needs_cuda
 def test_real_cublas_and_nccl_missing_for_a_clean_python_with_what_to_install(
-        stack: Stack, clean_python: str) -> None:
+    stack: Stack, clean_python: str
+) -> None:
     report = nvidia(stack, clean_python)
     for name, pip in (("cublas", "nvidia-cublas"), ("nccl", "nvidia-nccl-cu13")):
         result = report.get(name)
@@ -84,7 +87,8 @@ def test_real_cublas_and_nccl_missing_for_a_clean_python_with_what_to_install(
 
 
 def test_real_driver_absent_is_a_run_time_note_at_build_and_a_failure_at_run(
-        stack: Stack, clean_python: str) -> None:
+    stack: Stack, clean_python: str
+) -> None:
     build = nvidia(stack, clean_python)
     driver = build.get("cuda-driver")
     assert driver is not None
@@ -106,7 +110,8 @@ def test_for_run_leaves_build_only_providers_unchecked(stack: Stack, clean_pytho
 
 @needs_cuda
 def test_cuda_home_pointing_at_nothing_is_skipped_and_said_then_the_default_is_used(
-        stack: Stack, clean_python: str, tmp_path: Path) -> None:
+    stack: Stack, clean_python: str, tmp_path: Path
+) -> None:
     env = {**os.environ, "CUDA_HOME": str(tmp_path / "nothing")}
     report = preflight.check(stack, "nvidia", host_for(clean_python, env))
     result = report.get("cuda")
@@ -115,19 +120,24 @@ def test_cuda_home_pointing_at_nothing_is_skipped_and_said_then_the_default_is_u
 
 
 @needs_cuda
-@pytest.mark.parametrize(("archs", "status"), [
-    (("90", "100", "120a", "90-real"), "found"),  # sm_100+ accepted (upstream's builder rejects)
-    (("70",), "wrong version"),  # CUDA 13 dropped Volta
-    (("native",), "found"),
-])
+@pytest.mark.parametrize(
+    ("archs", "status"),
+    [
+        (
+            ("90", "100", "120a", "90-real"),
+            "found",
+        ),  # sm_100+ accepted (upstream's builder rejects)
+        (("70",), "wrong version"),  # CUDA 13 dropped Volta
+        (("native",), "found"),
+    ],
+)
 def test_real_nvcc_decides_which_cuda_architectures_are_supported(
-        archs: tuple[str, ...], status: str) -> None:
+    archs: tuple[str, ...], status: str
+) -> None:
     nvcc = CUDA_ROOT / "bin" / "nvcc"
-    ctx = standins.context(cuda_architectures=archs,
-                           options={"infinirt": {"WITH_NVIDIA": "ON"}})
+    ctx = standins.context(cuda_architectures=archs, options={"infinirt": {"WITH_NVIDIA": "ON"}})
     deps = {"cuda": ProviderResult(name="cuda", status="found", path=str(nvcc))}
-    result = evaluate(cuda.CUDA_ARCH, ctx, deps, purpose="build",
-                           components=("infinirt",))
+    result = evaluate(cuda.CUDA_ARCH, ctx, deps, purpose="build", components=("infinirt",))
     assert result.status == status
 
 
@@ -135,9 +145,11 @@ def test_unparseable_version_json_is_a_clear_note_and_nvcc_still_decides(tmp_pat
     root = tmp_path / "cuda"
     standins.nvcc_script(root, "12.6")
     (root / "version.json").write_text("{not json", encoding="utf-8")
-    ctx = standins.context(env={"PATH": "/usr/bin", "CUDA_HOME": str(root)},
-                           options={"infinirt": {"WITH_NVIDIA": "ON"}},
-                           constraints={"cuda": ">=12.4"})
+    ctx = standins.context(
+        env={"PATH": "/usr/bin", "CUDA_HOME": str(root)},
+        options={"infinirt": {"WITH_NVIDIA": "ON"}},
+        constraints={"cuda": ">=12.4"},
+    )
     result = evaluate(cuda.CUDA, ctx, {}, purpose="build", components=("infinirt",))
     assert result.status == "found" and result.version == "12.6" and result.origin == "CUDA_HOME"
     assert any(d.startswith("version.json is unreadable (JSONDecodeError") for d in result.details)
@@ -146,10 +158,15 @@ def test_unparseable_version_json_is_a_clear_note_and_nvcc_still_decides(tmp_pat
 def test_cutlass_comes_from_the_fetchcontent_option_in_stack_yaml(tmp_path: Path) -> None:
     cutlass = tmp_path / "cutlass"
     standins.header(cutlass / "include" / "cutlass" / "cutlass.h", {})
-    standins.header(cutlass / "include" / "cutlass" / "version.h",
-                    {"CUTLASS_MAJOR": 4, "CUTLASS_MINOR": 4, "CUTLASS_PATCH": 1})
-    ctx = standins.context(options={"infiniops": {
-        "WITH_NVIDIA": "ON", "FETCHCONTENT_SOURCE_DIR_CUTLASS": str(cutlass)}})
+    standins.header(
+        cutlass / "include" / "cutlass" / "version.h",
+        {"CUTLASS_MAJOR": 4, "CUTLASS_MINOR": 4, "CUTLASS_PATCH": 1},
+    )
+    ctx = standins.context(
+        options={
+            "infiniops": {"WITH_NVIDIA": "ON", "FETCHCONTENT_SOURCE_DIR_CUTLASS": str(cutlass)}
+        }
+    )
     result = evaluate(cuda.CUTLASS, ctx, {}, purpose="build", components=("infiniops",))
     assert result.status == "found" and result.version == "4.4.1"
     assert result.origin == "stack.yaml option"
@@ -158,8 +175,10 @@ def test_cutlass_comes_from_the_fetchcontent_option_in_stack_yaml(tmp_path: Path
 
 # -- the report and the build-facing API -----------------------------------------------------------
 
+
 def test_fingerprints_are_version_at_path_of_found_build_providers_only(
-        stack: Stack, clean_python: str) -> None:
+    stack: Stack, clean_python: str
+) -> None:
     report = nvidia(stack, clean_python)
     prints = report.fingerprints()
     cmake = report.get("cmake")
@@ -172,7 +191,8 @@ def test_fingerprints_are_version_at_path_of_found_build_providers_only(
 
 
 def test_apply_to_puts_fingerprints_hints_and_toolkit_into_host_facts(
-        stack: Stack, clean_python: str) -> None:
+    stack: Stack, clean_python: str
+) -> None:
     host = host_for(clean_python)
     report = preflight.check(stack, "nvidia", host)
     applied = report.apply_to(host)
@@ -189,15 +209,25 @@ def test_apply_to_puts_fingerprints_hints_and_toolkit_into_host_facts(
 
 def test_hints_merge_include_directories_from_several_providers() -> None:
     key = "CMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES"
-    results = tuple(ProviderResult(name=n, status="found", defines={key: d})
-                    for n, d in (("a", "/a/include"), ("b", "/b/include"), ("c", "/a/include")))
-    report = preflight.PreflightReport(vendor="nvidia", purpose="build", manifest="m", python="p",
-                                       components=(), results=results, seconds=0.0)
+    results = tuple(
+        ProviderResult(name=n, status="found", defines={key: d})
+        for n, d in (("a", "/a/include"), ("b", "/b/include"), ("c", "/a/include"))
+    )
+    report = preflight.PreflightReport(
+        vendor="nvidia",
+        purpose="build",
+        manifest="m",
+        python="p",
+        components=(),
+        results=results,
+        seconds=0.0,
+    )
     assert report.hints()[key] == "/a/include;/b/include"
 
 
 def test_require_raises_exit_3_naming_every_failing_provider_and_its_hint(
-        stack: Stack, clean_python: str) -> None:
+    stack: Stack, clean_python: str
+) -> None:
     host = host_for(clean_python)
     with pytest.raises(PreflightError) as info:
         preflight.require(stack, "nvidia", host, ("infiniccl",))
@@ -209,7 +239,8 @@ def test_require_raises_exit_3_naming_every_failing_provider_and_its_hint(
 
 
 def test_require_for_components_that_need_nothing_missing_returns_the_report(
-        stack: Stack, clean_python: str) -> None:
+    stack: Stack, clean_python: str
+) -> None:
     if not HAVE_CUDA:
         pytest.skip("needs the CUDA toolkit")
     report = preflight.require(stack, "nvidia", host_for(clean_python), ("infinirt",))
@@ -223,7 +254,8 @@ def test_python_constraint_defaults_to_the_wheels_requires_python(stack: Stack) 
 
 
 def test_record_keeps_the_latest_report_per_vendor_and_purpose(
-        stack: Stack, clean_python: str, tmp_path: Path) -> None:
+    stack: Stack, clean_python: str, tmp_path: Path
+) -> None:
     report = nvidia(stack, clean_python)
     path = preflight.record(report, Layout(home=tmp_path, store_root=tmp_path / "store"))
     assert path == tmp_path / "preflight" / "nvidia-build.json"
@@ -231,7 +263,8 @@ def test_record_keeps_the_latest_report_per_vendor_and_purpose(
 
 
 def test_table_has_the_columns_and_sums_up_unchecked_providers(
-        stack: Stack, clean_python: str) -> None:
+    stack: Stack, clean_python: str
+) -> None:
     text = nvidia(stack, clean_python).table()
     header = text.splitlines()[1].split()
     assert header == ["provider", "wanted", "found", "where", "status", "hint"]
@@ -239,6 +272,7 @@ def test_table_has_the_columns_and_sums_up_unchecked_providers(
 
 
 # -- bad inputs ------------------------------------------------------------------------------------
+
 
 def write_stack(tmp_path: Path, old: str, new: str) -> Path:
     text = (ROOT / "stack.yaml").read_text(encoding="utf-8")
@@ -268,8 +302,11 @@ def test_unknown_provider_name_in_stack_yaml_suggests_the_closest(tmp_path: Path
 
 def test_linked_file_with_bad_entries_is_a_manifest_error_listing_each(tmp_path: Path) -> None:
     path = tmp_path / "linked.yaml"
-    path.write_text("linked:\n  a: {distribution: x, library_glob: /abs.so, version: '>>1'}\n"
-                    "  b: {library_glob: b.so, colour: red}\n", encoding="utf-8")
+    path.write_text(
+        "linked:\n  a: {distribution: x, library_glob: /abs.so, version: '>>1'}\n"
+        "  b: {library_glob: b.so, colour: red}\n",
+        encoding="utf-8",
+    )
     with pytest.raises(ManifestError) as info:
         load_linked(path)
     text = "\n".join(info.value.problems)
@@ -278,6 +315,7 @@ def test_linked_file_with_bad_entries_is_a_manifest_error_listing_each(tmp_path:
 
 
 # -- the command -----------------------------------------------------------------------------------
+
 
 def test_cli_preflight_nvidia_prints_the_table_and_exits_3(cli: Cli, home: Path) -> None:
     result = cli("preflight", "--vendor", "nvidia", "--manifest", ROOT / "stack.yaml")
@@ -288,21 +326,37 @@ def test_cli_preflight_nvidia_prints_the_table_and_exits_3(cli: Cli, home: Path)
 
 
 def test_cli_preflight_json_is_machine_readable(cli: Cli, home: Path) -> None:
-    result = cli("preflight", "--vendor", "nvidia", "--manifest", ROOT / "stack.yaml",
-                 "--for", "run", "--json")
+    result = cli(
+        "preflight",
+        "--vendor",
+        "nvidia",
+        "--manifest",
+        ROOT / "stack.yaml",
+        "--for",
+        "run",
+        "--json",
+    )
     data = json.loads(result.out)
     assert data["purpose"] == "run" and data["ok"] is False and result.code == 3
     assert {p["name"] for p in data["providers"]} >= {"cuda", "nccl", "cuda-driver"}
 
 
 def test_cli_preflight_cpu_runtime_component_of_the_mini_stack_passes(
-        cli: Cli, home: Path, mini: Path) -> None:
+    cli: Cli, home: Path, mini: Path
+) -> None:
     result = cli("preflight", "--vendor", "cpu", "--manifest", mini, "--component", "minirt")
     assert result.code == 0, result.out + result.err
     assert "cpu (build): ok" in result.out
 
 
 def test_cli_preflight_unknown_component_is_a_usage_error(cli: Cli, home: Path) -> None:
-    result = cli("preflight", "--vendor", "cpu", "--manifest", ROOT / "stack.yaml",
-                 "--component", "infinirtt")
+    result = cli(
+        "preflight",
+        "--vendor",
+        "cpu",
+        "--manifest",
+        ROOT / "stack.yaml",
+        "--component",
+        "infinirtt",
+    )
     assert result.code == 2 and "infinirt" in result.err

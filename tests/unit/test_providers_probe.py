@@ -36,8 +36,9 @@ from tests import standins
 VERSIONS = {"/a": "11.8", "/b": "12.6", "/c": "13.0"}
 
 
-def fake_provider(paths: list[str], *, needed_for: tuple[Purpose, ...] = BUILD,
-                  optional: bool = False) -> Provider:
+def fake_provider(
+    paths: list[str], *, needed_for: tuple[Purpose, ...] = BUILD, optional: bool = False
+) -> Provider:
     def candidates(ctx: ProbeContext, deps: Deps) -> Iterator[Candidate]:
         for i, p in enumerate(paths):
             yield Candidate(path=Path(p), origin=f"origin{i}")
@@ -50,8 +51,15 @@ def fake_provider(paths: list[str], *, needed_for: tuple[Purpose, ...] = BUILD,
             return unusable("does not exist")
         return Reading(version=VERSIONS[key], source="fake --version")
 
-    return Provider(name="fake", what="a fake", needed_for=needed_for,
-                    candidates=candidates, read=read, hint="install fake", optional=optional)
+    return Provider(
+        name="fake",
+        what="a fake",
+        needed_for=needed_for,
+        candidates=candidates,
+        read=read,
+        hint="install fake",
+        optional=optional,
+    )
 
 
 def run(provider: Provider, wanted: str = "", purpose: Purpose = "build") -> ProviderResult:
@@ -107,17 +115,21 @@ def test_fingerprint_is_version_at_path() -> None:
     assert run(fake_provider(["/c"])).fingerprint() == "13.0@/c"
 
 
-@pytest.mark.parametrize(("version", "wanted", "status"), [
-    ("13.0", ">=12.4", "found"),
-    ("12.2", ">=12.4", "wrong version"),
-    (None, ">=12.4", "unknown version"),
-    ("garbage", ">=12.4", "unknown version"),
-    (None, "", "found"),
-    ("2.32.3", ">=2.18,<3", "found"),
-    ("13.0.0rc1", ">=12", "found"),
-])
-def test_judge_maps_version_and_specifier_to_a_status(version: str | None, wanted: str,
-                                                      status: str) -> None:
+@pytest.mark.parametrize(
+    ("version", "wanted", "status"),
+    [
+        ("13.0", ">=12.4", "found"),
+        ("12.2", ">=12.4", "wrong version"),
+        (None, ">=12.4", "unknown version"),
+        ("garbage", ">=12.4", "unknown version"),
+        (None, "", "found"),
+        ("2.32.3", ">=2.18,<3", "found"),
+        ("13.0.0rc1", ">=12", "found"),
+    ],
+)
+def test_judge_maps_version_and_specifier_to_a_status(
+    version: str | None, wanted: str, status: str
+) -> None:
     assert judge(Reading(version=version), specifier(wanted)) == status
 
 
@@ -125,19 +137,31 @@ def test_a_reader_verdict_overrides_the_specifier() -> None:
     assert judge(Reading(version="90", satisfied=False), None) == "wrong version"
 
 
-@pytest.mark.parametrize(("value", "on"), [("ON", True), ("yes", True), ("1", True),
-                                           ("OFF", False), ("0", False), (None, False),
-                                           ("maybe", False)])
+@pytest.mark.parametrize(
+    ("value", "on"),
+    [
+        ("ON", True),
+        ("yes", True),
+        ("1", True),
+        ("OFF", False),
+        ("0", False),
+        (None, False),
+        ("maybe", False),
+    ],
+)
 def test_cmake_truthiness(value: str | None, on: bool) -> None:
     assert is_on(value) is on
 
 
 def test_rules_pick_components_by_name_and_option_and_the_wheel() -> None:
-    selection = Selection(components={
-        "infiniccl": ComponentNeeds(options={"WITH_OMPI": "ON"}),
-        "miniccl": ComponentNeeds(options={"WITH_OMPI": "ON"}),
-        "infinilm": ComponentNeeds(options={}, python=True),
-    }, wheel=True)
+    selection = Selection(
+        components={
+            "infiniccl": ComponentNeeds(options={"WITH_OMPI": "ON"}),
+            "miniccl": ComponentNeeds(options={"WITH_OMPI": "ON"}),
+            "infinilm": ComponentNeeds(options={}, python=True),
+        },
+        wheel=True,
+    )
     mpi = (Rule(names=frozenset({"infiniccl"}), options=("WITH_OMPI", "WITH_MPICH")),)
     assert needed_by(mpi, selection) == ("infiniccl",)
     assert needed_by((Rule(python=True), Rule(wheel=True)), selection) == ("infinilm", "wheel")
@@ -145,29 +169,42 @@ def test_rules_pick_components_by_name_and_option_and_the_wheel() -> None:
 
 
 def test_a_provider_the_stack_supplies_itself_is_not_needed_from_the_host() -> None:
-    rule = (Rule(names=frozenset({"infiniops"}), options=("WITH_NVIDIA",),
-                 unless="FETCHCONTENT_SOURCE_DIR_CUTLASS"),)
-    own = ComponentNeeds(options={"WITH_NVIDIA": "ON"},
-                         provided=frozenset({"FETCHCONTENT_SOURCE_DIR_CUTLASS"}))
+    rule = (
+        Rule(
+            names=frozenset({"infiniops"}),
+            options=("WITH_NVIDIA",),
+            unless="FETCHCONTENT_SOURCE_DIR_CUTLASS",
+        ),
+    )
+    own = ComponentNeeds(
+        options={"WITH_NVIDIA": "ON"}, provided=frozenset({"FETCHCONTENT_SOURCE_DIR_CUTLASS"})
+    )
     host = ComponentNeeds(options={"WITH_NVIDIA": "ON"})
     assert needed_by(rule, Selection(components={"infiniops": own})) == ()
     assert needed_by(rule, Selection(components={"infiniops": host})) == ("infiniops",)
 
 
 def test_pybind11_is_needed_by_the_extension_component_not_every_python_user() -> None:
-    selection = Selection(components={
-        "infinirt": ComponentNeeds(options={}, python=True),
-        "infinilm": ComponentNeeds(options={}, python=True, extension=True)})
+    selection = Selection(
+        components={
+            "infinirt": ComponentNeeds(options={}, python=True),
+            "infinilm": ComponentNeeds(options={}, python=True, extension=True),
+        }
+    )
     assert needed_by((Rule(extension=True),), selection) == ("infinilm",)
 
 
 # -- version sources -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("line", "version"), [
-    ("g++ (Debian 12.2.0-14+deb12u1) 12.2.0", "12.2.0"),
-    ("Ubuntu clang version 14.0.0-1ubuntu1.1", "14.0.0"),
-    ("c++ (GCC) 13.2.1 20231011 (Red Hat 13.2.1-4)", "13.2.1"),
-])
+
+@pytest.mark.parametrize(
+    ("line", "version"),
+    [
+        ("g++ (Debian 12.2.0-14+deb12u1) 12.2.0", "12.2.0"),
+        ("Ubuntu clang version 14.0.0-1ubuntu1.1", "14.0.0"),
+        ("c++ (GCC) 13.2.1 20231011 (Red Hat 13.2.1-4)", "13.2.1"),
+    ],
+)
 def test_compiler_version_is_read_from_the_first_line(line: str, version: str) -> None:
     assert compiler_version(line) == version
 
@@ -185,8 +222,9 @@ def test_musa_toolkits_version_reads_both_known_formats() -> None:
 
 
 def test_header_macros_give_dotted_and_cuda_encoded_versions(tmp_path: Path) -> None:
-    nccl = standins.header(tmp_path / "nccl.h", {"NCCL_MAJOR": 2, "NCCL_MINOR": 21,
-                                                 "NCCL_PATCH": 5})
+    nccl = standins.header(
+        tmp_path / "nccl.h", {"NCCL_MAJOR": 2, "NCCL_MINOR": 21, "NCCL_PATCH": 5}
+    )
     assert search.macro_version(nccl, ("NCCL_MAJOR", "NCCL_MINOR", "NCCL_PATCH")) == "2.21.5"
     assert search.encoded_version("13000") == "13.0"
     assert search.encoded_version("12040") == "12.4"
@@ -195,9 +233,10 @@ def test_header_macros_give_dotted_and_cuda_encoded_versions(tmp_path: Path) -> 
 
 
 def test_mpi_version_from_open_mpi_and_mpich_headers(tmp_path: Path) -> None:
-    ompi = standins.header(tmp_path / "o" / "mpi.h", {"OMPI_MAJOR_VERSION": 4,
-                                                      "OMPI_MINOR_VERSION": 1,
-                                                      "OMPI_RELEASE_VERSION": 4})
+    ompi = standins.header(
+        tmp_path / "o" / "mpi.h",
+        {"OMPI_MAJOR_VERSION": 4, "OMPI_MINOR_VERSION": 1, "OMPI_RELEASE_VERSION": 4},
+    )
     assert mpi_version(ompi)[0] == "4.1.4"
     mpich = standins.header(tmp_path / "m" / "mpi.h", {"MPICH_VERSION": '"4.0.2"'})
     assert mpi_version(mpich)[0] == "4.0.2"

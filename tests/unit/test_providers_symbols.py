@@ -16,33 +16,27 @@ from builder.providers.symbols import exported_functions, function_identifier, n
 # entry in InfiniOps src/linked/torch/nvidia/ops/flash_attn_varlen_func/flash_attn.yaml.
 KNOWN = {
     "_ZN5flash14mha_varlen_fwdERN2at6TensorERKS1_S4_RSt8optionalIS1_ES4_S4_S7_RS5_IS3_ES7_S7_"
-    "iiffbbiifbS5_INS0_9GeneratorEE":
-        "flash::mha_varlen_fwd(at::Tensor&, at::Tensor const&, at::Tensor const&, "
-        "std::optional<at::Tensor>&, at::Tensor const&, at::Tensor const&, "
-        "std::optional<at::Tensor>&, std::optional<at::Tensor const>&, "
-        "std::optional<at::Tensor>&, std::optional<at::Tensor>&, int, int, float, float, bool, "
-        "bool, int, int, float, bool, std::optional<at::Generator>)",
+    "iiffbbiifbS5_INS0_9GeneratorEE": "flash::mha_varlen_fwd(at::Tensor&, at::Tensor const&, at::Tensor const&, "
+    "std::optional<at::Tensor>&, at::Tensor const&, at::Tensor const&, "
+    "std::optional<at::Tensor>&, std::optional<at::Tensor const>&, "
+    "std::optional<at::Tensor>&, std::optional<at::Tensor>&, int, int, float, float, bool, "
+    "bool, int, int, float, bool, std::optional<at::Generator>)",
     "_Z8rms_normRN2at6TensorES1_S1_d": "rms_norm(at::Tensor&, at::Tensor&, at::Tensor&, double)",
-    "_Z15rms_norm_affineRKN2at6TensorES2_S2_dl":
-        "rms_norm_affine(at::Tensor const&, at::Tensor const&, at::Tensor const&, double, long)",
+    "_Z15rms_norm_affineRKN2at6TensorES2_S2_dl": "rms_norm_affine(at::Tensor const&, at::Tensor const&, at::Tensor const&, double, long)",
     "_ZN1KC1Ei": "K::K(int)",
     "_ZN1KD2Ev": "K::~K()",
     "_ZNK1KclEi": "K::operator()(int) const",
     "_ZNK1KcvbEv": "K::operator bool() const",
-    "_Z7name_ofRKSt6vectorINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEESaIS5_EEPFviE":
-        "name_of(std::vector<std::__cxx11::basic_string<char, std::char_traits<char>, "
-        "std::allocator<char> >, std::allocator<std::__cxx11::basic_string<char, "
-        "std::char_traits<char>, std::allocator<char> > > > const&, void (*)(int))",
+    "_Z7name_ofRKSt6vectorINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEESaIS5_EEPFviE": "name_of(std::vector<std::__cxx11::basic_string<char, std::char_traits<char>, "
+    "std::allocator<char> >, std::allocator<std::__cxx11::basic_string<char, "
+    "std::char_traits<char>, std::allocator<char> > > > const&, void (*)(int))",
     "_Z5twiceIiET_S0_": "int twice<int>(int)",
-    "_ZNSsC1EPKcRKSaIcE":
-        "std::basic_string<char, std::char_traits<char>, std::allocator<char> >::"
-        "basic_string(char const*, std::allocator<char> const&)",
-    "_ZN4llvm3sys22getDefaultTargetTripleB5cxx11Ev":
-        "llvm::sys::getDefaultTargetTriple[abi:cxx11]()",
-    "_ZStlsISt11char_traitsIcEERSt13basic_ostreamIcT_ES5_PKc":
-        "std::basic_ostream<char, std::char_traits<char> >& std::operator<< "
-        "<std::char_traits<char> >(std::basic_ostream<char, std::char_traits<char> >&, "
-        "char const*)",
+    "_ZNSsC1EPKcRKSaIcE": "std::basic_string<char, std::char_traits<char>, std::allocator<char> >::"
+    "basic_string(char const*, std::allocator<char> const&)",
+    "_ZN4llvm3sys22getDefaultTargetTripleB5cxx11Ev": "llvm::sys::getDefaultTargetTriple[abi:cxx11]()",
+    "_ZStlsISt11char_traitsIcEERSt13basic_ostreamIcT_ES5_PKc": "std::basic_ostream<char, std::char_traits<char> >& std::operator<< "
+    "<std::char_traits<char> >(std::basic_ostream<char, std::char_traits<char> >&, "
+    "char const*)",
     "_ZTVN2at6TensorE": "vtable for at::Tensor",
     "_Z1fRA3_Ki": "f(int const (&) [3])",
     "_Z1fM1AKFviE": "f(void (A::*)(int) const)",
@@ -62,14 +56,17 @@ def test_unsupported_or_malformed_names_raise_unsupported(mangled: str) -> None:
         demangle(mangled)
 
 
-@pytest.mark.parametrize(("signature", "ident"), [
-    ("flash::mha_fwd(at::Tensor&, int)", "mha_fwd"),
-    ("void ns::f<int, std::vector<int> >(int)", "f"),
-    ("llvm::sys::getDefaultTargetTriple[abi:cxx11]()", "getDefaultTargetTriple"),
-    ("K::~K()", "K"),
-    ("rms_norm", "rms_norm"),
-    ("K::operator()(int) const", None),
-])
+@pytest.mark.parametrize(
+    ("signature", "ident"),
+    [
+        ("flash::mha_fwd(at::Tensor&, int)", "mha_fwd"),
+        ("void ns::f<int, std::vector<int> >(int)", "f"),
+        ("llvm::sys::getDefaultTargetTriple[abi:cxx11]()", "getDefaultTargetTriple"),
+        ("K::~K()", "K"),
+        ("rms_norm", "rms_norm"),
+        ("K::operator()(int) const", None),
+    ],
+)
 def test_function_identifier_is_the_final_source_name(signature: str, ident: str | None) -> None:
     assert function_identifier(signature) == ident
 
@@ -89,8 +86,12 @@ def _cxa_demangle() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
     except (OSError, AttributeError):
         return None
     function.restype = ctypes.c_void_p
-    function.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p,
-                         ctypes.POINTER(ctypes.c_int)]
+    function.argtypes = [
+        ctypes.c_char_p,
+        ctypes.c_char_p,
+        ctypes.c_void_p,
+        ctypes.POINTER(ctypes.c_int),
+    ]
     return function
 
 
@@ -100,9 +101,18 @@ def test_every_libstdcxx_export_this_demangler_accepts_matches_libstdcxxs_own_de
     library = ctypes.util.find_library("stdc++")
     if oracle is None or library is None:
         pytest.skip("libstdc++'s __cxa_demangle is not loadable here")
-    path = next((d / library for d in (Path("/usr/lib/x86_64-linux-gnu"), Path("/usr/lib64"),
-                                       Path("/lib/x86_64-linux-gnu")) if (d / library).exists()),
-                None)
+    path = next(
+        (
+            d / library
+            for d in (
+                Path("/usr/lib/x86_64-linux-gnu"),
+                Path("/usr/lib64"),
+                Path("/lib/x86_64-linux-gnu"),
+            )
+            if (d / library).exists()
+        ),
+        None,
+    )
     if path is None:
         pytest.skip(f"cannot locate {library}")
     libc = ctypes.CDLL(None)

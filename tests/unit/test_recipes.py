@@ -16,24 +16,47 @@ from builder.vendors.base import HostFacts, Toolkit
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPONENTS = ROOT / "components"
-CUDA = Toolkit(root=Path("/opt/cuda"), compiler=Path("/opt/cuda/bin/nvcc"), version="13.0",
-               found=True, source="CUDA_HOME")
-PPU = Toolkit(root=Path("/opt/ppu/CUDA_SDK"), compiler=Path("/opt/ppu/CUDA_SDK/bin/nvcc"),
-              version="12.3", found=True, source="PPU_SDK_ROOT")
+CUDA = Toolkit(
+    root=Path("/opt/cuda"),
+    compiler=Path("/opt/cuda/bin/nvcc"),
+    version="13.0",
+    found=True,
+    source="CUDA_HOME",
+)
+PPU = Toolkit(
+    root=Path("/opt/ppu/CUDA_SDK"),
+    compiler=Path("/opt/ppu/CUDA_SDK/bin/nvcc"),
+    version="12.3",
+    found=True,
+    source="PPU_SDK_ROOT",
+)
 CUTLASS_SHA = "087c84df83d254b5fb295a7a408f1a1d554085cf"
 VENDORS = ("cpu", "nvidia", "moore", "thead")
 
 
 def plan_for(vendor: str, *, tests: bool = False, select: tuple[str, ...] = ()) -> Plan:
     toolkit = {"nvidia": CUDA, "thead": PPU}.get(vendor)
-    host = HostFacts(python="/usr/bin/python3", python_version="3.11",
-                     soabi="cpython-311-x86_64-linux-gnu", pybind11_dir="/pb/cmake",
-                     pybind11_version="3.1.0", cpu_count=4, cxx="/usr/bin/g++",
-                     cxx_version="g++ 12.2.0", toolkit=toolkit)
+    host = HostFacts(
+        python="/usr/bin/python3",
+        python_version="3.11",
+        soabi="cpython-311-x86_64-linux-gnu",
+        pybind11_dir="/pb/cmake",
+        pybind11_version="3.1.0",
+        cpu_count=4,
+        cxx="/usr/bin/g++",
+        cxx_version="g++ 12.2.0",
+        toolkit=toolkit,
+    )
     stack = load_stack(ROOT / "stack.yaml")
-    return make_plan(stack, vendor, host, gather(stack, vendor),
-                     Layout(home=Path("/h"), store_root=Path("/h/store")), tests=tests,
-                     select=select)
+    return make_plan(
+        stack,
+        vendor,
+        host,
+        gather(stack, vendor),
+        Layout(home=Path("/h"), store_root=Path("/h/store")),
+        tests=tests,
+        select=select,
+    )
 
 
 def defines(plan: Plan, name: str) -> dict[str, str]:
@@ -41,6 +64,7 @@ def defines(plan: Plan, name: str) -> dict[str, str]:
 
 
 # --- CUTLASS: given from a pinned component, never downloaded at configure time -----------------
+
 
 def test_nvidia_infiniops_gets_cutlass_from_the_pinned_component_and_cannot_download() -> None:
     plan = plan_for("nvidia")
@@ -83,6 +107,7 @@ def test_every_recipe_turns_off_configure_time_downloads(vendor: str) -> None:
 
 # --- InfiniOps: vendor switch, InfiniRT from its entry, operator selection ----------------------
 
+
 def test_cpu_operator_selection_is_limited_to_operators_with_cpu_kernels() -> None:
     ops = defines(plan_for("cpu"), "infiniops")
     assert ops["INFINI_OPS_OPS"] == "add,gemm,rms_norm,causal_softmax"
@@ -97,8 +122,11 @@ def test_nvidia_operator_selection_is_infinilms_minus_linked_only_with_aten_argm
     assert selected == sorted(selected)
     assert {"add", "gemm", "rms_norm", "silu_and_mul", "argmax", "topk_softmax"} <= set(selected)
     # Only linked third-party providers implement these: not without those packages.
-    assert not {"flash_attn_varlen_func", "flash_attn_with_kvcache",
-                "top_k_top_p_sampling_from_logits"} & set(selected)
+    assert not {
+        "flash_attn_varlen_func",
+        "flash_attn_with_kvcache",
+        "top_k_top_p_sampling_from_logits",
+    } & set(selected)
     assert ops["INFINI_OPS_TORCH_OPS"] == "argmax"  # not all 500+ ATen wrappers
     assert ops["WITH_NVIDIA"] == ops["WITH_CPU"] == ops["WITH_TORCH"] == "ON"
     # The recipe follows upstream's builder (WITH_LINKED ON); this selection uses no linked
@@ -110,8 +138,10 @@ def test_nvidia_operator_selection_is_infinilms_minus_linked_only_with_aten_argm
 
 def test_operator_selection_is_an_input_of_the_infiniops_key() -> None:
     cpu, nvidia = plan_for("cpu").get("infiniops"), plan_for("nvidia").get("infiniops")
-    assert cpu.key_inputs["options"]["INFINI_OPS_OPS"] != nvidia.key_inputs["options"][
-        "INFINI_OPS_OPS"]
+    assert (
+        cpu.key_inputs["options"]["INFINI_OPS_OPS"]
+        != nvidia.key_inputs["options"]["INFINI_OPS_OPS"]
+    )
 
 
 @pytest.mark.parametrize("vendor", VENDORS)
@@ -152,8 +182,11 @@ def test_moore_infiniops_uses_musa() -> None:
 
 # --- InfiniRT --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("vendor", "switch"), [("cpu", None), ("nvidia", "WITH_NVIDIA"),
-                                                 ("moore", "WITH_MOORE"), ("thead", "WITH_THEAD")])
+
+@pytest.mark.parametrize(
+    ("vendor", "switch"),
+    [("cpu", None), ("nvidia", "WITH_NVIDIA"), ("moore", "WITH_MOORE"), ("thead", "WITH_THEAD")],
+)
 def test_infinirt_vendor_switch(vendor: str, switch: str | None) -> None:
     rt = defines(plan_for(vendor), "infinirt")
     assert rt["WITH_CPU"] == "ON"
@@ -178,12 +211,14 @@ def test_infinirt_generator_runs_with_the_planned_interpreter() -> None:
 
 # --- InfiniCCL: one backend per vendor, nothing detected from the host ------------------------
 
-@pytest.mark.parametrize(("vendor", "backend"), [("cpu", "WITH_OMPI"), ("nvidia", "WITH_NCCL"),
-                                                  ("moore", "WITH_MCCL"), ("thead", "WITH_OMPI")])
+
+@pytest.mark.parametrize(
+    ("vendor", "backend"),
+    [("cpu", "WITH_OMPI"), ("nvidia", "WITH_NCCL"), ("moore", "WITH_MCCL"), ("thead", "WITH_OMPI")],
+)
 def test_infiniccl_backend_per_vendor(vendor: str, backend: str) -> None:
     ccl = defines(plan_for(vendor), "infiniccl")
-    backends = {k for k in ("WITH_OMPI", "WITH_MPICH", "WITH_NCCL", "WITH_MCCL")
-                if ccl[k] == "ON"}
+    backends = {k for k in ("WITH_OMPI", "WITH_MPICH", "WITH_NCCL", "WITH_MCCL") if ccl[k] == "ON"}
     assert backends == {backend}
     assert ccl["AUTO_DETECT_DEVICES"] == ccl["AUTO_DETECT_BACKENDS"] == "OFF"
     assert ccl["CMAKE_SHARED_LINKER_FLAGS"] == "-Wl,--no-undefined"
@@ -206,13 +241,15 @@ def test_moore_infiniccl_is_pinned_to_a_revision_with_mccl_on_moore() -> None:
 
 # --- InfiniLM -----------------------------------------------------------------------------------
 
+
 def test_infinilm_matches_pytorchs_abi_on_nvidia_only() -> None:
     assert defines(plan_for("nvidia"), "infinilm")["INFINILM_CXX11_ABI"] == "TORCH"
     assert defines(plan_for("cpu"), "infinilm")["INFINILM_CXX11_ABI"] == ""
 
 
-@pytest.mark.parametrize(("vendor", "cuda"), [("cpu", "OFF"), ("nvidia", "ON"), ("moore", "OFF"),
-                                              ("thead", "ON")])
+@pytest.mark.parametrize(
+    ("vendor", "cuda"), [("cpu", "OFF"), ("nvidia", "ON"), ("moore", "OFF"), ("thead", "ON")]
+)
 def test_infinilm_cuda_include_per_vendor(vendor: str, cuda: str) -> None:
     lm = plan_for(vendor).get("infinilm")
     assert lm.defines["INFINILM_WITH_CUDA"] == cuda
@@ -220,10 +257,12 @@ def test_infinilm_cuda_include_per_vendor(vendor: str, cuda: str) -> None:
     assert lm.defines["INFINILM_SOURCE_DIR"] == str(lm.source_dir)
 
 
-@pytest.mark.parametrize(("vendor", "graph"), [("cpu", "OFF"), ("nvidia", "ON"),
-                                               ("moore", "OFF"), ("thead", "ON")])
+@pytest.mark.parametrize(
+    ("vendor", "graph"), [("cpu", "OFF"), ("nvidia", "ON"), ("moore", "OFF"), ("thead", "ON")]
+)
 def test_infinilm_uses_infinirt_graphs_only_where_the_pinned_infinirt_has_them(
-    vendor: str, graph: str,
+    vendor: str,
+    graph: str,
 ) -> None:
     assert defines(plan_for(vendor), "infinilm")["INFINILM_INFINIRT_GRAPH"] == graph
 

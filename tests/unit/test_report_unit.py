@@ -18,13 +18,23 @@ def sample() -> RunReport:
     r = RunReport(command="build", vendor="cpu", manifest="/m/stack.yaml", seconds=3.25)
     r.components = [
         ComponentResult(name="minirt", key="a" * 64, status="hit", prefix="/s/a/prefix"),
-        ComponentResult(name="miniops", key="b" * 64, status="built", seconds=2.5,
-                        steps={"configure": 0.5, "build": 1.9, "install": 0.1},
-                        logs={"build": "/l/miniops/build.log"}),
-        ComponentResult(name="miniccl", key="c" * 64, status="failed", seconds=0.4,
-                        steps={"configure": 0.3}, logs={"configure": "/l/c.log",
-                                                        "build": "/l/miniccl/build.log"},
-                        error="component 'miniccl', step build: c++ failed"),
+        ComponentResult(
+            name="miniops",
+            key="b" * 64,
+            status="built",
+            seconds=2.5,
+            steps={"configure": 0.5, "build": 1.9, "install": 0.1},
+            logs={"build": "/l/miniops/build.log"},
+        ),
+        ComponentResult(
+            name="miniccl",
+            key="c" * 64,
+            status="failed",
+            seconds=0.4,
+            steps={"configure": 0.3},
+            logs={"configure": "/l/c.log", "build": "/l/miniccl/build.log"},
+            error="component 'miniccl', step build: c++ failed",
+        ),
         ComponentResult(name="minilm", key="d" * 64),
     ]
     return r
@@ -32,8 +42,14 @@ def sample() -> RunReport:
 
 def test_report_json_has_per_component_results_and_totals() -> None:
     data = sample().to_json()
-    assert data["totals"] == {"hit": 1, "built": 1, "failed": 1, "skipped": 1,
-                              "interrupted": 0, "build_seconds": 2.5}
+    assert data["totals"] == {
+        "hit": 1,
+        "built": 1,
+        "failed": 1,
+        "skipped": 1,
+        "interrupted": 0,
+        "build_seconds": 2.5,
+    }
     ops = data["components"][1]
     assert ops["key"] == "b" * 64
     assert ops["steps"] == {"configure": 0.5, "build": 1.9, "install": 0.1}
@@ -69,8 +85,10 @@ class Tty(io.StringIO):
 
 def test_progress_kind_follows_the_terminal_and_ci() -> None:
     assert type(report.progress_for("auto", io.StringIO(), {})) is report.Progress
-    assert type(report.progress_for("auto", io.StringIO(), {"GITHUB_ACTIONS": "true"})) \
+    assert (
+        type(report.progress_for("auto", io.StringIO(), {"GITHUB_ACTIONS": "true"}))
         is report.GithubProgress
+    )
     live = report.progress_for("auto", Tty(), {"TERM": "xterm"})
     live.close()
     assert type(live) is report.LiveProgress

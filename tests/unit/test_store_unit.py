@@ -87,6 +87,7 @@ def test_file_lock_makes_a_second_holder_wait_and_tells_it_whom_for(tmp_path: Pa
     heard: list[str] = []
     order: list[str] = []
     with file_lock(lock):
+
         def second() -> None:
             with file_lock(lock, on_wait=heard.append):
                 order.append("second")
@@ -130,7 +131,8 @@ def test_job_shares_never_exceed_the_budget_and_give_each_at_least_one(
 
 def test_stop_orphans_stops_a_dead_builders_children_session(tmp_path: Path) -> None:
     child = subprocess.Popen(
-        ["sh", "-c", "sleep 60 & sleep 60; wait"], start_new_session=True,
+        ["sh", "-c", "sleep 60 & sleep 60; wait"],
+        start_new_session=True,
     )
     record = tmp_path / "x.running"
     start = build._start_time(child.pid)
@@ -164,9 +166,9 @@ def test_disk_usage_counts_hard_links_once(tmp_path: Path) -> None:
 
 # --- the no-op memo -----------------------------------------------------------------------------
 
+
 def memo_data(files: list[str], links: dict[str, str] | None = None) -> dict[str, object]:
-    return {"host": "h", "files": [[f, build.signature(f)] for f in files],
-            "links": links or {}}
+    return {"host": "h", "files": [[f, build.signature(f)] for f in files], "links": links or {}}
 
 
 def test_memo_holds_while_files_links_and_host_are_unchanged(tmp_path: Path) -> None:
@@ -206,7 +208,8 @@ def test_link_chain_follows_links_inside_link_targets(tmp_path: Path) -> None:
     (tmp_path / "mid").symlink_to(tmp_path / "real")
     (tmp_path / "top").symlink_to("mid")
     assert build.link_chain(tmp_path / "top" / "f") == {
-        str(tmp_path / "top"): "mid", str(tmp_path / "mid"): str(tmp_path / "real"),
+        str(tmp_path / "top"): "mid",
+        str(tmp_path / "mid"): str(tmp_path / "real"),
     }
 
 
@@ -244,14 +247,22 @@ def test_gc_collects_unused_trees_but_not_kept_ones_or_checkouts_in_progress(
     from builder.commands import gc
 
     layout = Layout.from_env({}, home=tmp_path / "home")
-    for sub in ("src/minirt-aaaa", "src/minirt-bbbb", "src/minirt-cccc.x1y2",
-                "build/minirt-aaaa", "build/minirt-cpu-dev-1234",
-                "logs/20200101-000000-cpu-999999999"):
+    for sub in (
+        "src/minirt-aaaa",
+        "src/minirt-bbbb",
+        "src/minirt-cccc.x1y2",
+        "build/minirt-aaaa",
+        "build/minirt-cpu-dev-1234",
+        "logs/20200101-000000-cpu-999999999",
+    ):
         (layout.home / sub).mkdir(parents=True)
-    keep = gc.Keep(source_trees={layout.home / "src" / "minirt-bbbb"},
-                   build_dirs={layout.home / "build" / "minirt-cpu-dev-1234"})
-    doomed = {(d.what, d.path.relative_to(layout.home).as_posix())
-              for d in gc.collect(layout, keep)}
+    keep = gc.Keep(
+        source_trees={layout.home / "src" / "minirt-bbbb"},
+        build_dirs={layout.home / "build" / "minirt-cpu-dev-1234"},
+    )
+    doomed = {
+        (d.what, d.path.relative_to(layout.home).as_posix()) for d in gc.collect(layout, keep)
+    }
     assert doomed == {
         ("source tree", "src/minirt-aaaa"),
         ("build directory", "build/minirt-aaaa"),
