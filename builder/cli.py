@@ -40,6 +40,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_INTERNAL
+    except OSError as exc:  # a full disk, a read-only or missing directory the user named
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return EXIT_INTERNAL
     return code
 
 

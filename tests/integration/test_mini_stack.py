@@ -184,3 +184,14 @@ def test_wheel_whose_extension_links_libpython_is_refused_with_exit_6_and_kept(
     assert not out.exists() or not any(out.iterdir())
     kept = Path(result.err.split("it was kept at ")[1].split()[0])
     assert kept.is_file() and kept.parent.name == "rejected"
+
+
+def test_unwritable_output_directory_is_an_error_not_a_traceback(
+    shared_home: Path, mini: Path, tmp_path: Path, cli  # type: ignore[no-untyped-def]
+) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the output directory should be\n")
+    result = cli("wheel", "--manifest", mini, "--vendor", "cpu", "--out", blocker / "dist")
+    assert result.code != 0
+    assert "Traceback" not in result.err
+    assert "error:" in result.err and "not-a-dir" in result.err
