@@ -187,7 +187,10 @@ def test_wheel_whose_extension_links_libpython_is_refused_with_exit_6_and_kept(
 
 
 def test_unwritable_output_directory_is_an_error_not_a_traceback(
-    shared_home: Path, mini: Path, tmp_path: Path, cli  # type: ignore[no-untyped-def]
+    shared_home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
 ) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the output directory should be\n")
