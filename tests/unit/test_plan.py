@@ -10,49 +10,8 @@ from builder.layout import Layout
 from builder.manifest import load_stack
 from builder.plan import ComponentPlan, Plan, make_plan, to_json
 from builder.sources import gather
-from builder.vendors.base import HostFacts, Toolkit
-
-ROOT = Path(__file__).resolve().parents[2]
-CUDA = Toolkit(
-    root=Path("/opt/cuda"),
-    compiler=Path("/opt/cuda/bin/nvcc"),
-    version="13.0",
-    found=True,
-    source="CUDA_HOME",
-)
-PPU = Toolkit(
-    root=Path("/opt/ppu/CUDA_SDK"),
-    compiler=Path("/opt/ppu/CUDA_SDK/bin/nvcc"),
-    version="12.3",
-    found=True,
-    source="PPU_SDK_ROOT",
-)
-
-
-def host(toolkit: Toolkit | None = None) -> HostFacts:
-    return HostFacts(
-        python="/usr/bin/python3",
-        python_version="3.11",
-        soabi="cpython-311-x86_64-linux-gnu",
-        pybind11_dir="/pb/cmake",
-        pybind11_version="3.1.0",
-        cpu_count=8,
-        cxx="/usr/bin/g++",
-        cxx_version="g++ 12.2.0",
-        toolkit=toolkit,
-    )
-
-
-def plan_for(vendor: str, toolkit: Toolkit | None = None, **kw: object) -> Plan:
-    stack = load_stack(ROOT / "stack.yaml")
-    return make_plan(
-        stack,
-        vendor,
-        host(toolkit),
-        gather(stack, vendor),
-        Layout(home=Path("/h"), store_root=Path("/h/store")),
-        **kw,
-    )  # type: ignore[arg-type]
+from builder.vendors.base import Toolkit
+from tests.planning import CUDA, PPU, ROOT, host, plan_for
 
 
 def defines(plan: Plan, name: str) -> dict[str, str]:

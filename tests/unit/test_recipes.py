@@ -3,60 +3,23 @@ CUTLASS given offline, the operator selection, backends per vendor, and what a b
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from builder.layout import Layout
 from builder.manifest import load_stack
 from builder.model import GitSource, PathSource
-from builder.plan import Plan, make_plan
-from builder.sources import gather
-from builder.vendors.base import HostFacts, Toolkit
+from builder.plan import Plan
+from tests.planning import CUDA, PPU, ROOT
+from tests.planning import plan_for as planned
 
-ROOT = Path(__file__).resolve().parents[2]
 COMPONENTS = ROOT / "components"
-CUDA = Toolkit(
-    root=Path("/opt/cuda"),
-    compiler=Path("/opt/cuda/bin/nvcc"),
-    version="13.0",
-    found=True,
-    source="CUDA_HOME",
-)
-PPU = Toolkit(
-    root=Path("/opt/ppu/CUDA_SDK"),
-    compiler=Path("/opt/ppu/CUDA_SDK/bin/nvcc"),
-    version="12.3",
-    found=True,
-    source="PPU_SDK_ROOT",
-)
 CUTLASS_SHA = "087c84df83d254b5fb295a7a408f1a1d554085cf"
 VENDORS = ("cpu", "nvidia", "moore", "thead")
 
 
 def plan_for(vendor: str, *, tests: bool = False, select: tuple[str, ...] = ()) -> Plan:
+    """The vendor's plan with its toolkit present."""
     toolkit = {"nvidia": CUDA, "thead": PPU}.get(vendor)
-    host = HostFacts(
-        python="/usr/bin/python3",
-        python_version="3.11",
-        soabi="cpython-311-x86_64-linux-gnu",
-        pybind11_dir="/pb/cmake",
-        pybind11_version="3.1.0",
-        cpu_count=4,
-        cxx="/usr/bin/g++",
-        cxx_version="g++ 12.2.0",
-        toolkit=toolkit,
-    )
-    stack = load_stack(ROOT / "stack.yaml")
-    return make_plan(
-        stack,
-        vendor,
-        host,
-        gather(stack, vendor),
-        Layout(home=Path("/h"), store_root=Path("/h/store")),
-        tests=tests,
-        select=select,
-    )
+    return planned(vendor, toolkit, tests=tests, select=select)
 
 
 def defines(plan: Plan, name: str) -> dict[str, str]:

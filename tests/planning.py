@@ -1,0 +1,48 @@
+"""Planning the real stack.yaml against fixed host facts (no detection, no compiler)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from builder.layout import Layout
+from builder.manifest import load_stack
+from builder.plan import Plan, make_plan
+from builder.sources import gather
+from builder.vendors.base import HostFacts, Toolkit
+
+ROOT = Path(__file__).resolve().parent.parent
+CUDA = Toolkit(
+    root=Path("/opt/cuda"),
+    compiler=Path("/opt/cuda/bin/nvcc"),
+    version="13.0",
+    found=True,
+    source="CUDA_HOME",
+)
+PPU = Toolkit(
+    root=Path("/opt/ppu/CUDA_SDK"),
+    compiler=Path("/opt/ppu/CUDA_SDK/bin/nvcc"),
+    version="12.3",
+    found=True,
+    source="PPU_SDK_ROOT",
+)
+LAYOUT = Layout(home=Path("/h"), store_root=Path("/h/store"))
+
+
+def host(toolkit: Toolkit | None = None) -> HostFacts:
+    return HostFacts(
+        python="/usr/bin/python3",
+        python_version="3.11",
+        soabi="cpython-311-x86_64-linux-gnu",
+        pybind11_dir="/pb/cmake",
+        pybind11_version="3.1.0",
+        cpu_count=8,
+        cxx="/usr/bin/g++",
+        cxx_version="g++ 12.2.0",
+        toolkit=toolkit,
+    )
+
+
+def plan_for(vendor: str, toolkit: Toolkit | None = None, **kw: Any) -> Plan:
+    stack = load_stack(ROOT / "stack.yaml")
+    return make_plan(stack, vendor, host(toolkit), gather(stack, vendor), LAYOUT, **kw)
