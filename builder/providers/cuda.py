@@ -32,10 +32,9 @@ from builder.providers.probe import (
     Rule,
     unusable,
 )
+from builder.vendors.places import CUDA_DEFAULTS, CUDA_ENV_VARS
 
 # Upstream's order (CMake's CUDAToolkit hints): CUDA_HOME, CUDA_PATH, /usr/local/cuda, nvcc on PATH.
-CUDA_ENV_VARS = ("CUDA_HOME", "CUDA_PATH")
-CUDA_DEFAULTS = ("/usr/local/cuda",)
 _RELEASE = re.compile(r"release (\d+\.\d+)")
 CUDA_OPTIONS = ("WITH_NVIDIA", "INFINILM_WITH_CUDA")
 

@@ -38,9 +38,8 @@ from builder.providers.probe import (
     Rule,
     unusable,
 )
+from builder.vendors.places import MUSA_DEFAULTS, MUSA_ENV_VARS
 
-MUSA_ENV_VARS = ("MUSA_ROOT", "MUSA_HOME", "MUSA_PATH")
-MUSA_DEFAULTS = ("/usr/local/musa",)
 UPSTREAM = frozenset({"infinirt", "infiniops", "infiniccl", "infinilm"})
 MOORE_RULE = Rule(names=UPSTREAM, options=("WITH_MOORE",))
 

@@ -25,10 +25,8 @@ from builder.providers.probe import (
     Rule,
     unusable,
 )
+from builder.vendors.places import PPU_DEFAULTS, PPU_DERIVED, PPU_ENV_VARS
 
-PPU_ENV_VARS = ("THEAD_CUDA_ROOT", "PPU_CUDA_ROOT")
-PPU_DERIVED = {"PPU_SDK_ROOT": "CUDA_SDK"}
-PPU_DEFAULTS = ("/usr/local/PPU_SDK/CUDA_SDK",)
 UPSTREAM = frozenset({"infinirt", "infiniops", "infiniccl", "infinilm"})
 THEAD_RULE = Rule(names=UPSTREAM, options=("WITH_THEAD", "WITH_NVIDIA", "INFINILM_WITH_CUDA"))
 

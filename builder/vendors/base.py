@@ -7,10 +7,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from builder import proc
-from builder.providers.probe import Provider
+
+if TYPE_CHECKING:
+    from builder.providers.probe import Provider
 
 
 @dataclass(frozen=True, kw_only=True)

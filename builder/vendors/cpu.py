@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from builder.providers.common import TOOLS
-from builder.providers.cpu import CPU_PROVIDERS
-from builder.providers.probe import Provider
 from builder.vendors.base import HostFacts, Toolkit, VendorSettings
+
+if TYPE_CHECKING:
+    from builder.providers.probe import Provider
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,9 @@ class Cpu:
         return None
 
     def providers(self) -> tuple[Provider, ...]:
+        from builder.providers.common import TOOLS
+        from builder.providers.cpu import CPU_PROVIDERS
+
         return (*TOOLS, *CPU_PROVIDERS)
 
     def cmake_defines(self, host: HostFacts, settings: VendorSettings) -> dict[str, str]:

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from builder import proc
-from builder.providers.common import TOOLS
-from builder.providers.cpu import CPU_PROVIDERS
-from builder.providers.musa import MOORE_PROVIDERS, MUSA_DEFAULTS, MUSA_ENV_VARS, mcc_version
-from builder.providers.probe import Provider
 from builder.vendors.base import HostFacts, Toolkit, VendorSettings, locate_root
+from builder.vendors.places import MUSA_DEFAULTS, MUSA_ENV_VARS
 
-__all__ = ["MOORE", "MUSA_DEFAULTS", "MUSA_ENV_VARS", "mcc_version"]
+if TYPE_CHECKING:
+    from builder.providers.probe import Provider
+
+__all__ = ["MOORE", "MUSA_DEFAULTS", "MUSA_ENV_VARS"]
 
 
 @dataclass(frozen=True)
@@ -30,9 +31,15 @@ class Moore:
         if not mcc.exists():
             return Toolkit(root=root, compiler=None, version=None, found=False, source=source)
         out = proc.capture([str(mcc), "--version"], check=False, timeout=30)
+        from builder.providers.musa import mcc_version
+
         return Toolkit(root=root, compiler=mcc, version=mcc_version(out), found=True, source=source)
 
     def providers(self) -> tuple[Provider, ...]:
+        from builder.providers.common import TOOLS
+        from builder.providers.cpu import CPU_PROVIDERS
+        from builder.providers.musa import MOORE_PROVIDERS
+
         return (*TOOLS, *CPU_PROVIDERS, *MOORE_PROVIDERS)
 
     def cmake_defines(self, host: HostFacts, settings: VendorSettings) -> dict[str, str]:

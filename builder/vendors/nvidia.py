@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from builder.providers.common import TOOLS
-from builder.providers.cpu import CPU_PROVIDERS
-from builder.providers.cuda import CUDA_DEFAULTS, CUDA_ENV_VARS, NVIDIA_PROVIDERS
-from builder.providers.probe import Provider
 from builder.vendors.base import HostFacts, Toolkit, VendorSettings, cuda_like_toolkit
+from builder.vendors.places import CUDA_DEFAULTS, CUDA_ENV_VARS
+
+if TYPE_CHECKING:
+    from builder.providers.probe import Provider
 
 __all__ = ["CUDA_DEFAULTS", "CUDA_ENV_VARS", "NVIDIA"]
 
@@ -24,6 +25,10 @@ class Nvidia:
         return cuda_like_toolkit(env, CUDA_ENV_VARS, CUDA_DEFAULTS)
 
     def providers(self) -> tuple[Provider, ...]:
+        from builder.providers.common import TOOLS
+        from builder.providers.cpu import CPU_PROVIDERS
+        from builder.providers.cuda import NVIDIA_PROVIDERS
+
         return (*TOOLS, *CPU_PROVIDERS, *NVIDIA_PROVIDERS)
 
     def cmake_defines(self, host: HostFacts, settings: VendorSettings) -> dict[str, str]:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from builder.providers.common import TOOLS
-from builder.providers.cpu import CPU_PROVIDERS
-from builder.providers.ppu import PPU_DEFAULTS, PPU_DERIVED, PPU_ENV_VARS, THEAD_PROVIDERS
-from builder.providers.probe import Provider
 from builder.vendors.base import HostFacts, Toolkit, VendorSettings, cuda_like_toolkit
+from builder.vendors.places import PPU_DEFAULTS, PPU_DERIVED, PPU_ENV_VARS
+
+if TYPE_CHECKING:
+    from builder.providers.probe import Provider
 
 DEFAULT_ARCHITECTURES = ("80",)
 __all__ = ["DEFAULT_ARCHITECTURES", "PPU_DEFAULTS", "PPU_DERIVED", "PPU_ENV_VARS", "THEAD"]
@@ -31,6 +32,10 @@ class Thead:
         )
 
     def providers(self) -> tuple[Provider, ...]:
+        from builder.providers.common import TOOLS
+        from builder.providers.cpu import CPU_PROVIDERS
+        from builder.providers.ppu import THEAD_PROVIDERS
+
         return (*TOOLS, *CPU_PROVIDERS, *THEAD_PROVIDERS)
 
     def cmake_defines(self, host: HostFacts, settings: VendorSettings) -> dict[str, str]:
