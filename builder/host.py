@@ -1,4 +1,8 @@
-"""Detect the host facts planning depends on (interpreter, pybind11, compiler, vendor toolkit)."""
+"""Detect the host facts planning depends on (interpreter, pybind11, compiler).
+
+The vendor's toolkit and libraries are preflight's to find (builder.preflight): it probes them
+once and hands planning what it found.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from builder import proc
-from builder.vendors import get as get_vendor
 from builder.vendors.base import HostFacts
 
 
@@ -85,7 +88,6 @@ def pybind11_facts() -> tuple[str | None, str | None]:
 
 
 def detect(
-    vendor: str,
     env: Mapping[str, str] | None = None,
     python: str | None = None,
     cache: Path | None = None,
@@ -102,6 +104,5 @@ def detect(
         cpu_count=os.cpu_count() or 1,
         cxx=cxx,
         cxx_version=cxx_version,
-        toolkit=get_vendor(vendor).detect_toolkit(env),
         env=env,
     )

@@ -127,7 +127,7 @@ def noop_from_memo(memo: executor.NoopMemo, layout: Layout) -> bool:
     data = memo.peek()
     if data is None:
         return False
-    host = detect_host(data["vendor"], layout)
+    host = detect_host(layout)
     if not executor.NoopMemo.still_true(data, executor.host_digest(host)):
         return False
     store = executor.Store(layout)

@@ -126,8 +126,8 @@ def layout_from(args: argparse.Namespace) -> Layout:
     return Layout.from_env(home=getattr(args, "home", None), store=getattr(args, "store", None))
 
 
-def detect_host(vendor: str, layout: Layout) -> HostFacts:
-    return host_facts.detect(vendor, os.environ, cache=layout.cache())
+def detect_host(layout: Layout) -> HostFacts:
+    return host_facts.detect(os.environ, cache=layout.cache())
 
 
 def preflighted_host(
@@ -140,7 +140,7 @@ def preflighted_host(
     """
     from builder import preflight
 
-    host = detect_host(vendor, layout)
+    host = detect_host(layout)
     report = preflight.check(stack, vendor, host)
     return report.apply_to(host), report
 

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
-
-from builder import proc
 
 if TYPE_CHECKING:
     from builder.providers.probe import Provider
@@ -71,8 +67,6 @@ class Vendor(Protocol):
     @property
     def description(self) -> str: ...
 
-    def detect_toolkit(self, env: Mapping[str, str]) -> Toolkit | None: ...
-
     def providers(self) -> tuple[Provider, ...]:
         """What the host must provide for this vendor (see builder.providers)."""
         ...
@@ -82,62 +76,3 @@ class Vendor(Protocol):
     def environment(self, host: HostFacts) -> dict[str, str]: ...
 
     def local_version(self, host: HostFacts, settings: VendorSettings) -> str: ...
-
-
-def locate_root(
-    env: Mapping[str, str],
-    env_vars: Sequence[str],
-    defaults: Sequence[str],
-    compiler: str,
-    *,
-    derived: Mapping[str, str] | None = None,
-) -> tuple[Path, str] | None:
-    """First existing toolkit root in upstream's order: env vars, derived env paths, defaults, PATH.
-
-    ``derived`` maps an env var to a sub path (``PPU_SDK_ROOT`` -> ``CUDA_SDK``).
-    """
-    for var in env_vars:
-        value = env.get(var)
-        if value and Path(value).is_dir():
-            return Path(value), var
-    for var, sub in (derived or {}).items():
-        value = env.get(var)
-        if value and (Path(value) / sub).is_dir():
-            return Path(value) / sub, f"${var}/{sub}"
-    for default in defaults:
-        if Path(default).is_dir():
-            return Path(default), "default path"
-    on_path = proc.which(compiler, env.get("PATH", os.defpath))
-    if on_path:
-        return Path(on_path).resolve().parent.parent, "PATH"
-    return None
-
-
-_NVCC_RELEASE = re.compile(r"release (\d+\.\d+)")
-
-
-def nvcc_version(nvcc: Path) -> str | None:
-    """``release 13.0`` from ``nvcc --version``; None when it does not run or say so."""
-    try:
-        out = proc.capture([str(nvcc), "--version"], check=False, timeout=30)
-    except Exception:
-        return None
-    match = _NVCC_RELEASE.search(out)
-    return match.group(1) if match else None
-
-
-def cuda_like_toolkit(
-    env: Mapping[str, str],
-    env_vars: Sequence[str],
-    defaults: Sequence[str],
-    *,
-    derived: Mapping[str, str] | None = None,
-) -> Toolkit | None:
-    located = locate_root(env, env_vars, defaults, "nvcc", derived=derived)
-    if located is None:
-        return None
-    root, source = located
-    nvcc = root / "bin" / "nvcc"
-    if not nvcc.exists():
-        return Toolkit(root=root, compiler=None, version=None, found=False, source=source)
-    return Toolkit(root=root, compiler=nvcc, version=nvcc_version(nvcc), found=True, source=source)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from builder.vendors.base import HostFacts, Toolkit, VendorSettings
+from builder.vendors.base import HostFacts, VendorSettings
 
 if TYPE_CHECKING:
     from builder.providers.probe import Provider
@@ -17,9 +16,6 @@ class Cpu:
     name: str = "cpu"
     aliases: tuple[str, ...] = ()
     description: str = "CPU only (C++17 compiler, OpenMP, MPI)"
-
-    def detect_toolkit(self, env: Mapping[str, str]) -> Toolkit | None:
-        return None
 
     def providers(self) -> tuple[Provider, ...]:
         from builder.providers.common import TOOLS

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from builder import proc
-from builder.vendors.base import HostFacts, Toolkit, VendorSettings, locate_root
+from builder.vendors.base import HostFacts, VendorSettings
 from builder.vendors.places import MUSA_DEFAULTS, MUSA_ENV_VARS
 
 if TYPE_CHECKING:
@@ -21,19 +19,6 @@ class Moore:
     name: str = "moore"
     aliases: tuple[str, ...] = ("musa", "mthreads")
     description: str = "Moore Threads GPUs through MUSA"
-
-    def detect_toolkit(self, env: Mapping[str, str]) -> Toolkit | None:
-        located = locate_root(env, MUSA_ENV_VARS, MUSA_DEFAULTS, "mcc")
-        if located is None:
-            return None
-        root, source = located
-        mcc = root / "bin" / "mcc"
-        if not mcc.exists():
-            return Toolkit(root=root, compiler=None, version=None, found=False, source=source)
-        out = proc.capture([str(mcc), "--version"], check=False, timeout=30)
-        from builder.providers.musa import mcc_version
-
-        return Toolkit(root=root, compiler=mcc, version=mcc_version(out), found=True, source=source)
 
     def providers(self) -> tuple[Provider, ...]:
         from builder.providers.common import TOOLS

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from builder.vendors.base import HostFacts, Toolkit, VendorSettings, cuda_like_toolkit
+from builder.vendors.base import HostFacts, VendorSettings
 from builder.vendors.places import CUDA_DEFAULTS, CUDA_ENV_VARS
 
 if TYPE_CHECKING:
@@ -20,9 +19,6 @@ class Nvidia:
     name: str = "nvidia"
     aliases: tuple[str, ...] = ("cuda",)
     description: str = "NVIDIA GPUs through CUDA"
-
-    def detect_toolkit(self, env: Mapping[str, str]) -> Toolkit | None:
-        return cuda_like_toolkit(env, CUDA_ENV_VARS, CUDA_DEFAULTS)
 
     def providers(self) -> tuple[Provider, ...]:
         from builder.providers.common import TOOLS

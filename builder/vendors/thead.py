@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from builder.vendors.base import HostFacts, Toolkit, VendorSettings, cuda_like_toolkit
+from builder.vendors.base import HostFacts, VendorSettings
 from builder.vendors.places import PPU_DEFAULTS, PPU_DERIVED, PPU_ENV_VARS
 
 if TYPE_CHECKING:
@@ -21,15 +20,6 @@ class Thead:
     name: str = "thead"
     aliases: tuple[str, ...] = ("ali", "ppu")
     description: str = "T-Head PPU through its CUDA-compatible SDK"
-
-    def detect_toolkit(self, env: Mapping[str, str]) -> Toolkit | None:
-        # No PATH fallback: an nvcc on PATH is far more likely NVIDIA's than the PPU SDK's.
-        return cuda_like_toolkit(
-            {k: env[k] for k in env if k != "PATH"} | {"PATH": ""},
-            PPU_ENV_VARS,
-            PPU_DEFAULTS,
-            derived=PPU_DERIVED,
-        )
 
     def providers(self) -> tuple[Provider, ...]:
         from builder.providers.common import TOOLS

@@ -68,7 +68,7 @@ def test_real_wheels_cublas_and_nccl_missing_then_found_once_pip_installed(
 ) -> None:
     python, site = venv
     stack = load_stack(ROOT / "stack.yaml")
-    host = host_facts.detect("nvidia", dict(os.environ), python=python)
+    host = host_facts.detect(dict(os.environ), python=python)
     before = preflight.check(stack, "nvidia", host)
     assert {"cublas", "cublaslt", "nccl"} <= {r.name for r in before.failures}
 
@@ -120,9 +120,7 @@ def test_real_wheels_hints_make_cmake_link_the_wheel_libraries(
     if not (site / "nvidia" / "nccl").is_dir():
         install(site)
     stack = load_stack(ROOT / "stack.yaml")
-    report = preflight.check(
-        stack, "nvidia", host_facts.detect("nvidia", dict(os.environ), python=python)
-    )
+    report = preflight.check(stack, "nvidia", host_facts.detect(dict(os.environ), python=python))
     (tmp_path / "CMakeLists.txt").write_text(PROJECT, encoding="utf-8")
     (tmp_path / "probe.cpp").write_text(SOURCE, encoding="utf-8")
     build = tmp_path / "build"

@@ -48,7 +48,7 @@ def clean_python(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def host_for(python: str, env: dict[str, str] | None = None) -> HostFacts:
-    return host_facts.detect("nvidia", dict(os.environ if env is None else env), python=python)
+    return host_facts.detect(dict(os.environ if env is None else env), python=python)
 
 
 def nvidia(stack: Stack, python: str, **kwargs: object) -> preflight.PreflightReport:
