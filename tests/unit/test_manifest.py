@@ -48,9 +48,8 @@ def test_mini_stack_loads_with_path_sources() -> None:
 def test_malformed_yaml_is_reported_with_line_and_column(tmp_path: Path) -> None:
     path = write_stack(tmp_path, "vendors:\n  cpu: {}\ncomponents: [unclosed\n")
     (found,) = problems(path)
-    assert found.startswith(f"{path}:") or found.startswith("stack.yaml:") or ":4:" in found
+    assert found.startswith(f"{path}:4:1: ")
     assert "invalid YAML" in found
-    assert ":4:1:" in found
 
 
 def test_misspelled_key_gets_did_you_mean_with_location(tmp_path: Path) -> None:
@@ -111,7 +110,6 @@ def test_unknown_component_in_recipe_depends_is_located_in_the_recipe(tmp_path: 
         {"a": "depends: [rtt]\n" + RECIPE_CPU},
     )
     (found,) = problems(path)
-    assert found.startswith(str(Path("components") / "a.yaml")) or "a.yaml:1:11:" in found
     assert "a.yaml:1:11: unknown component 'rtt'" in found
 
 
