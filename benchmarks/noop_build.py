@@ -1,28 +1,28 @@
 """A no-op ``build`` of the mini stack against running ``ninja`` once in each component's build dir.
 
-    python benchmarks/noop_build.py [--runs 9] [--vendor cpu] [--switch nvidia] [--home DIR]
+    python benchmarks/noop_build.py [--runs 21] [--vendor cpu] [--switch nvidia]
 
-Builds the bundled mini stack into a fresh home (cold, timed), then times, as medians of
-``--runs`` runs each:
+Installs this checkout into a fresh virtual environment (a regular install, as a release
+engineer or CI machine has it; ``--system-site-packages`` supplies the dependencies), builds the
+bundled mini stack with it into a fresh home (cold, timed), then times, as medians of ``--runs``
+runs each, in one run of this script:
 
-- ``noop build``: ``python -m builder build`` with nothing changed (a new interpreter each time,
-  as a person or CI runs it);
+- ``noop build``: the installed ``infini-stack build`` with nothing changed, a new process each
+  time, from a directory outside this checkout;
+- ``python -m builder``: the same build through ``python -m builder`` (the interpreter starts
+  with ``site`` and its .pth hooks);
 - ``ninja sum``: ``ninja`` run once in every component's build directory, summed per round;
-- ``interpreter``: ``python -c pass``, the floor under any Python command on this host;
-- ``in-process``: the ``build`` command called again inside one interpreter, which leaves out
-  interpreter start-up and module imports (what the engine itself costs).
+- ``interpreter``: ``python -c pass`` and ``python -S -c pass`` of that environment, the floor
+  under any Python command;
+- ``in-process``: the no-op check itself (``builder.noop.settle``), without interpreter start-up.
 
 The target is noop build <= 1.5 x ninja sum. With ``--switch V`` it also times a build for vendor
-V (cold) and the switch back (all hits). Python runs with bytecode caching on (in a private
-``PYTHONPYCACHEPREFIX``), as an installed package does; ``--no-bytecode`` keeps the caller's
-setting.
+V (cold) and the switch back (all hits).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import os
 import statistics
@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "examples" / "mini-stack" / "stack.yaml"
 
 
-def timed(argv: Sequence[str], env: dict[str, str], cwd: Path = ROOT) -> float:
+def timed(argv: Sequence[str], env: dict[str, str], cwd: Path) -> float:
     start = time.perf_counter()
     subprocess.run(
         argv, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -50,55 +50,53 @@ def median_of(runs: int, once: Callable[[], float]) -> float:
     return statistics.median(once() for _ in range(runs))
 
 
-def build_argv(vendor: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "builder",
-        "build",
-        "--manifest",
-        str(MANIFEST),
-        "--vendor",
-        vendor,
-    ]
-
-
-def build_dirs(env: dict[str, str], vendor: str) -> list[Path]:
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "builder",
-            "plan",
-            "--manifest",
-            str(MANIFEST),
-            "--vendor",
-            vendor,
-            "--json",
-        ],
-        env=env,
-        cwd=ROOT,
+def install(venv: Path) -> Path:
+    """This checkout, installed (not editable) into a new venv; returns the venv's bin dir."""
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
         check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return [Path(c["build_dir"]) for c in json.loads(out)["components"]]
+    )
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [python, "-m", "pip", "install", "-q", "--no-deps", str(ROOT)],
+        check=True,
+        cwd=venv,
+    )
+    time.sleep(1.1)  # files younger than a second are not trusted by the memo (builder/memo.py)
+    return venv / "bin"
+
+
+def build_dirs(bin_dir: Path, env: dict[str, str], vendor: str, cwd: Path) -> list[Path]:
+    argv = [bin_dir / "infini-stack", "plan", "--manifest", MANIFEST, "--vendor", vendor, "--json"]
+    out = subprocess.run(argv, env=env, cwd=cwd, check=True, capture_output=True, text=True)
+    return [Path(c["build_dir"]) for c in json.loads(out.stdout)["components"]]
 
 
 def ninja_sum(dirs: list[Path], env: dict[str, str]) -> float:
-    return sum(timed(["ninja", "-C", str(d)], env) for d in dirs)
+    return sum(timed(["ninja", "-C", str(d)], env, d) for d in dirs)
 
 
-def in_process(vendor: str, home: Path) -> float:
-    """The build command in this interpreter (imports already paid by the warm-up call)."""
-    from builder.cli import main
-
-    argv = ["build", "--manifest", str(MANIFEST), "--vendor", vendor, "--home", str(home)]
-    start = time.perf_counter()
-    with contextlib.redirect_stderr(io.StringIO()):
-        code = main(argv)
-    assert code == 0
-    return time.perf_counter() - start
+def in_process(bin_dir: Path, argv: list[str], env: dict[str, str], cwd: Path) -> float:
+    """The no-op check alone, in the venv's interpreter (median of 21 calls)."""
+    code = (
+        "import io, contextlib, statistics, sys, time\n"
+        "from builder import noop\n"
+        "def once():\n"
+        "    t = time.perf_counter()\n"
+        "    with contextlib.redirect_stderr(io.StringIO()):\n"
+        "        assert noop.settle(sys.argv[1:]) == 0\n"
+        "    return time.perf_counter() - t\n"
+        "print(statistics.median(once() for _ in range(21)))\n"
+    )
+    out = subprocess.run(
+        [bin_dir / "python", "-c", code, *argv],
+        env=env,
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return float(out.stdout)
 
 
 def ms(seconds: float) -> str:
@@ -107,40 +105,41 @@ def ms(seconds: float) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--vendor", default="cpu")
     parser.add_argument("--switch", metavar="VENDOR", help="also time a switch to VENDOR and back")
-    parser.add_argument(
-        "--home", type=Path, help="state directory (default: a fresh temporary one)"
-    )
-    parser.add_argument(
-        "--no-bytecode", action="store_true", help="keep the caller's bytecode settings"
-    )
     args = parser.parse_args()
-    os.chdir(ROOT)
-    sys.path.insert(0, str(ROOT))
 
     with tempfile.TemporaryDirectory(prefix="noop-bench-") as tmp:
-        home = args.home or Path(tmp) / "home"
+        work = Path(tmp) / "work"
+        work.mkdir()
+        home = Path(tmp) / "home"
         env = {**os.environ, "INFINI_STACK_HOME": str(home)}
-        if not args.no_bytecode:
-            env.pop("PYTHONDONTWRITEBYTECODE", None)
-            env["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
-            sys.pycache_prefix = env["PYTHONPYCACHEPREFIX"]
+        bin_dir = install(Path(tmp) / "venv")
+        tool = str(bin_dir / "infini-stack")
+
+        def build(vendor: str) -> list[str]:
+            return [tool, "build", "--manifest", str(MANIFEST), "--vendor", vendor]
+
         print(
             f"mini stack {MANIFEST}, vendor {args.vendor}, {os.cpu_count()} cores, "
-            f"home {home}, bytecode cache {'caller' if args.no_bytecode else 'on'}"
+            f"{tool} (a regular install), home {home}"
         )
-        cold = timed(build_argv(args.vendor), env)
-        print(f"cold build:        {cold:7.2f} s   ({' '.join(build_argv(args.vendor)[1:])})")
-        dirs = build_dirs(env, args.vendor)
+        cold = timed(build(args.vendor), env, work)
+        print(
+            f"cold build:        {cold:7.2f} s   (infini-stack {' '.join(build(args.vendor)[1:])})"
+        )
+        dirs = build_dirs(bin_dir, env, args.vendor, work)
+        python = str(bin_dir / "python")
+        as_module = [python, "-m", "builder", *build(args.vendor)[1:]]
 
-        noop = median_of(args.runs, lambda: timed(build_argv(args.vendor), env))
-        ninja = median_of(args.runs, lambda: ninja_sum(dirs, env))
-        interpreter = median_of(args.runs, lambda: timed([sys.executable, "-c", "pass"], env))
-        os.environ["INFINI_STACK_HOME"] = str(home)
-        engine = median_of(args.runs, lambda: in_process(args.vendor, home))
+        noop = median_of(args.runs, lambda: timed(build(args.vendor), env, work))
         last = json.loads((home / "runs" / "last.json").read_text())
+        module = median_of(args.runs, lambda: timed(as_module, env, work))
+        ninja = median_of(args.runs, lambda: ninja_sum(dirs, env))
+        bare = median_of(args.runs, lambda: timed([python, "-S", "-c", "pass"], env, work))
+        interpreter = median_of(args.runs, lambda: timed([python, "-c", "pass"], env, work))
+        check = in_process(bin_dir, build(args.vendor)[1:], env, work)
         assert {c["status"] for c in last["components"]} == {"hit"}, "the no-op built something"
 
         print(
@@ -150,20 +149,17 @@ def main() -> int:
         print(f"ninja sum:         {ms(ninja)}   (ninja once in each of {len(dirs)} build dirs)")
         print(f"ratio:             {noop / ninja:7.2f} x   (target <= 1.5)")
         print(
-            f"interpreter:       {ms(interpreter)}   (python -c pass: "
-            f"{interpreter / ninja:.2f} x ninja sum on its own)"
+            f"python -m builder: {ms(module)}   ({module / ninja:.2f} x ninja sum: "
+            "the interpreter starts with site)"
         )
         print(
-            f"in-process:        {ms(engine)}   (build command without interpreter start-up "
-            f"and imports: {engine / ninja:.2f} x ninja sum)"
+            f"interpreter:       {ms(interpreter)}   (python -c pass; "
+            f"{ms(bare).strip()} with -S: {bare / ninja:.2f} x ninja sum on its own)"
         )
-        print(
-            f"noop - interpreter:{ms(noop - interpreter)}   "
-            f"({(noop - interpreter) / ninja:.2f} x ninja sum)"
-        )
+        print(f"in-process check:  {ms(check)}   ({check / ninja:.2f} x ninja sum)")
         if args.switch:
-            there = timed(build_argv(args.switch), env)
-            back = timed(build_argv(args.vendor), env)
+            there = timed(build(args.switch), env, work)
+            back = timed(build(args.vendor), env, work)
             last = json.loads((home / "runs" / "last.json").read_text())
             hits = sum(c["status"] == "hit" for c in last["components"])
             print(f"switch to {args.switch}:  {there:7.2f} s   (cold for {args.switch})")

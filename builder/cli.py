@@ -1,18 +1,33 @@
-"""The ``infini-stack`` entry point: parse, dispatch, and the one place errors become exit codes."""
+"""The ``infini-stack`` entry point: parse, dispatch, and the one place errors become exit codes.
+
+An unchanged ``build`` is settled by :mod:`builder.noop` before argparse or any subcommand is
+imported, so those imports live inside the functions that need them. ``bin/infini-stack`` may
+start the interpreter without ``site`` for that check; anything else runs again with it.
+"""
 
 from __future__ import annotations
 
-import argparse
+import os
 import sys
-from collections.abc import Sequence
 
-from builder import __version__
-from builder.commands import chosen, load
-from builder.errors import EXIT_INTERNAL, StackError
+from builder import noop
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (and re) at run time
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+
+# The line bin/infini-stack runs (it drops the working directory ``-c`` puts on sys.path).
+RUN = "import sys; del sys.path[0]; from builder.cli import main; sys.exit(main())"
 
 
 def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser; given ``argv``, only the subcommand it names is imported and configured."""
+    import argparse
+
+    from builder import __version__
+    from builder.commands import chosen, load
+
     parser = argparse.ArgumentParser(
         prog="infini-stack",
         description="Build, package and audit the Infini stack per accelerator vendor.",
@@ -28,8 +43,15 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = make_parser(argv)
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    if (settled := noop.settle(words)) is not None:
+        return settled
+    if sys.flags.no_site and argv is None:  # started for the fast path: the rest needs site
+        os.execv(sys.executable, [sys.executable, "-c", RUN, *words])
+    from builder.errors import EXIT_INTERNAL, StackError
+
+    args = make_parser(words).parse_args(words)
+    args.argv = tuple(words)
     try:
         code: int = args.handler(args)
     except StackError as exc:

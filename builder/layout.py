@@ -9,15 +9,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-HOME_ENV = "INFINI_STACK_HOME"
+from builder import noop
+
+HOME_ENV = noop.HOME_ENV
 STORE_ENV = "INFINI_STACK_STORE"
 
 
 def default_home(env: Mapping[str, str]) -> Path:
-    if value := env.get(HOME_ENV):
-        return Path(value).expanduser()
-    cache = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".cache")
-    return Path(cache).expanduser() / "infini-stack"
+    return Path(noop.default_home(env))
 
 
 def _slug(text: str) -> str:

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
+from builder import noop
 from builder.errors import UsageError
 from builder.layout import Layout
 
@@ -75,16 +76,11 @@ def totals(components: list[ComponentResult]) -> dict[str, Any]:
 
 
 def write(report: RunReport, layout: Layout) -> Path:
-    runs = layout.runs()
-    runs.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(report.started))
-    path = runs / f"{stamp}-{report.command}-{report.vendor}-{os.getpid()}.json"
     text = json.dumps(report.to_json(), indent=2) + "\n"
-    path.write_text(text, encoding="utf-8")
-    tmp = runs / f".last.{os.getpid()}"
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(runs / "last.json")
-    return path
+    where = noop.write_run_report(
+        str(layout.runs()), report.command, report.vendor, report.started, text
+    )
+    return Path(where)
 
 
 def read_last(layout: Layout) -> dict[str, Any]:
@@ -103,7 +99,8 @@ def _steps_text(c: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def summary_table(data: Mapping[str, Any]) -> str:
+def summary_table(data: Mapping[str, Any], *, timed: bool = True) -> str:
+    """Per component a row, then the totals; ``timed=False`` leaves the run's seconds off."""
     rows = [("component", "status", "key", "seconds", "steps")]
     for c in data["components"]:
         seconds = f"{c['seconds']:.1f}" if c["status"] in ("built", "failed") else "-"
@@ -123,7 +120,7 @@ def summary_table(data: Mapping[str, Any]) -> str:
         text += f", {t['skipped']} skipped"
     if t.get("interrupted"):
         text += f", {t['interrupted']} interrupted"
-    lines.append(f"{text} in {data['seconds']:.1f}s")
+    lines.append(f"{text} in {data['seconds']:.1f}s" if timed else text)
     return "\n".join(lines)
 
 

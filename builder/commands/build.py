@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from builder import build as executor
-from builder import proc
+from builder import memo, proc
 from builder import report as run_report
 from builder.commands.common import (
     Context,
@@ -17,9 +17,7 @@ from builder.commands.common import (
     add_mirror,
     add_plan_options,
     context_from,
-    detect_host,
     fetcher_for,
-    layout_from,
     plan_from,
     require_preflight,
 )
@@ -53,8 +51,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--no-memo",
         dest="memo",
         action="store_false",
-        help="always load the manifest and plan, even when the last identical build's inputs "
-        "are unchanged",
+        help="always load the manifest, probe the host and plan, even when nothing the last "
+        "identical build read has changed (and leave no memo for the next)",
     )
 
 
@@ -75,27 +73,31 @@ def launcher_for(choice: str) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Plan and build; unchanged builds never get here (:mod:`builder.noop` settles them)."""
     since = time.time_ns()
-    layout = layout_from(args)
-    memo = executor.NoopMemo.for_request(layout, request_of(args, layout))
-    if args.memo and noop_from_memo(memo, layout):
-        return 0
     ctx = context_from(args)
     require_preflight(ctx, tuple(args.component or ()))
     plan = plan_from(args, ctx)
-    build_plan(
+    argv = getattr(args, "argv", None)  # the command line, as cli.main saw it
+    if argv is not None:
+        memo.forget(argv, ctx.layout)  # until this build has succeeded
+    report = build_plan(
         ctx,
         plan,
         launcher=launcher_for(args.launcher),
         progress=run_report.progress_for(args.progress),
     )
-    memo.save(
-        plan,
-        executor.host_digest(ctx.host),
-        since_ns=since,
-        extra_files=[str(Path.cwd() / "stack.yaml"), *provider_files(ctx)],
-        manifest_arg=args.manifest,
-    )
+    if args.memo and argv is not None:
+        memo.leave(
+            argv,
+            ctx.layout,
+            plan,
+            ctx.host,
+            report,
+            since_ns=since,
+            extra_files=[str(Path.cwd() / "stack.yaml"), *provider_files(ctx)],
+            manifest_arg=args.manifest,
+        )
     return 0
 
 
@@ -103,53 +105,6 @@ def provider_files(ctx: Context) -> list[str]:
     """Files preflight found: the memo re-checks them, so a changed toolkit is no no-op."""
     report = ctx.preflight
     return [r.path for r in report.results if r.ok and r.path] if report else []
-
-
-def request_of(args: argparse.Namespace, layout: Layout) -> dict[str, object]:
-    """What, besides files and host facts, decides the plan of a ``build`` invocation."""
-    return {
-        "command": NAME,
-        "manifest": str(Path(args.manifest).absolute()) if args.manifest else None,
-        # builder.manifest.MANIFEST_ENV, spelled out: importing the loader costs more than a no-op
-        "manifest_env": os.environ.get("INFINI_STACK_MANIFEST"),
-        "cwd": str(Path.cwd()),
-        "vendor": args.vendor,
-        "components": sorted(args.component or ()),
-        "tests": bool(args.test),
-        "home": str(layout.home),
-        "store": str(layout.store_root),
-        "python": sys.executable,
-    }
-
-
-def noop_from_memo(memo: executor.NoopMemo, layout: Layout) -> bool:
-    """Settle the build from the memo when nothing it depends on changed; False otherwise."""
-    data = memo.peek()
-    if data is None:
-        return False
-    host = detect_host(layout)
-    if not executor.NoopMemo.still_true(data, executor.host_digest(host)):
-        return False
-    store = executor.Store(layout)
-    if not all(store.has(c["key"]) for c in data["components"]):
-        return False
-    report = run_report.RunReport(
-        command=NAME,
-        vendor=data["vendor"],
-        manifest=data["manifest"],
-        providers=dict(host.providers),
-        host=_host_summary(host),
-        store=str(layout.store_root),
-        fast_path=True,
-        ok=True,
-    )
-    report.components = [
-        run_report.ComponentResult(name=c["name"], key=c["key"], status="hit", prefix=c["prefix"])
-        for c in data["components"]
-    ]
-    report.seconds = round(time.time() - report.started, 3)
-    _finish(report, layout)
-    return True
 
 
 def build_plan(

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from builder import build as engine
+from builder import memo
 from tests.conftest import HAVE_NVCC, ROOT
 
 pytestmark = pytest.mark.integration
@@ -86,7 +87,7 @@ def test_noop_memo_settles_an_unchanged_build_without_planning_and_misses_after_
     cli,
     monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
 ) -> None:
-    monkeypatch.setattr(engine, "RACY_NS", -(10**12))  # the copied tree is seconds old: trust it
+    monkeypatch.setattr(memo, "RACY_NS", -(10**12))  # the copied tree is seconds old: trust it
     assert cli("build", "--manifest", mini, "--vendor", "cpu").code == 0
     assert not last_report(shared_home)["fast_path"]
 
