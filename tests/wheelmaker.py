@@ -265,6 +265,26 @@ def _distribution_wheels(cc: Compiler, out: Path, w: dict[str, Path]) -> None:
         version="1.0+cu130",
         requires=["nvidia-cuda-runtime"],
     )
+    # A library a distribution installs at the top of site-packages, with no SONAME (as
+    # flash-attn's torch extension): reached through $ORIGIN/../.. from demo/lib.
+    fa_name = "flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so"
+    fa = cc.shared(fa_name, "int mha_fwd_kvcache(int x) { return x; }\n")
+    ops = cc.shared(
+        "libops.so",
+        "extern int mha_fwd_kvcache(int);\n"
+        "int ops_attention(int x) { return mha_fwd_kvcache(x); }\n",
+        soname="libops.so",
+        runpath="$ORIGIN/../..",
+        flags=[f"-L{fa.parent}", f"-l:{fa_name}"],
+    )
+    ops_ext = cc.shared(
+        f"_ops{EXT}", LONELY_EXTENSION.format(mod="_ops"), links=[ops], runpath="$ORIGIN/lib"
+    )
+    root_files = {"demo/__init__.py": b"", f"demo/_ops{EXT}": ops_ext, "demo/lib/libops.so": ops}
+    w["site_root_declared"] = make_wheel(
+        out / "root-ok", root_files, version="1.0+cu130", requires=["flash-attn"]
+    )
+    w["site_root_undeclared"] = make_wheel(out / "root-missing", root_files, version="1.0+cu130")
     driver = cc.shared(
         "libcuda.so.1", "int cuInit(unsigned f) { return (int)f; }\n", soname="libcuda.so.1"
     )

@@ -1119,7 +1119,7 @@ def _from_distribution(
             f"needs {soname}, which {dist} installs in {where}, but no "
             "RUNPATH/RPATH entry reaches that directory",
         )
-    need = Need(soname, "distribution", f"{dist}: {where}/{soname}")
+    need = Need(soname, "distribution", f"{dist}: {posixpath.join(where, soname)}")
     if not _requires_covers(ctx, dist, ctx.arch):
         return need, _Problem(
             "requires-dist",
@@ -1244,7 +1244,7 @@ def _outside_node(ctx: _Elves, need: Need, like: ElfInfo) -> tuple[str, ElfInfo 
     if need.kind == "distribution":
         lib = ctx.policy.supplier(need.soname)
         for site_dir in ctx.site_dirs if lib else ():
-            hit = ctx.host.locate(f"{site_dir}/{lib.dir}/{need.soname}") if lib else None
+            hit = ctx.host.locate(posixpath.join(site_dir, lib.dir, need.soname)) if lib else None
             if hit is not None and like.is_compatible(hit[1]):
                 return hit[0], hit[1], need.soname
     elif need.kind in ("system", "external"):

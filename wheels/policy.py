@@ -2,7 +2,8 @@
 
 ``policy/vendors.json`` says, per canonical vendor, which libraries the machine supplies (the
 driver: ``external``, fnmatch patterns allowed) and which other Python distributions supply
-which libraries, in which directory of site-packages (``distributions``).
+which libraries, in which directory of site-packages (``distributions``; ``"."`` is the top of
+site-packages, where a torch extension such as flash-attn's ``flash_attn_2_cuda`` lives).
 
 :func:`platform_verdict` computes the most compatible platform tag a wheel's ELF files allow,
 following auditwheel 6.8's ``analyze_wheel_abi`` step by step (symbol-version limits per policy,
@@ -107,7 +108,10 @@ def _vendor_from(name: str, raw: Any, problems: list[str]) -> VendorPolicy:
         ):
             problems.append(f"{where}: expected {{'distribution': str, 'dir': str}}")
             continue
-        dists[soname] = DistLib(entry["distribution"], posixpath.normpath(entry["dir"]))
+        where_in_site = posixpath.normpath(entry["dir"])
+        if where_in_site == ".":  # site-packages itself, which the audit calls ""
+            where_in_site = ""
+        dists[soname] = DistLib(entry["distribution"], where_in_site)
     known = ("external", "distributions")
     problems += [f"{name}: unknown key '{k}'" for k in raw if k not in known]
     return VendorPolicy(name, tuple(external), MappingProxyType(dists))

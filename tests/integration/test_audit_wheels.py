@@ -102,6 +102,20 @@ def test_distribution_library_without_a_runpath_to_it_is_a_violation(wheels: Cor
     assert "nvidia/cu13/lib" in finding.message
 
 
+def test_library_at_the_top_of_site_packages_resolves_to_its_declared_distribution(
+    wheels: Corpus,
+) -> None:
+    result = audit(wheels["site_root_declared"], "nvidia")
+    lib = next(e for e in result.elfs if e.member == "demo/lib/libops.so")
+    need = next(n for n in lib.needs if n.soname.startswith("flash_attn_2_cuda"))
+    assert need.kind == "distribution"
+    assert need.where == "flash-attn: flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so"
+    assert "unresolved" not in codes(result) and "requires-dist" not in codes(result)
+    undeclared = audit(wheels["site_root_undeclared"], "nvidia")
+    (finding,) = [f for f in undeclared.violations if f.code == "requires-dist"]
+    assert "flash-attn" in finding.message
+
+
 def test_same_wheel_under_cpu_policy_treats_cudart_as_missing(wheels: Corpus) -> None:
     result = audit(wheels["distribution_declared"], "cpu")
     assert "unresolved" in codes(result)

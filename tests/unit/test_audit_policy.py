@@ -39,6 +39,17 @@ def test_nvidia_cuda13_libraries_live_where_their_wheels_install_them() -> None:
     assert nvidia.is_external("libcuda.so.1") and not nvidia.is_external("libcudart.so.13")
 
 
+def test_flash_attn_extension_is_supplied_from_the_top_of_site_packages() -> None:
+    """InfiniOps links flash-attn's extension on NVIDIA; "." in vendors.json is the site root."""
+    nvidia = load_vendor_policy("nvidia")
+    lib = nvidia.supplier("flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so")
+    assert lib is not None and (lib.distribution, lib.dir) == ("flash-attn", "")
+    assert (
+        load_vendor_policy("cpu").supplier("flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so")
+        is None
+    )
+
+
 def test_alias_ali_loads_the_thead_policy_and_unknown_vendor_is_a_usage_error() -> None:
     assert load_vendor_policy("ali").name == "thead"
     with pytest.raises(UsageError):

@@ -1,0 +1,47 @@
+"""RUNPATHs the wheel assembler writes for libraries other distributions supply (gcc, patchelf)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.wheelmaker import Compiler, have_gcc
+from wheels.assemble import DistLibrary, fix_runpaths, read_dynamic
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(not have_gcc(), reason="gcc is not installed"),
+]
+
+FA = "flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so"
+
+
+def test_supplied_libraries_get_origin_relative_entries_and_requires(tmp_path: Path) -> None:
+    cc = Compiler(tmp_path / "build")
+    cudart = cc.shared(
+        "libcudart.so.13", "int cudaFree(void *p) { return p != 0; }\n", soname="libcudart.so.13"
+    )
+    fa = cc.shared(FA, "int mha_fwd(int x) { return x; }\n")
+    ops = cc.shared(
+        "libops.so",
+        "extern int mha_fwd(int); extern int cudaFree(void *);\n"
+        "int ops(int x) { return mha_fwd(x) + cudaFree(0); }\n",
+        soname="libops.so",
+        runpath=str(fa.parent),  # the build's absolute RUNPATH: dropped
+        links=[cudart],
+        flags=[f"-L{fa.parent}", f"-l:{FA}"],
+    )
+    root = tmp_path / "wheel"
+    (root / "pkg" / "lib").mkdir(parents=True)
+    shutil.copy(ops, root / "pkg" / "lib" / "libops.so")
+    supplied = {
+        "libcudart.so.13": DistLibrary(distribution="nvidia-cuda-runtime", dir="nvidia/cu13/lib"),
+        FA: DistLibrary(distribution="flash-attn", dir=""),  # the top of site-packages
+    }
+    requires = fix_runpaths(root, supplied)
+    info = read_dynamic(root / "pkg" / "lib" / "libops.so")
+    assert info is not None
+    assert info.runpath == ("$ORIGIN/../../nvidia/cu13/lib", "$ORIGIN/../..")
+    assert requires == ["nvidia-cuda-runtime", "flash-attn"]
