@@ -37,7 +37,7 @@ NAME_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
 CMAKE_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 TOP_KEYS = ("schema", "name", "build_type", "recipes", "vendors", "components", "wheel", "mirrors")
-VENDOR_KEYS = ("cuda_architectures", "local_version", "providers", "ci")
+VENDOR_KEYS = ("cuda_architectures", "local_version", "providers", "linked", "ci")
 CI_KEYS = ("runs-on", "image")
 COMPONENT_KEYS = ("git", "rev", "path", "options", "recipe", "vendors")
 OVERRIDE_KEYS = ("git", "rev", "path", "options")
@@ -106,7 +106,7 @@ def _read_stack(path: Path, doc: Doc, problems: Problems) -> Stack | None:
     build_type = r.string(("build_type",), default="Release") or "Release"
     if build_type not in BUILD_TYPES:
         r.error(("build_type",), unknown_message("build_type", build_type, BUILD_TYPES))
-    vendor_configs = _read_vendors(r)
+    vendor_configs = _read_vendors(r, path.parent)
     mirrors = _read_mirrors(r, path.parent)
     recipes_dir = path.parent / (r.string(("recipes",), default="components") or "components")
     pins = r.mapping(("components",), required=True)
@@ -135,7 +135,7 @@ def _read_stack(path: Path, doc: Doc, problems: Problems) -> Stack | None:
     )
 
 
-def _read_vendors(r: Reader) -> dict[str, VendorConfig]:
+def _read_vendors(r: Reader, base: Path) -> dict[str, VendorConfig]:
     configs: dict[str, VendorConfig] = {}
     section = r.mapping(("vendors",), required=True)
     for raw_name in section:
@@ -162,9 +162,22 @@ def _read_vendors(r: Reader) -> dict[str, VendorConfig]:
             name=name,
             settings=settings,
             providers=_read_providers(r, (*key, "providers"), name),
+            linked=_read_linked(r, (*key, "linked"), base),
             ci=_read_ci(r, (*key, "ci")),
         )
     return configs
+
+
+def _read_linked(r: Reader, key: Key, base: Path) -> tuple[Path, ...]:
+    """Files declaring the vendor's linked providers (builder.providers.linked), which preflight
+    checks like the others; relative to the manifest."""
+    files = []
+    for i, raw in enumerate(r.strings(key)):
+        file = (base / raw).resolve()
+        if not file.is_file():
+            r.error((*key, i), f"linked providers file not found: {file}")
+        files.append(file)
+    return tuple(files)
 
 
 def _read_providers(r: Reader, key: Key, vendor: str) -> dict[str, str]:

@@ -102,6 +102,7 @@ class VendorConfig:
     name: str
     settings: VendorSettings
     providers: Mapping[str, str]  # provider name -> PEP 440 specifier (validated)
+    linked: tuple[Path, ...] = ()  # files declaring linked providers (builder.providers.linked)
     ci: CiSettings = field(default_factory=CiSettings)
 
 

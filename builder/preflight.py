@@ -298,6 +298,13 @@ def _one(
     return evaluate(provider, ctx, deps, purpose=ctx.purpose, components=components)
 
 
+def declared_linked(stack: Stack, vendor: str) -> tuple[linked_providers.LinkedSpec, ...]:
+    """The linked providers the manifest's files declare for ``vendor`` (``vendors.V.linked``)."""
+    config = stack.vendors.get(vendor)
+    files = config.linked if config is not None else ()
+    return tuple(spec for file in files for spec in linked_providers.load(file))
+
+
 def check(
     stack: Stack,
     vendor: str,
@@ -308,8 +315,13 @@ def check(
     linked: Sequence[linked_providers.LinkedSpec] = (),
     wheel: bool = False,
 ) -> PreflightReport:
-    """Probe every provider the vendor declares for ``components`` (all when empty)."""
+    """Probe every provider the vendor declares for ``components`` (all when empty).
+
+    ``linked`` adds linked providers to those the manifest declares for the vendor (a name
+    given in both is the one from ``linked``).
+    """
     start = time.monotonic()
+    linked = tuple({s.name: s for s in (*declared_linked(stack, vendor), *linked)}.values())
     providers = (*get_vendor(vendor).providers(), *(linked_providers.provider(s) for s in linked))
     wanted = constraints(stack, vendor, providers, linked)
     chosen = selection(stack, vendor, components, wheel=wheel)

@@ -43,6 +43,7 @@ def host(toolkit: Toolkit | None = None) -> HostFacts:
     )
 
 
-def plan_for(vendor: str, toolkit: Toolkit | None = None, **kw: Any) -> Plan:
-    stack = load_stack(ROOT / "stack.yaml")
+def plan_for(vendor: str, toolkit: Toolkit | None = None, *, root: Path = ROOT, **kw: Any) -> Plan:
+    """The plan of ``root``/stack.yaml (this repository's by default) for ``vendor``."""
+    stack = load_stack(root / "stack.yaml")
     return make_plan(stack, vendor, host(toolkit), gather(stack, vendor), LAYOUT, **kw)

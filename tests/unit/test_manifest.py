@@ -256,3 +256,15 @@ def test_recipe_submodules_rejects_other_words(tmp_path: Path) -> None:
     )
     (found,) = problems(path)
     assert "a.yaml:1:13: 'submodules' must be all, none or a list" in found
+
+
+def test_vendor_linked_files_resolve_next_to_the_manifest_and_a_missing_one_is_located(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "linked.yaml").write_text("linked: {}\n")
+    text = "vendors:\n  cpu:\n    linked: [linked.yaml{extra}]\ncomponents:\n  a: {{path: src}}\n"
+    path = write_stack(tmp_path, text.format(extra=""), {"a": RECIPE_CPU})
+    assert load_stack(path).vendors["cpu"].linked == (tmp_path / "linked.yaml",)
+    path = write_stack(tmp_path, text.format(extra=", nope.yaml"), {"a": RECIPE_CPU})
+    (found,) = problems(path)
+    assert ":3:27: linked providers file not found: " in found and "nope.yaml" in found

@@ -27,9 +27,8 @@ def test_nvidia_plan_matches_upstream_builder_switches() -> None:
     rt, ops, ccl = defines(plan, "infinirt"), defines(plan, "infiniops"), defines(plan, "infiniccl")
     assert rt["WITH_CPU"] == "ON" and rt["WITH_NVIDIA"] == "ON"
     assert ops["WITH_NVIDIA"] == ops["WITH_CPU"] == ops["WITH_TORCH"] == "ON"
-    # Upstream's builder passes WITH_LINKED=ON; stack.yaml turns it off for nvidia because with
-    # an operator list it resolves every linked implementation (vLLM's topk_softmax needs vllm).
-    assert ops["WITH_LINKED"] == "OFF"
+    # As upstream's builder: WITH_LINKED with an ops.json selection (linked flash attention).
+    assert ops["WITH_LINKED"] == "ON" and ops["INFINI_OPS_SELECTION"] == "ops/nvidia.json"
     assert ops["INFINI_RT_ROOT"] == str(plan.get("infinirt").prefix)
     assert str(plan.get("infinirt").prefix) in ops["CMAKE_PREFIX_PATH"]
     assert ccl["WITH_NVIDIA"] == "ON" and ccl["WITH_NCCL"] == "ON"

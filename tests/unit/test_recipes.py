@@ -3,8 +3,13 @@ CUTLASS given offline, the operator selection, backends per vendor, and what a b
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
+
 import pytest
 
+from builder import preflight
 from builder.manifest import load_stack
 from builder.model import GitSource, PathSource
 from builder.plan import Plan
@@ -79,32 +84,52 @@ def test_cpu_operator_selection_is_limited_to_operators_with_cpu_kernels() -> No
     assert ops["WITH_TORCH"] == ops["WITH_LINKED"] == "OFF"
 
 
-def test_nvidia_operator_selection_is_infinilms_minus_linked_only_with_aten_argmax() -> None:
+def test_nvidia_operator_selection_is_infinilms_ops_json_with_linked_flash_attention() -> None:
     ops = defines(plan_for("nvidia"), "infiniops")
-    selected = ops["INFINI_OPS_OPS"].split(",")
-    assert selected == sorted(selected)
-    assert {"add", "gemm", "rms_norm", "silu_and_mul", "argmax", "topk_softmax"} <= set(selected)
-    # Only linked third-party providers implement these: not without those packages.
-    assert not {
-        "flash_attn_varlen_func",
-        "flash_attn_with_kvcache",
-        "top_k_top_p_sampling_from_logits",
-    } & set(selected)
+    assert ops["INFINI_OPS_SELECTION"] == "ops/nvidia.json"
+    assert "INFINI_OPS_OPS" not in ops  # the wrapper sets it from the selection
+    assert ops["WITH_NVIDIA"] == ops["WITH_CPU"] == ops["WITH_TORCH"] == ops["WITH_LINKED"] == "ON"
     assert ops["INFINI_OPS_TORCH_OPS"] == "argmax"  # not all 500+ ATen wrappers
-    assert ops["WITH_NVIDIA"] == ops["WITH_CPU"] == ops["WITH_TORCH"] == "ON"
-    # The recipe follows upstream's builder (WITH_LINKED ON); this selection uses no linked
-    # provider, and ON would need vllm installed for topk_softmax's vLLM implementation.
-    assert ops["WITH_LINKED"] == "OFF"
-    recipe = load_stack(ROOT / "stack.yaml").components["infiniops"].recipe
-    assert recipe.vendors["nvidia"]["WITH_LINKED"] == "ON"
+    selection = json.loads((COMPONENTS / "infiniops" / "ops" / "nvidia.json").read_text())
+    slots = {op: entry["implementations"] for op, entry in selection.items()}
+    # Slots: 0 native, 8 ATen, 16 linked.
+    assert slots["flash_attn_with_kvcache"] == slots["flash_attn_varlen_func"] == [16]
+    assert slots["argmax"] == [8]
+    assert slots["topk_softmax"] == [0]  # native: vLLM's (linked) would need vllm installed
+    # No NVIDIA implementation at 1f6f9c2: the CPU kernel, so that InfiniLM's calls link.
+    assert slots["top_k_top_p_sampling_from_logits"] == [0]
 
 
-def test_operator_selection_is_an_input_of_the_infiniops_key() -> None:
-    cpu, nvidia = plan_for("cpu").get("infiniops"), plan_for("nvidia").get("infiniops")
-    assert (
-        cpu.key_inputs["options"]["INFINI_OPS_OPS"]
-        != nvidia.key_inputs["options"]["INFINI_OPS_OPS"]
+def test_nvidia_declares_flash_attn_as_a_linked_provider_of_infiniops() -> None:
+    stack = load_stack(ROOT / "stack.yaml")
+    (spec,) = preflight.declared_linked(stack, "nvidia")
+    assert (spec.name, spec.distribution, spec.library_glob) == (
+        "flash-attn",
+        "flash-attn",
+        "flash_attn_2_cuda*.so",
     )
+    assert spec.components == ("infiniops",)
+    assert {s.split("(")[0] for s in spec.required_symbols} == {
+        "flash::mha_fwd_kvcache",
+        "flash::mha_varlen_fwd",
+    }
+    assert preflight.declared_linked(stack, "cpu") == ()
+
+
+def test_operator_selection_is_an_input_of_the_infiniops_key(tmp_path: Path) -> None:
+    cpu = planned("cpu").get("infiniops").key_inputs["options"]
+    assert cpu["INFINI_OPS_OPS"] == "add,gemm,rms_norm,causal_softmax"
+    before = planned("nvidia", CUDA)
+    # The selection file's content counts, not only its name: edit it in a copy of the repo.
+    shutil.copy(ROOT / "stack.yaml", tmp_path / "stack.yaml")
+    shutil.copytree(ROOT / "components", tmp_path / "components")
+    selection = tmp_path / "components" / "infiniops" / "ops" / "nvidia.json"
+    slots = json.loads(selection.read_text())
+    slots["gemm"] = {"implementations": [8]}
+    selection.write_text(json.dumps(slots))
+    after = planned("nvidia", CUDA, root=tmp_path)
+    assert after.get("infiniops").key != before.get("infiniops").key
+    assert after.get("infinirt").key == before.get("infinirt").key
 
 
 @pytest.mark.parametrize("vendor", VENDORS)
