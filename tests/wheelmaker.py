@@ -192,6 +192,26 @@ class Corpus:
         return self.wheels[key]
 
 
+FLASH_ATTN = "flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so"
+
+
+def uses_site_root_library(
+    cc: Compiler, *, runpath: str | None, links: Sequence[Path] = ()
+) -> Path:
+    """``libops.so`` needing FLASH_ATTN: a library that a distribution installs at the top of
+    site-packages with no SONAME (as flash-attn's torch extension), so linked by ``-l:NAME``."""
+    fa = cc.shared(FLASH_ATTN, "int mha_fwd_kvcache(int x) { return x; }\n")
+    return cc.shared(
+        "libops.so",
+        "extern int mha_fwd_kvcache(int);\n"
+        "int ops_attention(int x) { return mha_fwd_kvcache(x); }\n",
+        soname="libops.so",
+        runpath=runpath,
+        links=links,
+        flags=[f"-L{fa.parent}", f"-l:{FLASH_ATTN}"],
+    )
+
+
 def corpus(root: Path) -> Corpus:
     """Compile and zip the shared set of wheels (about 15 gcc runs)."""
     cc = Compiler(root / "build")
@@ -265,18 +285,7 @@ def _distribution_wheels(cc: Compiler, out: Path, w: dict[str, Path]) -> None:
         version="1.0+cu130",
         requires=["nvidia-cuda-runtime"],
     )
-    # A library a distribution installs at the top of site-packages, with no SONAME (as
-    # flash-attn's torch extension): reached through $ORIGIN/../.. from demo/lib.
-    fa_name = "flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so"
-    fa = cc.shared(fa_name, "int mha_fwd_kvcache(int x) { return x; }\n")
-    ops = cc.shared(
-        "libops.so",
-        "extern int mha_fwd_kvcache(int);\n"
-        "int ops_attention(int x) { return mha_fwd_kvcache(x); }\n",
-        soname="libops.so",
-        runpath="$ORIGIN/../..",
-        flags=[f"-L{fa.parent}", f"-l:{fa_name}"],
-    )
+    ops = uses_site_root_library(cc, runpath="$ORIGIN/../..")  # demo/lib -> site-packages
     ops_ext = cc.shared(
         f"_ops{EXT}", LONELY_EXTENSION.format(mod="_ops"), links=[ops], runpath="$ORIGIN/lib"
     )

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.wheelmaker import Compiler, have_gcc
+from tests.wheelmaker import FLASH_ATTN as FA
+from tests.wheelmaker import Compiler, have_gcc, uses_site_root_library
 from wheels.assemble import DistLibrary, fix_runpaths, read_dynamic
 
 pytestmark = [
@@ -15,24 +16,14 @@ pytestmark = [
     pytest.mark.skipif(not have_gcc(), reason="gcc is not installed"),
 ]
 
-FA = "flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so"
-
 
 def test_supplied_libraries_get_origin_relative_entries_and_requires(tmp_path: Path) -> None:
     cc = Compiler(tmp_path / "build")
     cudart = cc.shared(
         "libcudart.so.13", "int cudaFree(void *p) { return p != 0; }\n", soname="libcudart.so.13"
     )
-    fa = cc.shared(FA, "int mha_fwd(int x) { return x; }\n")
-    ops = cc.shared(
-        "libops.so",
-        "extern int mha_fwd(int); extern int cudaFree(void *);\n"
-        "int ops(int x) { return mha_fwd(x) + cudaFree(0); }\n",
-        soname="libops.so",
-        runpath=str(fa.parent),  # the build's absolute RUNPATH: dropped
-        links=[cudart],
-        flags=[f"-L{fa.parent}", f"-l:{FA}"],
-    )
+    # The build's absolute RUNPATH is dropped; what the wheel needs is written instead.
+    ops = uses_site_root_library(cc, runpath=str(tmp_path), links=[cudart])
     root = tmp_path / "wheel"
     (root / "pkg" / "lib").mkdir(parents=True)
     shutil.copy(ops, root / "pkg" / "lib" / "libops.so")
