@@ -283,7 +283,7 @@ def _read_component(
         )
     recipe_file = r.string((*key, "recipe"))
     recipe_path = (root / recipe_file) if recipe_file else recipes_dir / f"{name}.yaml"
-    loaded = load_recipe(name, recipe_path, r.problems, r, (*key, "recipe") if recipe_file else key)
+    loaded = load_recipe(name, recipe_path, r, (*key, "recipe") if recipe_file else key)
     if source is None or loaded is None:
         return None
     recipe, recipe_docs[name] = loaded
@@ -291,15 +291,15 @@ def _read_component(
 
 
 def load_recipe(
-    name: str, path: Path, problems: Problems, parent: Reader, parent_key: Key
+    name: str, path: Path, parent: Reader, parent_key: Key
 ) -> tuple[Recipe, Doc] | None:
     if not path.is_file():
         parent.error(parent_key, f"component '{name}' has no recipe: {path} does not exist")
         return None
-    doc = load_doc(path, problems)
+    doc = load_doc(path, parent.problems)
     if doc is None:
         return None
-    r = Reader(doc, problems)
+    r = Reader(doc, parent.problems)
     if not isinstance(doc.data, dict):
         r.error((), "a recipe must be a mapping")
         return None

@@ -145,7 +145,3 @@ class Stack:
                 wanted.add(name)
                 todo.extend(self.components[name].recipe.depends)
         return tuple(n for n in self.order if n in wanted)
-
-    def dependents(self, name: str) -> tuple[str, ...]:
-        """Components that (transitively) depend on ``name``."""
-        return tuple(n for n in self.order if n != name and name in self.closure((n,)))

@@ -29,7 +29,7 @@ from builder.layout import Layout
 from builder.model import GitSource, Stack
 from builder.providers import linked as linked_providers
 from builder.providers import search
-from builder.providers.libs import STANDARD_INCLUDES
+from builder.providers.libs import STANDARD_INCLUDES, toolkit_root
 from builder.providers.probe import (
     ComponentNeeds,
     ProbeContext,
@@ -97,14 +97,14 @@ class PreflightReport:
         return merged
 
     def toolkit(self) -> Toolkit | None:
+        results = {r.name: r for r in self.results}
         for name in TOOLKITS:
-            result = self.get(name)
-            if result is not None and result.ok and result.path:
-                root = result.defines.get("CUDAToolkit_ROOT") or result.defines.get("MUSA_ROOT")
-                compiler = Path(result.path)
+            root = toolkit_root(results, name)
+            if root is not None:
+                result = results[name]
                 return Toolkit(
-                    root=Path(root) if root else compiler.parent.parent,
-                    compiler=compiler,
+                    root=root,
+                    compiler=Path(str(result.path)),  # set: toolkit_root found it
                     version=result.version,
                     found=True,
                     source=result.origin or "",
@@ -264,14 +264,14 @@ def python_facts(python: str | None, env: Mapping[str, str]) -> PythonFacts:
 
 def run_providers(providers: Sequence[Provider], ctx: ProbeContext) -> tuple[ProviderResult, ...]:
     """Every provider, independent ones concurrently; a probe waits only for those it reads."""
-    by_name = {p.name: p for p in providers}
+    declared = {p.name for p in providers}
+    missing = [d for p in providers for d in p.requires if d not in declared]
+    assert not missing, f"providers require undeclared providers: {missing}"
     futures: dict[str, Future[ProviderResult]] = {}
     with ThreadPoolExecutor(max_workers=max(1, len(providers))) as pool:
         for provider in providers:  # declaration order: what a probe waits for comes first
             waits = {d: futures[d] for d in (*provider.after, *provider.requires) if d in futures}
             futures[provider.name] = pool.submit(_one, provider, ctx, waits)
-    missing = [d for p in providers for d in p.requires if d not in by_name]
-    assert not missing, f"providers require undeclared providers: {missing}"
     return tuple(futures[p.name].result() for p in providers)
 
 
@@ -325,9 +325,10 @@ def check(
     providers = (*get_vendor(vendor).providers(), *(linked_providers.provider(s) for s in linked))
     wanted = constraints(stack, vendor, providers, linked)
     chosen = selection(stack, vendor, components, wheel=wheel)
+    env = host.env or os.environ
     ctx = ProbeContext(
-        env=host.env or os.environ,
-        python=python_facts(host.python, host.env or os.environ),
+        env=env,
+        python=python_facts(host.python, env),
         cxx=host.cxx,
         selection=chosen,
         purpose=purpose,

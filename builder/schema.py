@@ -127,11 +127,10 @@ def _convert(node: yaml.Node, key: Key, doc: Doc, problems: Problems) -> Any:
         for knode, vnode in node.value:
             name = _scalar(knode)
             child = (*key, str(name))
+            doc.key_marks[child] = _mark(knode)
             if str(name) in out:
-                doc.key_marks[child] = _mark(knode)
                 problems.add(doc, child, f"duplicate key '{name}'", on_key=True)
                 continue
-            doc.key_marks[child] = _mark(knode)
             out[str(name)] = _convert(vnode, child, doc, problems)
         return out
     if isinstance(node, yaml.SequenceNode):

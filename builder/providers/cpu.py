@@ -140,8 +140,8 @@ def _mpi_header(ctx: ProbeContext, candidate: Candidate) -> Path | None:
 def mpi_version(header: Path) -> tuple[str | None, str]:
     macros = search.header_macros(header)
     if "OMPI_MAJOR_VERSION" in macros:
-        version = search.macro_version(
-            header, ("OMPI_MAJOR_VERSION", "OMPI_MINOR_VERSION", "OMPI_RELEASE_VERSION")
+        version = search.macros_version(
+            macros, ("OMPI_MAJOR_VERSION", "OMPI_MINOR_VERSION", "OMPI_RELEASE_VERSION")
         )
         return version, "mpi.h OMPI_MAJOR/MINOR/RELEASE_VERSION (Open MPI)"
     if "MPICH_VERSION" in macros:

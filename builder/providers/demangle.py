@@ -533,7 +533,7 @@ class Parser:
     def literal(self) -> Node:
         if self.peek(2) == "_Z":
             raise Unsupported("external names as template arguments")
-        kind = self.s[self.i]
+        kind = self.peek()  # "" at the end: not a builtin, so type() raises Unsupported
         if kind in BUILTINS:
             self.i += 1
         else:  # an enumeration (or other class) type: printed as a cast

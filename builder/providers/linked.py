@@ -8,9 +8,6 @@ They are declared in a file (JSON or YAML) passed with ``--linked``::
                                "library_glob": "flash_attn_2_cuda*.so",
                                "required_symbols": ["flash::mha_fwd(at::Tensor&, ...)"],
                                "components": ["infiniops"]}}}
-
-or read from an InfiniOps source tree's ``src/linked/<transport>/<device>/`` (see
-:func:`from_infiniops_tree`).
 """
 
 from __future__ import annotations
@@ -116,27 +113,6 @@ def _spec(name: str, raw: Any, where: str, problems: list[str]) -> LinkedSpec | 
         required_symbols=tuple(s.strip() for s in symbols),
         components=tuple(components),
     )
-
-
-def from_infiniops_tree(source: Path, device: str) -> tuple[LinkedSpec, ...]:
-    """The linked libraries an InfiniOps checkout declares for ``device`` (every operator)."""
-    specs = []
-    for library in sorted(source.glob(f"src/linked/*/{device}/*.yaml")):
-        data = yaml.safe_load(library.read_text(encoding="utf-8")) or {}
-        symbols: list[str] = []
-        for binding in sorted(library.parent.glob("ops/*/*.yaml")):
-            bound = yaml.safe_load(binding.read_text(encoding="utf-8")) or {}
-            if bound.get("library") == library.stem:
-                symbols.extend(str(s).strip() for s in bound.get("required_symbols") or ())
-        specs.append(
-            LinkedSpec(
-                name=library.stem,
-                distribution=str(data.get("python_distribution_package", "")),
-                library_glob=str(data.get("library_glob", "")),
-                required_symbols=tuple(dict.fromkeys(symbols)),
-            )
-        )
-    return tuple(specs)
 
 
 # -- probing them ----------------------------------------------------------------------------------

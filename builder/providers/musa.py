@@ -99,7 +99,7 @@ def _read_musa(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Reading:
         path=mcc,
         notes=notes,
         defines={"MUSA_ROOT": str(root)},
-        problem=None if version else f"no MUSA version in `mcc --version`: {out.strip()[-160:]!r}",
+        problem=None if version else f"no MUSA version in `{source}`: {out.strip()[-160:]!r}",
     )
 
 

@@ -94,7 +94,11 @@ def header_macros(path: Path, limit: int = 400_000) -> dict[str, str]:
 
 def macro_version(path: Path, names: Sequence[str]) -> str | None:
     """``MAJOR.MINOR[.PATCH]`` from integer macros such as NCCL_MAJOR/NCCL_MINOR/NCCL_PATCH."""
-    macros = header_macros(path)
+    return macros_version(header_macros(path), names)
+
+
+def macros_version(macros: Mapping[str, str], names: Sequence[str]) -> str | None:
+    """:func:`macro_version` over macros already read with :func:`header_macros`."""
     parts = [macros.get(n) for n in names]
     if parts[0] is None or parts[1] is None:
         return None
@@ -260,7 +264,3 @@ def site_globs(ctx: ProbeContext, pattern: str) -> Iterator[Path]:
     """``pattern`` (relative) matched in every site directory of the target Python."""
     for site in ctx.python.site_dirs:
         yield from sorted(site.glob(pattern))
-
-
-def describe_env(env: Mapping[str, str], names: Sequence[str]) -> str:
-    return ", ".join(f"{n}={env[n]}" for n in names if env.get(n)) or "none set"
