@@ -32,26 +32,21 @@ from typing import Any
 from builder import __version__, proc
 from builder.errors import BuildError, CommandFailed, StackError
 from builder.layout import Layout
-from builder.plan import ComponentPlan, Plan, Step, hash_inputs, source_label
+from builder.plan import (
+    COMPILER_ENV,
+    ComponentPlan,
+    Plan,
+    Step,
+    hash_inputs,
+    launcher_defines,
+    source_label,
+)
 from builder.report import ComponentResult, Progress, RunReport
 from builder.store import Store, file_lock, lock_path
 
 __all__ = ["Builder", "Interrupted", "Progress", "Store", "execute", "interrupts"]
 
 STAMP = ".infini-stack-configured"
-# What CMake reads from the environment on a build dir's first configure only.
-FIRST_CONFIGURE_ENV = (
-    "CC",
-    "CXX",
-    "CUDACXX",
-    "CUDAHOSTCXX",
-    "CFLAGS",
-    "CXXFLAGS",
-    "CUDAFLAGS",
-    "LDFLAGS",
-    "CPPFLAGS",
-)
-LANGUAGES = ("C", "CXX", "CUDA")
 
 
 class Interrupted(BuildError):
@@ -342,7 +337,7 @@ class Builder:
 
     def _stamp(self, component: ComponentPlan, argv: tuple[str, ...]) -> dict[str, str]:
         env = self._env(component)
-        first = {n: env[n] for n in FIRST_CONFIGURE_ENV if n in env}
+        first = {n: env[n] for n in COMPILER_ENV if n in env}  # CMake reads them once
         host = self.plan.host
         return {
             "argv": hash_inputs({"argv": list(argv), "env": dict(component.env)}),
@@ -374,10 +369,7 @@ class Builder:
             argv = (*argv[:-1], str(jobs))
         if step.kind == "configure" and self.launcher:
             # The launcher does not change outputs, so it is not part of the cache key.
-            argv = (
-                *argv,
-                *(f"-DCMAKE_{lang}_COMPILER_LAUNCHER={self.launcher}" for lang in LANGUAGES),
-            )
+            argv = (*argv, *(f"-D{k}={v}" for k, v in launcher_defines(self.launcher).items()))
         return argv
 
     def _env(self, component: ComponentPlan) -> dict[str, str]:

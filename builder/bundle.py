@@ -30,7 +30,7 @@ from builder.errors import EXIT_SOURCES, CommandFailed, SourceError
 from builder.layout import Layout
 from builder.model import GitSource
 from builder.plan import ComponentPlan, Plan
-from builder.sources import Fetcher, git_env
+from builder.sources import Fetcher, file_digest, git_env
 
 FORMAT = "infini-stack-bundle"
 VERSION = 1
@@ -174,7 +174,7 @@ def _git_bundle(cache: Path, url: str, revs: list[str], tmp: Path) -> Repository
     return Repository(
         url=url,
         member=member,
-        sha256=_sha256(target),
+        sha256=file_digest(target).hex(),
         size=target.stat().st_size,
         commits=tuple(revs),
     )
@@ -295,7 +295,7 @@ def _extract(tar: tarfile.TarFile, repo: Repository, path: Path, tmp: Path) -> P
     target = tmp / hashlib.sha256(repo.member.encode()).hexdigest()
     with target.open("wb") as f:
         shutil.copyfileobj(source, f)
-    digest = _sha256(target)
+    digest = file_digest(target).hex()
     if digest != repo.sha256:
         raise SourceError(
             f"bundle {path}: {repo.member} ({repo.url}) does not match its index: "
@@ -336,14 +336,6 @@ def _import(bundle: Path, repo: Repository, cache: Path, path: Path) -> None:
 
 def _git(args: list[str], what: str) -> str:
     return proc.run(["git", *args], what=what, env=git_env({}), exit_code=EXIT_SOURCES).output
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def describe(index: BundleIndex) -> Iterator[str]:

@@ -18,24 +18,35 @@ from builder import proc
 from builder.vendors.base import HostFacts
 
 
+def compiler_path(env: Mapping[str, str]) -> str | None:
+    """The C++ compiler CMake will pick: CXX (a path, or a name looked up on PATH), else c++ or
+    g++ on PATH; CXX as given when it is not found (running it then says so)."""
+    path = env.get("PATH")
+    if cxx := env.get("CXX"):
+        return proc.which(cxx, path) or cxx
+    return proc.which("c++", path) or proc.which("g++", path)
+
+
 def compiler_identity(env: Mapping[str, str], cache: Path | None = None) -> tuple[str, str]:
-    """The C++ compiler CMake will pick (CXX, else c++ on PATH) and its version line.
+    """The C++ compiler CMake will pick (:func:`compiler_path`, resolved) and its version line.
 
     With ``cache`` (a directory), the version line is remembered by the compiler binary's stat,
     as ccache's compiler_check=mtime does: a no-op build then runs no program at all.
     """
-    path = env.get("PATH")
-    cxx = env.get("CXX") or proc.which("c++", path) or proc.which("g++", path)
+    cxx = compiler_path(env)
     if not cxx:
         return "", ""
-    memo = _VersionMemo(cache / "compilers.json", proc.which(cxx, path)) if cache else None
+    resolved = str(Path(cxx).resolve())
+    memo = (
+        _VersionMemo(cache / "compilers.json", proc.which(cxx, env.get("PATH"))) if cache else None
+    )
     if memo is not None and (known := memo.get()) is not None:
-        return str(Path(cxx).resolve()), known
+        return resolved, known
     out = proc.capture([cxx, "--version"], check=False, env=env, timeout=30)
     version = out.splitlines()[0].strip() if out else ""
     if memo is not None:
         memo.put(version)
-    return str(Path(cxx).resolve()), version
+    return resolved, version
 
 
 class _VersionMemo:

@@ -13,27 +13,27 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from builder import noop
+from builder.host import compiler_path
 from builder.layout import Layout
 from builder.plan import Plan
 from builder.report import ComponentResult, RunReport, summary_table
+from builder.sources import SKIP_DIRS
 from builder.store import RECORD
 from builder.vendors.base import HostFacts
 
 RACY_NS = 1_000_000_000
-_TREE_SKIP = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache"})
 
 
 def tree_paths(root: Path) -> list[str]:
     """``root``, its directories and its files as the source digest sees them."""
     out = [str(root)]
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in _TREE_SKIP)
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
         out.extend(os.path.join(dirpath, d) for d in dirnames)  # noqa: PTH118
         out.extend(
             os.path.join(dirpath, f)  # noqa: PTH118
@@ -118,7 +118,7 @@ def host_files(host: HostFacts) -> tuple[list[str], list[Path]]:
     if host.pybind11_dir:
         files.append(host.pybind11_dir)
     files += [d for d in host.env.get("PATH", "").split(os.pathsep) if d]
-    found_cxx = host.env.get("CXX") or shutil.which("c++", path=host.env.get("PATH"))
+    found_cxx = compiler_path(host.env)
     linked = [Path(sys.executable), *([Path(found_cxx)] if found_cxx else [])]
     return [f for f in files if f], linked
 

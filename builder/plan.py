@@ -268,6 +268,11 @@ def _steps(
     return tuple(steps)
 
 
+def launcher_defines(launcher: str) -> dict[str, str]:
+    """Cache variables that run every C, C++ and CUDA compile through ``launcher``."""
+    return {f"CMAKE_{lang}_COMPILER_LAUNCHER": launcher for lang in ("C", "CXX", "CUDA")}
+
+
 def source_label(source: Source) -> str:
     if isinstance(source, GitSource):
         return f"{source.url} @ {source.rev}"

@@ -14,9 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from builder.plan import ComponentPlan
-
-LANGUAGES = ("C", "CXX", "CUDA")
+from builder.plan import ComponentPlan, launcher_defines
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,8 +40,7 @@ class HandBuild:
         defines = dict(self.component.defines)
         defines["CMAKE_INSTALL_PREFIX"] = str(self.install_dir)
         if self.launcher:
-            for lang in LANGUAGES:
-                defines[f"CMAKE_{lang}_COMPILER_LAUNCHER"] = self.launcher
+            defines.update(launcher_defines(self.launcher))
         return defines
 
     def test_command(self) -> tuple[str, ...] | None:

@@ -102,6 +102,7 @@ def run(
     start = time.monotonic()
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     captured: list[str] = []
+    timed_out = threading.Event()
     sink = log.open("a", encoding="utf-8", errors="replace") if log else None
     try:
         if sink is not None:
@@ -122,6 +123,7 @@ def run(
         )
         if children is not None:
             children.add(proc)
+        watchdog = _watchdog(proc, timeout, timed_out)
         try:
             assert proc.stdout is not None
             for line in proc.stdout:
@@ -130,11 +132,13 @@ def run(
                     sink.write(line)
                 else:
                     captured.append(line)
-            returncode = proc.wait(timeout=timeout)
+            returncode = proc.wait()
         except BaseException:
             terminate(proc)
             raise
         finally:
+            if watchdog is not None:
+                watchdog.cancel()
             if proc.stdout is not None:
                 proc.stdout.close()
             if children is not None:
@@ -147,8 +151,9 @@ def run(
     seconds = time.monotonic() - start
     output = "".join(captured)
     if check and returncode != 0:
+        what = what or Path(resolved[0]).name
         raise CommandFailed(
-            what or Path(resolved[0]).name,
+            f"{what} (timed out after {timeout:g}s)" if timed_out.is_set() else what,
             argv,
             returncode,
             "\n".join(tail),
@@ -169,6 +174,24 @@ def capture(
 ) -> str:
     """Run a short query command and return its combined output."""
     return run(argv, cwd=cwd, env=env, timeout=timeout, check=check, exit_code=exit_code).output
+
+
+def _watchdog(
+    proc: subprocess.Popen[str], timeout: float | None, timed_out: threading.Event
+) -> threading.Timer | None:
+    """Stop ``proc`` after ``timeout`` seconds, also while its output is still being read."""
+    if not timeout:
+        return None
+
+    def expire() -> None:
+        if proc.poll() is None:
+            timed_out.set()
+            terminate(proc)
+
+    timer = threading.Timer(timeout, expire)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 def terminate(proc: subprocess.Popen[str], grace: float = 5.0) -> None:

@@ -16,7 +16,6 @@ homes of different path lengths differ in layout however deterministic the compi
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import secrets
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.errors import EXIT_AUDIT, AuditError, StackError, UsageError
 from builder.layout import Layout
+from builder.sources import file_digest
 
 if TYPE_CHECKING:
     from builder.commands.common import Context
@@ -150,11 +150,7 @@ def fresh_layout(layout: Layout, like: tuple[Path, Path] | None = None) -> Itera
 
 
 def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
+    return file_digest(path).hex()
 
 
 def write_sums(directory: Path) -> Path:

@@ -87,7 +87,12 @@ def read_last(layout: Layout) -> dict[str, Any]:
     last = layout.runs() / "last.json"
     if not last.is_file():
         raise UsageError(f"no run report yet ({last} does not exist)", hint="run a build first")
-    data: dict[str, Any] = json.loads(last.read_text(encoding="utf-8"))
+    try:
+        data = json.loads(last.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise UsageError(f"{last} is not a run report: {exc}", hint="run a build again") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{last} is not a run report", hint="run a build again")
     return data
 
 
@@ -164,10 +169,8 @@ class Progress:
         if result.status == "built":
             self.say(result.name, f"built in {result.seconds:.1f}s")
         elif result.status == "failed":
-            self.say(
-                result.name,
-                "FAILED" + (f" (log: {_failed_log(result)})" if _failed_log(result) else ""),
-            )
+            log = _failed_log(result)
+            self.say(result.name, "FAILED" + (f" (log: {log})" if log else ""))
         elif result.status == "hit" and result.waited:
             self.say(result.name, f"built by another process (waited {result.waited:.1f}s)")
 

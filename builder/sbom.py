@@ -26,7 +26,7 @@ from builder import __version__
 from builder.errors import StackError
 from builder.model import GitSource
 from builder.plan import ComponentPlan, Plan
-from wheels.assemble import read_dynamic
+from wheels.assemble import WheelInputs, read_dynamic
 from wheels.naming import WheelName
 
 SBOM_PATH = "sboms/infini-stack.cdx.json"  # relative to the wheel's .dist-info
@@ -83,6 +83,22 @@ def staged_files(root: Path, plan: Plan) -> tuple[dict[str, str], dict[str, str]
 
 
 # --- the document -------------------------------------------------------------------------------
+
+
+def document(plan: Plan, wheel: WheelInputs, root: Path, requires: Sequence[str]) -> str:
+    """The SBOM of the wheel staged under ``root`` (``requires``: the Requires-Dist staging
+    added to the wheel spec's own)."""
+    files, owners = staged_files(root, plan)
+    return render(
+        SbomInputs(
+            plan=plan,
+            wheel=wheel.name,
+            files=files,
+            owners=owners,
+            requires=[*wheel.spec.requires, *requires],
+            epoch=wheel.epoch,
+        )
+    )
 
 
 def render(inputs: SbomInputs) -> str:

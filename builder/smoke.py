@@ -164,7 +164,7 @@ def smoke(wheel: Path, vendor: str | None = None, *, python: str | None = None) 
     if vendor is None:
         from wheels.naming import vendor_of_local
 
-        vendor = vendor_of_local(wheel.name.split("-")[1])
+        vendor = vendor_of_local(wheel.name.partition("-")[2].partition("-")[0])  # the version
     with tempfile.TemporaryDirectory(prefix="infini-smoke-") as tmp:
         work = Path(tmp)
         interpreter = _install(wheel, work, python or sys.executable)

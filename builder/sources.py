@@ -38,7 +38,7 @@ def tree_digest(root: Path) -> str:
             h.update(b"L" + str(full.readlink()).encode())
         else:
             h.update(b"X" if info.st_mode & 0o111 else b"F")
-            h.update(_file_digest(full))
+            h.update(file_digest(full))
         h.update(b"\n")
     return h.hexdigest()
 
@@ -54,7 +54,8 @@ def _walk(root: Path) -> Iterator[tuple[str, Path]]:
             yield full.relative_to(root).as_posix(), full
 
 
-def _file_digest(path: Path) -> bytes:
+def file_digest(path: Path) -> bytes:
+    """The SHA-256 of a file's bytes, read in chunks."""
     h = hashlib.sha256()
     with path.open("rb") as f:
         while chunk := f.read(1 << 20):

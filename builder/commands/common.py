@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -191,17 +192,22 @@ def fetcher_for(ctx: Context) -> Fetcher:
     return sources.Fetcher(ctx.layout, ctx.mirrors)
 
 
+def check_components(stack: Stack, names: Iterable[str]) -> None:
+    """Every one of ``names`` is a component of ``stack``; else a UsageError naming it."""
+    for name in names:
+        if name not in stack.components:
+            from builder.errors import UsageError
+            from builder.schema import unknown_message
+
+            raise UsageError(unknown_message("component", name, stack.components))
+
+
 def plan_from(args: argparse.Namespace, ctx: Context) -> Plan:
     from builder import sources
     from builder.plan import make_plan
 
     select = tuple(args.component or ())
-    for name in select:
-        if name not in ctx.stack.components:
-            from builder.errors import UsageError
-            from builder.schema import unknown_message
-
-            raise UsageError(unknown_message("component", name, ctx.stack.components))
+    check_components(ctx.stack, select)
     names = ctx.stack.closure(select) if select else ctx.stack.order
     inputs = sources.gather(ctx.stack, ctx.vendor, names)
     return make_plan(

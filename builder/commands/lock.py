@@ -7,7 +7,14 @@ import sys
 from pathlib import Path
 
 from builder import lock, sources
-from builder.commands.common import add_home, add_json, add_manifest, add_mirror, print_json
+from builder.commands.common import (
+    add_home,
+    add_json,
+    add_manifest,
+    add_mirror,
+    layout_from,
+    print_json,
+)
 from builder.errors import SourceError, UsageError
 from builder.layout import Layout
 from builder.manifest import default_manifest, load_stack, resolve_vendor
@@ -43,16 +50,14 @@ def run(args: argparse.Namespace) -> int:
     stack = load_stack(manifest)
     mirrors = dict(stack.mirrors)
     mirrors.update(sources.parse_mirrors(args.mirror or []))
+    layout = layout_from(args)
     if args.check:
         if args.pins:
             raise UsageError("give either COMPONENT=REF pins or --check, not both")
-        return check(
-            stack, Layout.from_env(home=args.home, store=args.store), mirrors, as_json=args.json
-        )
+        return check(stack, layout, mirrors, as_json=args.json)
     if not args.pins:
         raise UsageError("nothing to lock", hint="infini-stack lock COMPONENT=REF [--vendor V]")
     vendor = resolve_vendor(stack, args.vendor) if args.vendor else None
-    layout = Layout.from_env(home=args.home, store=args.store)
     for spec in args.pins:
         name, ref = lock.parse_request(spec)
         source = lock.source_for(stack, name, vendor)

@@ -13,14 +13,13 @@ from builder.commands.common import (
     add_json,
     add_manifest,
     add_vendor,
+    check_components,
+    layout_from,
     print_json,
     stack_from,
 )
-from builder.errors import UsageError
-from builder.layout import Layout
 from builder.manifest import resolve_vendor
 from builder.providers import linked
-from builder.schema import unknown_message
 from builder.vendors.base import HostFacts
 
 NAME = "preflight"
@@ -79,9 +78,7 @@ def light_host(python: str | None) -> HostFacts:
 def run(args: argparse.Namespace) -> int:
     stack = stack_from(args)
     vendor = resolve_vendor(stack, args.vendor)
-    for name in args.component:
-        if name not in stack.components:
-            raise UsageError(unknown_message("component", name, stack.components))
+    check_components(stack, args.component)
     specs = tuple(spec for path in args.linked for spec in linked.load(path))
     host = light_host(args.python)
     report = preflight.check(
@@ -93,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         linked=specs,
         wheel=not args.component,
     )
-    preflight.record(report, Layout.from_env(home=args.home, store=args.store))
+    preflight.record(report, layout_from(args))
     if args.json:
         print_json(report.to_json())
     else:

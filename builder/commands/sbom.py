@@ -8,10 +8,10 @@ import tempfile
 from pathlib import Path
 
 from builder import sbom
-from builder.build import Store
 from builder.commands.common import add_mirror, add_plan_options, context_from
 from builder.commands.wheel import epoch_for, wheel_inputs, wheel_plan
 from builder.errors import UsageError
+from builder.store import Store
 from wheels.assemble import stage
 
 NAME = "sbom"
@@ -46,17 +46,7 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="infini-sbom-") as tmp:
         root = Path(tmp)
         requires = stage(inputs, root)  # exactly what the wheel would carry
-        files, owners = sbom.staged_files(root, plan)
-    document = sbom.render(
-        sbom.SbomInputs(
-            plan=plan,
-            wheel=inputs.name,
-            files=files,
-            owners=owners,
-            requires=[*inputs.spec.requires, *requires],
-            epoch=inputs.epoch,
-        )
-    )
+        document = sbom.document(plan, inputs, root, requires)
     if args.output is None:
         sys.stdout.write(document)
     else:

@@ -141,18 +141,7 @@ def sbom_finisher(plan: Plan, inputs: WheelInputs) -> Finisher | None:
         return None
 
     def finish(root: Path, requires: list[str]) -> dict[str, bytes]:
-        files, owners = sbom.staged_files(root, plan)
-        document = sbom.render(
-            sbom.SbomInputs(
-                plan=plan,
-                wheel=inputs.name,
-                files=files,
-                owners=owners,
-                requires=[*inputs.spec.requires, *requires],
-                epoch=inputs.epoch,
-            )
-        )
-        return {sbom.SBOM_PATH: document.encode()}
+        return {sbom.SBOM_PATH: sbom.document(plan, inputs, root, requires).encode()}
 
     return finish
 
