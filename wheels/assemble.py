@@ -43,6 +43,7 @@ from elftools.elf.sections import NoteSection
 from builder import __version__, proc
 from builder.errors import BuildError, UsageError
 from builder.model import GitSource, Source, WheelSpec
+from wheels.elf import ELF_MAGIC
 from wheels.naming import WheelName
 
 DEFAULT_EPOCH = 315532800  # 1980-01-01, the earliest time a zip member can carry
@@ -77,7 +78,7 @@ class Dynamic:
 def read_dynamic(path: Path) -> Dynamic | None:
     """SONAME, DT_NEEDED and RUNPATH/RPATH of an ELF file; None when it is not one."""
     with path.open("rb") as f:
-        if f.read(4) != b"\x7fELF":
+        if f.read(4) != ELF_MAGIC:
             return None
         f.seek(0)
         try:
@@ -142,19 +143,21 @@ def stage(inputs: WheelInputs, root: Path) -> list[str]:
             shutil.copyfile(lib, libdir / name)
     requires = fix_runpaths(root, inputs.supplied)
     for path in sorted(root.rglob("*")):
-        if path.is_file() and read_dynamic(path) is not None:
+        if path.is_file() and _is_elf(path):  # fix_runpaths has read (and vetted) each already
             normalise_build_id(path)
     return requires
 
 
+def _is_elf(path: Path) -> bool:
+    with path.open("rb") as f:
+        return f.read(4) == ELF_MAGIC
+
+
 def _shared_libraries(libdir: Path) -> list[Path]:
     """Real files among lib/*.so*, once each (symlinks to them are resolved away)."""
-    seen: dict[Path, Path] = {}
-    for path in sorted(libdir.glob("*.so*")) if libdir.is_dir() else []:
-        real = path.resolve()
-        if real.is_file() and real not in seen:
-            seen[real] = real
-    return sorted(seen.values())
+    if not libdir.is_dir():
+        return []
+    return sorted({real for path in libdir.glob("*.so*") if (real := path.resolve()).is_file()})
 
 
 def fix_runpaths(root: Path, supplied: Mapping[str, DistLibrary]) -> list[str]:
@@ -192,11 +195,12 @@ def normalise_build_id(path: Path) -> bool:
 
     Returns whether the file has a build-id. The id keeps its length (20 bytes for the usual sha1).
     """
-    data = bytearray(path.read_bytes())
-    where = _build_id_span(path)
+    raw = path.read_bytes()
+    where = _build_id_span(path, raw)
     if where is None:
         return False
     start, size = where
+    data = bytearray(raw)
     data[start : start + size] = bytes(size)
     digest = hashlib.sha256(data).digest()
     data[start : start + size] = (digest * (size // len(digest) + 1))[:size]
@@ -204,19 +208,19 @@ def normalise_build_id(path: Path) -> bool:
     return True
 
 
-def _build_id_span(path: Path) -> tuple[int, int] | None:
-    with path.open("rb") as f:
-        try:
-            elf = ELFFile(f)
-            for section in elf.iter_sections():
-                if not isinstance(section, NoteSection):
-                    continue
-                for note in section.iter_notes():
-                    if note["n_type"] == "NT_GNU_BUILD_ID":
-                        name_size = (int(note["n_namesz"]) + 3) & ~3
-                        return int(note["n_offset"]) + 12 + name_size, int(note["n_descsz"])
-        except (ELFError, ValueError, KeyError) as exc:
-            raise BuildError(f"cannot read ELF {path}: {exc}") from exc
+def _build_id_span(path: Path, data: bytes) -> tuple[int, int] | None:
+    """(offset, size) of the build-id in ``data``, the bytes of ``path`` (named in errors)."""
+    try:
+        elf = ELFFile(io.BytesIO(data))
+        for section in elf.iter_sections():
+            if not isinstance(section, NoteSection):
+                continue
+            for note in section.iter_notes():
+                if note["n_type"] == "NT_GNU_BUILD_ID":
+                    name_size = (int(note["n_namesz"]) + 3) & ~3
+                    return int(note["n_offset"]) + 12 + name_size, int(note["n_descsz"])
+    except (ELFError, ValueError, KeyError) as exc:
+        raise BuildError(f"cannot read ELF {path}: {exc}") from exc
     return None
 
 

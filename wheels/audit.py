@@ -78,6 +78,7 @@ from wheels.elf import (
     read_elf,
     to_record,
 )
+from wheels.naming import escaped_name
 from wheels.policy import (
     LIBPYTHON_RE,
     PYTHON_CORE,
@@ -360,6 +361,8 @@ class _Inflated:
         return bytes(self.range(0, min(size, self.size)))
 
     def range(self, offset: int, size: int) -> memoryview:
+        if size <= 0:  # as Chunks.range; at a saved state's offset no block would be read
+            return memoryview(b"")
         if offset + size <= len(self.prefix):
             return memoryview(self.prefix)[offset : offset + size]
         first = bisect.bisect_right(self._outs, offset) - 1
@@ -761,7 +764,7 @@ def _read_metadata(archive: _Archive, f: _Findings) -> None:
         f.violation(
             "dist-info-name",
             archive.dist_info,
-            f"the .dist-info directory should be {_escape(name)}-{version}.dist-info",
+            f"the .dist-info directory should be {escaped_name(name)}-{version}.dist-info",
         )
     if len(dist_infos) > 1:
         f.violation(
@@ -781,10 +784,6 @@ def _names(dist_info: str, name: str, version: Version) -> bool:
         return canonicalize_name(stem) == name and Version(raw_version) == version
     except InvalidVersion:
         return False
-
-
-def _escape(name: str) -> str:
-    return re.sub(r"[^\w\d.]+", "_", name)
 
 
 def _small(zf: zipfile.ZipFile, member: str, f: _Findings) -> str | None:
@@ -884,18 +883,7 @@ def _rehash(archive: _Archive, path: Path, scans: list[MemberScan]) -> list[Memb
         if algo == scan.algo or scan.read_error:
             out.append(scan)
             continue
-        info = archive.infos[scan.index]
-        task = _Task(
-            scan.index,
-            info.filename,
-            _raw_name(info),
-            info.header_offset,
-            info.compress_size,
-            info.file_size,
-            info.compress_type,
-            info.flag_bits,
-            algo,
-        )
+        task = _task(scan.index, archive.infos[scan.index], algo)
         with path.open("rb") as fh:
             try:
                 _, digest = _inflate(task, _read_raw(fh.fileno(), task), path, False)
@@ -1521,19 +1509,7 @@ def _audit_archive(
 ) -> WheelAudit:
     path = archive.path
     tasks = [
-        _Task(
-            i,
-            info.filename,
-            _raw_name(info),
-            info.header_offset,
-            info.compress_size,
-            info.file_size,
-            info.compress_type,
-            info.flag_bits,
-            "sha256",
-        )
-        for i, info in enumerate(archive.infos)
-        if _is_member_file(info)
+        _task(i, info, "sha256") for i, info in enumerate(archive.infos) if _is_member_file(info)
     ]
     cache = _Cache(cache_dir) if cache_dir is not None else None
     host = HostLibraries(host_library_dirs())
@@ -1595,6 +1571,20 @@ def _prepare(archive: _Archive, host: HostLibraries) -> None:
             "libdl.so.2",
             "librt.so.1",
         )
+    )
+
+
+def _task(index: int, info: zipfile.ZipInfo, algo: str) -> _Task:
+    return _Task(
+        index,
+        info.filename,
+        _raw_name(info),
+        info.header_offset,
+        info.compress_size,
+        info.file_size,
+        info.compress_type,
+        info.flag_bits,
+        algo,
     )
 
 

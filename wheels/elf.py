@@ -338,10 +338,6 @@ def _string_at(table: str, offset: int) -> str:
     return table[offset:end]
 
 
-def _strtab(r: _Reader, offset: int, size: int, what: str) -> str:
-    return r.strings(offset, size, what)
-
-
 def _vaddr_to_offset(segments: Sequence[_Segment], vaddr: int) -> int | None:
     for seg in segments:
         if seg.p_type == _PT_LOAD and seg.vaddr <= vaddr < seg.vaddr + seg.filesz:
@@ -411,7 +407,7 @@ def _dynamic_strtab(
         if sec is None:
             raise ElfError("DT_STRTAB without a usable DT_STRSZ")
         size = sec.size
-    return _strtab(r, offset, size, "dynamic string table")
+    return r.strings(offset, size, "dynamic string table")
 
 
 @dataclass(frozen=True)
@@ -496,7 +492,7 @@ def _linked_strtab(r: _Reader, sections: Sequence[_Section], sec: _Section) -> s
     if not 0 <= sec.link < len(sections):
         raise ElfError(f"section links to section {sec.link}, which does not exist")
     linked = sections[sec.link]
-    return _strtab(r, linked.offset, linked.size, "linked string table")
+    return r.strings(linked.offset, linked.size, "linked string table")
 
 
 @dataclass
@@ -513,13 +509,16 @@ class _Symbols:
 
 
 def _read_symbols(
-    r: _Reader, sections: Sequence[_Section], versions: _Versions
+    r: _Reader,
+    sections: Sequence[_Section],
+    dynsym: _Section | None,
+    table: str | None,
+    versions: _Versions,
 ) -> tuple[_Symbols, bool, bool]:
-    dynsym = next((s for s in sections if s.sh_type == _SHT_DYNSYM), None)
+    """The dynamic symbols; ``table`` is the string table ``dynsym`` links to."""
     out = _Symbols([], set(), [], [], [], [], set())
-    if dynsym is None:
+    if dynsym is None or table is None:
         return out, False, False
-    table = _linked_strtab(r, sections, dynsym)
     fmt = r.layout.fmt("IIIBBH", "IBBHQQ")
     count = dynsym.size // fmt.size
     raw = r.span(dynsym.offset, count * fmt.size, "dynamic symbol table")
@@ -671,7 +670,7 @@ def _read_elf(data: bytes | bytearray | memoryview | ByteSource) -> ElfInfo:
     dynsym = next((s for s in sections if s.sh_type == _SHT_DYNSYM), None)
     table = _linked_strtab(r, sections, dynsym) if dynsym is not None else None
     versions = _read_versions(r, sections, table)
-    syms, has_symbols, has_versym = _read_symbols(r, sections, versions)
+    syms, has_symbols, has_versym = _read_symbols(r, sections, dynsym, table, versions)
     arch, arch_error = _arch(r, h)
     isa_ext, isa_error = _isa(r, sections) if arch == "x86_64" else (None, False)
     all_unversioned = len(syms.exports_unversioned) == len(syms.exports)

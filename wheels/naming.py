@@ -21,8 +21,7 @@ class WheelName:
 
     @property
     def filename(self) -> str:
-        name = re.sub(r"[^\w\d.]+", "_", canonicalize_name(self.distribution))
-        return f"{name}-{self.version}-{self.tag}.whl"
+        return f"{escaped_name(self.distribution)}-{self.version}-{self.tag}.whl"
 
     @property
     def tag(self) -> str:
@@ -30,8 +29,12 @@ class WheelName:
 
     @property
     def dist_info(self) -> str:
-        name = re.sub(r"[^\w\d.]+", "_", canonicalize_name(self.distribution))
-        return f"{name}-{self.version}.dist-info"
+        return f"{escaped_name(self.distribution)}-{self.version}.dist-info"
+
+
+def escaped_name(distribution: str) -> str:
+    """The distribution's name as wheel file and .dist-info names spell it: ``my_pkg``."""
+    return re.sub(r"[^\w\d.]+", "_", canonicalize_name(distribution))
 
 
 def with_local(version: str, local: str) -> str:

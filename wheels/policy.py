@@ -688,11 +688,9 @@ class _Collector:
                 return
             self.libc = tree.libc
         if self.policies is None and self.libc is not None:
-            self.policies = manylinux_policies(self.libc, self.arch)
+            self.policies = _policies_for(self.libc, self.arch)
         self.platform_wheel = True
-        for need in info.version_needs:
-            if not (need.file.startswith("ld-linux") or need.file in ("ld64.so.2", "ld64.so.1")):
-                self.versioned.setdefault(need.file, set()).update(need.versions)
+        _add_version_needs(self.versioned, info)
         kind = _py_extension(path, info)
         if kind is None:
             self.nonpy[path] = tree
@@ -715,7 +713,7 @@ class _Collector:
             )
         _fixup(self.py, self.nonpy)
         needed = {lib for t in (*self.py.values(), *self.nonpy.values()) for lib in t.needed}
-        policies = self.policies or manylinux_policies(_host_libc(), self.arch)
+        policies = self.policies or _policies_for(_host_libc(), self.arch)
         full = dict(self.py)
         for path, tree in self.nonpy.items():
             if posixpath.basename(path) not in needed:
@@ -737,6 +735,21 @@ def _collect(
         if not path.endswith(".py") and info is not None:
             collector.visit(path, info)
     return collector.finish()
+
+
+def _policies_for(libc: str, arch: str) -> Any:
+    """:func:`manylinux_policies`, a pair auditwheel has none for raising :class:`_Unsupported`."""
+    try:
+        return manylinux_policies(libc, arch)
+    except (ValueError, KeyError, IndexError) as exc:  # e.g. musl on big-endian ppc64
+        raise _Unsupported(f"auditwheel has no policies for {libc} on {arch}: {exc}") from None
+
+
+def _add_version_needs(into: dict[str, set[str]], info: ElfInfo) -> None:
+    """auditwheel's versioned-symbol requirements of one ELF, the dynamic loader's left out."""
+    for need in info.version_needs:
+        if not (need.file.startswith("ld-linux") or need.file in ("ld64.so.2", "ld64.so.1")):
+            into.setdefault(need.file, set()).update(need.versions)
 
 
 def _host_libc() -> str:
@@ -840,9 +853,7 @@ def _symbol_policy(
         if info is None:
             continue
         per: dict[str, set[str]] = {}
-        for need in info.version_needs:
-            if not (need.file.startswith("ld-linux") or need.file in ("ld64.so.2", "ld64.so.1")):
-                per.setdefault(need.file, set()).update(need.versions)
+        _add_version_needs(per, info)
         ext_versions[soname] = per
     candidates = []
     for ref in refs.values():
