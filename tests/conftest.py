@@ -6,17 +6,21 @@ build so that tests needing a built stack reuse it (a store hit costs nothing).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from builder.cli import main
+from tests.standins import script
 
 ROOT = Path(__file__).resolve().parent.parent
 MINI = ROOT / "examples" / "mini-stack"
@@ -37,6 +41,32 @@ def pytest_report_header() -> list[str]:
         f"c++: {version(['c++', '--version'])}",
         f"nvcc: {'present' if HAVE_NVCC else 'absent'}",
     ]
+
+
+def last_report(home: Path) -> dict[str, Any]:
+    """The run report of the last command run with INFINI_STACK_HOME=``home``."""
+    data: dict[str, Any] = json.loads((home / "runs" / "last.json").read_text())
+    return data
+
+
+def wait_for(path: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def write_launcher(path: Path, body: str) -> Path:
+    """A compiler launcher script: ``body`` runs first, then the compiler command."""
+    return script(path, f'{body}\nexec "$@"\n')
+
+
+def pause_launcher(path: Path, flag: Path, paused: Path) -> Path:
+    """A launcher that, while ``flag`` exists, writes its pid to ``paused`` and sleeps a minute
+    before compiling: a build held mid-compile, for a test to interrupt."""
+    return write_launcher(
+        path, f"[ -e {flag} ] && {{ echo $$ > {paused}.$$; mv {paused}.$$ {paused}; sleep 60; }}"
+    )
 
 
 @dataclass

@@ -57,13 +57,36 @@ def cmake_library(name: str, body: str = "int answer(void) { return 42; }\n") ->
 RECIPE = "vendors:\n  cpu: {}\noutputs: [lib/lib%s.so]\n"
 
 
-def stack_for(root: Path, components: dict[str, tuple[str, str]]) -> Path:
-    """A stack.yaml (and recipes) pinning each component to (url, sha)."""
+def stack_for(root: Path, components: dict[str, tuple[str, str]], recipe: str = "") -> Path:
+    """A stack.yaml (and recipes) pinning each component to (url, sha); ``recipe`` is more
+    recipe text (``submodules: ...``) each recipe starts with."""
     (root / "components").mkdir(parents=True, exist_ok=True)
     lines = ["vendors:", "  cpu: {}", "components:"]
     for name, (url, sha) in components.items():
         lines += [f"  {name}:", f"    git: {url}", f"    rev: {sha}"]
-        (root / "components" / f"{name}.yaml").write_text(RECIPE % name)
+        (root / "components" / f"{name}.yaml").write_text(recipe + RECIPE % name)
     path = root / "stack.yaml"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+# Public-looking URLs no test can reach: repositories named PUBLIC/<name>.git are served from a
+# local directory of <name>.git through ``--mirror`` (fetching) or insteadOf (submodule add).
+PUBLIC = "https://example.invalid/org"
+
+
+def mirror(directory: Path) -> str:
+    """The ``--mirror`` value serving PUBLIC/<name>.git from ``directory``/<name>.git."""
+    return f"{PUBLIC}/={directory}/"
+
+
+def public_stack(root: Path, pins: dict[str, str], recipe: str = "") -> Path:
+    """``stack_for`` with each component at PUBLIC/<name>.git, pinned to its SHA in ``pins``."""
+    return stack_for(root, {n: (f"{PUBLIC}/{n}.git", sha) for n, sha in pins.items()}, recipe)
+
+
+def add_submodule(top: Path, url: str, path: str, at: str, mirrors: Path) -> None:
+    """Add submodule ``url`` (PUBLIC ones come from ``mirrors``) at ``path``, checked out at
+    ``at``; the .gitmodules URL stays the public one."""
+    git(top, "-c", f"url.{mirrors}/.insteadOf={PUBLIC}/", "submodule", "add", "-q", url, path)
+    git(top / path, "checkout", "-q", at)

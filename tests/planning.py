@@ -43,7 +43,20 @@ def host(toolkit: Toolkit | None = None) -> HostFacts:
     )
 
 
-def plan_for(vendor: str, toolkit: Toolkit | None = None, *, root: Path = ROOT, **kw: Any) -> Plan:
-    """The plan of ``root``/stack.yaml (this repository's by default) for ``vendor``."""
+def plan_for(
+    vendor: str,
+    toolkit: Toolkit | None = None,
+    *,
+    root: Path = ROOT,
+    facts: HostFacts | None = None,
+    layout: Layout = LAYOUT,
+    **kw: Any,
+) -> Plan:
+    """The plan of ``root``/stack.yaml (this repository's by default) for ``vendor``, on
+    ``facts`` (by default ``host(toolkit)``)."""
     stack = load_stack(root / "stack.yaml")
-    return make_plan(stack, vendor, host(toolkit), gather(stack, vendor), LAYOUT, **kw)
+    return make_plan(stack, vendor, facts or host(toolkit), gather(stack, vendor), layout, **kw)
+
+
+def defines(plan: Plan, name: str) -> dict[str, str]:
+    return dict(plan.get(name).defines)

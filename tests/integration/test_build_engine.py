@@ -11,22 +11,16 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from builder import build as engine
 from builder import memo
-from tests.conftest import HAVE_NVCC, ROOT
+from tests.conftest import HAVE_NVCC, ROOT, last_report, pause_launcher, wait_for, write_launcher
+from tests.standins import script
 
 pytestmark = pytest.mark.integration
-
-
-def last_report(home: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((home / "runs" / "last.json").read_text())
-    return data
 
 
 def statuses(home: Path) -> dict[str, str]:
@@ -36,20 +30,6 @@ def statuses(home: Path) -> dict[str, str]:
 def log_files(home: Path) -> set[Path]:
     logs = home / "logs"
     return set(logs.rglob("*.log")) if logs.exists() else set()
-
-
-def write_launcher(path: Path, body: str) -> Path:
-    """A compiler launcher script: ``body`` runs first, then the compiler command."""
-    path.write_text(f'#!/bin/sh\n{body}\nexec "$@"\n')
-    path.chmod(0o755)
-    return path
-
-
-def wait_for(path: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.05)
 
 
 def builder_process(*args: str | Path, home: Path, **env: str) -> subprocess.Popen[str]:
@@ -272,25 +252,11 @@ def session_alive(sid: int) -> bool:
 def test_sigterm_and_ctrl_c_stop_the_children_and_say_what_was_interrupted(
     signum: signal.Signals, home: Path, mini: Path, tmp_path: Path
 ) -> None:
-    paused = tmp_path / "paused"
-    launcher = write_launcher(
-        tmp_path / "pause.sh",
-        f"[ -e {tmp_path}/pause ] && "
-        f"{{ echo $$ > {paused}.$$; mv {paused}.$$ {paused}; sleep 60; }}",
-    )
-    (tmp_path / "pause").touch()
-    p = builder_process(
-        "build",
-        "--manifest",
-        mini,
-        "--vendor",
-        "cpu",
-        "-c",
-        "minirt",
-        "--launcher",
-        launcher,
-        home=home,
-    )
+    flag, paused = tmp_path / "pause", tmp_path / "paused"
+    launcher = pause_launcher(tmp_path / "pause.sh", flag, paused)
+    argv = ("build", "--manifest", mini, "--vendor", "cpu", "-c", "minirt", "--launcher", launcher)
+    flag.touch()
+    p = builder_process(*argv, home=home)
     try:
         wait_for(paused)
         compiler_session = os.getsid(int(paused.read_text()))
@@ -306,19 +272,8 @@ def test_sigterm_and_ctrl_c_stop_the_children_and_say_what_was_interrupted(
     assert not session_alive(compiler_session)
     assert statuses(home) == {"minirt": "interrupted"}
     assert signum.name in last_report(home)["interrupted"]
-    (tmp_path / "pause").unlink()
-    p = builder_process(
-        "build",
-        "--manifest",
-        mini,
-        "--vendor",
-        "cpu",
-        "-c",
-        "minirt",
-        "--launcher",
-        launcher,
-        home=home,
-    )
+    flag.unlink()
+    p = builder_process(*argv, home=home)
     _, err = p.communicate(timeout=120)
     assert p.returncode == 0, err
     assert statuses(home) == {"minirt": "built"}
@@ -384,8 +339,8 @@ def test_compiler_change_configures_the_incremental_build_dir_from_scratch(
 ) -> None:
     assert cli("build", "--manifest", mini, "--vendor", "cpu", "-c", "minirt").code == 0
     first = last_report(home)["components"][0]
-    wrapper = write_launcher(tmp_path / "c++", "")  # a different compiler: a wrapper of c++
-    wrapper.write_text(f'#!/bin/sh\nexec {shutil.which("c++")} "$@"\n')
+    # A different compiler: a wrapper of c++.
+    wrapper = script(tmp_path / "c++", f'exec {shutil.which("c++")} "$@"\n')
     monkeypatch.setenv("CXX", str(wrapper))
     assert cli("build", "--manifest", mini, "--vendor", "cpu", "-c", "minirt").code == 0
     second = last_report(home)["components"][0]

@@ -12,24 +12,18 @@ from pathlib import Path
 import pytest
 
 from builder.bundle import read_index
-from tests.gitrepos import cmake_library, commit, git, init_repo
+from tests.gitrepos import (
+    PUBLIC,
+    add_submodule,
+    cmake_library,
+    commit,
+    git,
+    init_repo,
+    mirror,
+    public_stack,
+)
 
 pytestmark = pytest.mark.integration
-
-PUBLIC = "https://example.invalid/org"
-
-
-def manifest(root: Path, pins: dict[str, str]) -> Path:
-    (root / "components").mkdir(parents=True, exist_ok=True)
-    lines = ["vendors:", "  cpu: {}", "components:"]
-    for name, sha in pins.items():
-        lines += [f"  {name}:", f"    git: {PUBLIC}/{name}.git", f"    rev: {sha}"]
-        (root / "components" / f"{name}.yaml").write_text(
-            f"vendors:\n  cpu: {{}}\noutputs: [lib/lib{name}.so]\n"
-        )
-    path = root / "stack.yaml"
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 @pytest.fixture
@@ -41,22 +35,12 @@ def upstream(tmp_path: Path) -> dict[str, str]:
     rt = init_repo(root / "rt.git", cmake_library("rt"))
     lm = root / "lm.git"
     init_repo(lm, cmake_library("lm"))
-    git(
-        lm,
-        "-c",
-        f"url.{root}/.insteadOf={PUBLIC}/",
-        "submodule",
-        "add",
-        "-q",
-        f"{PUBLIC}/json.git",
-        "third_party/json",
-    )
-    git(lm / "third_party" / "json", "checkout", "-q", json_sha)
+    add_submodule(lm, f"{PUBLIC}/json.git", "third_party/json", json_sha, root)
     return {"rt": rt, "lm": commit(lm, {}, "pin json"), "json": json_sha}
 
 
 def make_bundle(cli, tmp_path: Path, pins: dict[str, str]) -> Path:  # type: ignore[no-untyped-def]
-    stack = manifest(tmp_path / "online", pins)
+    stack = public_stack(tmp_path / "online", pins)
     out = tmp_path / "sources.tar"
     result = cli(
         "bundle",
@@ -67,7 +51,7 @@ def make_bundle(cli, tmp_path: Path, pins: dict[str, str]) -> Path:  # type: ign
         "-o",
         out,
         "--mirror",
-        f"{PUBLIC}/={tmp_path / 'mirrors'}/",
+        mirror(tmp_path / "mirrors"),
     )
     assert result.code == 0, result.err
     return out
@@ -112,7 +96,7 @@ def test_fetch_from_bundle_works_with_no_mirror_no_cache_and_no_network(
     pins = {"rt": upstream["rt"], "lm": upstream["lm"]}
     out = make_bundle(cli, tmp_path, pins)
     go_offline(tmp_path, home)
-    stack = manifest(tmp_path / "offline", pins)
+    stack = public_stack(tmp_path / "offline", pins)
     result = cli("fetch", "--manifest", stack, "--vendor", "cpu", "--bundle", out)
     assert result.code == 0, result.err
     trees = {line.split()[0]: Path(line.split()[-1]) for line in result.out.splitlines()}
@@ -130,7 +114,7 @@ def test_build_from_bundle_builds_offline(
     pins = {"rt": upstream["rt"]}
     out = make_bundle(cli, tmp_path, pins)
     go_offline(tmp_path, home)
-    stack = manifest(tmp_path / "offline", pins)
+    stack = public_stack(tmp_path / "offline", pins)
     result = cli(
         "build",
         "--manifest",
@@ -164,7 +148,7 @@ def test_tampered_bundle_is_refused_naming_the_repository(
             member.size = len(data)
             dst.addfile(member, io.BytesIO(bytes(data)))
     go_offline(tmp_path, home)
-    stack = manifest(tmp_path / "offline", pins)
+    stack = public_stack(tmp_path / "offline", pins)
     result = cli("fetch", "--manifest", stack, "--vendor", "cpu", "--bundle", tampered)
     assert result.code == 4
     assert f"({PUBLIC}/rt.git) does not match its index" in result.err
@@ -198,7 +182,7 @@ def test_bundle_whose_index_was_rewritten_to_match_still_fails_on_git_objects(
     result = cli(
         "fetch",
         "--manifest",
-        manifest(tmp_path / "offline", pins),
+        public_stack(tmp_path / "offline", pins),
         "--vendor",
         "cpu",
         "--bundle",
@@ -221,7 +205,7 @@ def test_bundle_missing_a_needed_sha_names_it_and_exits_4(
         "after the bundle",
     )
     go_offline(tmp_path, home)
-    stack = manifest(tmp_path / "offline", {"rt": newer, "lm": upstream["lm"]})
+    stack = public_stack(tmp_path / "offline", {"rt": newer, "lm": upstream["lm"]})
     result = cli("fetch", "--manifest", stack, "--vendor", "cpu", "--bundle", out)
     assert result.code == 4
     assert f"commit {newer} of component 'rt' ({PUBLIC}/rt.git) is not in the bundle {out}" in (
@@ -235,7 +219,7 @@ def test_not_a_bundle_is_a_clear_error(
 ) -> None:  # type: ignore[no-untyped-def]
     junk = tmp_path / "junk.tar"
     junk.write_bytes(b"not a tar")
-    stack = manifest(tmp_path / "offline", {"rt": upstream["rt"]})
+    stack = public_stack(tmp_path / "offline", {"rt": upstream["rt"]})
     result = cli("fetch", "--manifest", stack, "--vendor", "cpu", "--bundle", junk)
     assert result.code == 4
     assert "is not a source bundle" in result.err

@@ -130,13 +130,14 @@ def write_tree(root: Path, files: dict[str, str]) -> None:
         target.write_text(text)
 
 
-def stub_prefix(root: Path, name: str, includes: list[Path]) -> Path:
-    """A prefix with include/ and lib/lib<name>.so (SONAME lib<name>.so), as an install has."""
+def stub_prefix(root: Path, name: str, includes: list[Path], source: str | None = None) -> Path:
+    """A prefix with include/ and lib/lib<name>.so (SONAME lib<name>.so), as an install has;
+    ``source`` replaces the stub's own src.cc."""
     prefix = root / name
     write_tree(prefix, {k: v for k, v in STUBS[name].items() if k != "src.cc"})
     (prefix / "lib").mkdir()
-    source = prefix / "src.cc"
-    source.write_text(STUBS[name]["src.cc"])
+    src = prefix / "src.cc"
+    src.write_text(STUBS[name]["src.cc"] if source is None else source)
     flags = [f"-I{d}" for d in [prefix / "include", *includes]]
     subprocess.run(
         [
@@ -147,7 +148,7 @@ def stub_prefix(root: Path, name: str, includes: list[Path]) -> Path:
             f"-Wl,-soname,lib{name}.so",
             "-o",
             str(prefix / "lib" / f"lib{name}.so"),
-            str(source),
+            str(src),
         ],
         check=True,
     )
@@ -355,24 +356,10 @@ def test_missing_submodules_are_a_configure_error_naming_them(built: Built, tmp_
 def test_an_operator_missing_from_infiniops_fails_the_link_naming_it(
     built: Built, tmp_path: Path
 ) -> None:
-    prefixes = dict(built.prefixes)
-    ops = tmp_path / "stubs" / "infiniops"
-    write_tree(ops, {k: v for k, v in STUBS["infiniops"].items() if k != "src.cc"})
-    (ops / "lib").mkdir()
-    (ops / "src.cc").write_text("int some_other_operator() { return 0; }\n")
-    subprocess.run(
-        [
-            "c++",
-            "-shared",
-            "-fPIC",
-            "-Wl,-soname,libinfiniops.so",
-            "-o",
-            str(ops / "lib" / "libinfiniops.so"),
-            str(ops / "src.cc"),
-        ],
-        check=True,
+    ops = stub_prefix(
+        tmp_path / "stubs", "infiniops", [], source="int some_other_operator() { return 0; }\n"
     )
-    prefixes["infiniops"] = ops
+    prefixes = {**built.prefixes, "infiniops": ops}
     build = tmp_path / "b"
     configured = cmake(*configure_args(build, built.source, prefixes, tmp_path / "i"))
     assert configured.returncode == 0, configured.stderr

@@ -3,17 +3,15 @@ real build of the mini stack's runtime through the shell launcher, the full path
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, last_report
 
 pytestmark = pytest.mark.integration
 
@@ -41,11 +39,6 @@ def run(tool: Path, *args: str | Path, cwd: Path, home: Path) -> subprocess.Comp
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)
 
 
-def last(home: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((home / "runs" / "last.json").read_text())
-    return data
-
-
 def test_the_installed_command_is_the_shell_launcher(installed: Path) -> None:
     tool = installed / "infini-stack"
     assert tool.read_bytes().startswith(b"#!/bin/sh\n")
@@ -60,12 +53,12 @@ def test_installed_build_takes_the_full_path_then_the_fast_path(
     time.sleep(1.1)  # the mini stack copy was just written: let the memo trust it
     first = run(tool, *argv, cwd=tmp_path, home=home)
     assert first.returncode == 0, first.stderr
-    assert not last(home)["fast_path"] and last(home)["totals"]["built"] == 1
+    assert not last_report(home)["fast_path"] and last_report(home)["totals"]["built"] == 1
     assert "run report:" in first.stderr
 
     second = run(tool, *argv, cwd=tmp_path, home=home)
     assert second.returncode == 0, second.stderr
-    report = last(home)
+    report = last_report(home)
     assert report["fast_path"] and report["totals"]["hit"] == 1
     assert "cpu: 0 built, 1 from the store, 0 failed in" in second.stderr
 

@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from builder.lock import set_pin
-from tests.gitrepos import cmake_library, commit, git, init_repo
+from tests.gitrepos import PUBLIC, cmake_library, commit, git, init_repo, mirror
 
-PUBLIC = "https://example.invalid/org"
 OLD = "0" * 40
 NEW = "f" * 40
 
@@ -135,9 +134,7 @@ def test_lock_branch_resolves_through_mirror_and_rewrites_one_line(
 ) -> None:
     stack = write_manifest(tmp_path / "s", repos["first"], repos["bar"])
     before = stack.read_text()
-    result = cli(
-        "lock", "foo=main", "--manifest", stack, "--mirror", f"{PUBLIC}/={tmp_path / 'mirrors'}/"
-    )
+    result = cli("lock", "foo=main", "--manifest", stack, "--mirror", mirror(tmp_path / "mirrors"))
     assert result.code == 0, result.err
     assert f"foo: main -> {repos['second']}" in result.out
     assert changed_lines(before, stack.read_text()) == [
@@ -163,7 +160,7 @@ def test_lock_annotated_tag_pins_the_commit_not_the_tag_object(
         "--manifest",
         stack,
         "--mirror",
-        f"{PUBLIC}/={tmp_path / 'mirrors'}/",
+        mirror(tmp_path / "mirrors"),
     )
     assert result.code == 0, result.err
     text = stack.read_text()
@@ -181,7 +178,7 @@ def test_unknown_ref_is_an_error_with_a_suggestion_and_exit_4(
     stack = write_manifest(tmp_path / "s", repos["first"], repos["bar"])
     before = stack.read_text()
     result = cli(
-        "lock", "foo=stabel", "--manifest", stack, "--mirror", f"{PUBLIC}/={tmp_path / 'mirrors'}/"
+        "lock", "foo=stabel", "--manifest", stack, "--mirror", mirror(tmp_path / "mirrors")
     )
     assert result.code == 4
     assert "'stabel' is neither a branch nor a tag" in result.err
@@ -197,9 +194,7 @@ def test_unreachable_repository_is_an_error_with_exit_4(
     cli,  # type: ignore[no-untyped-def]
 ) -> None:
     stack = write_manifest(tmp_path / "s", repos["first"], repos["bar"])
-    result = cli(
-        "lock", "foo=main", "--manifest", stack, "--mirror", f"{PUBLIC}/={tmp_path / 'nowhere'}/"
-    )
+    result = cli("lock", "foo=main", "--manifest", stack, "--mirror", mirror(tmp_path / "nowhere"))
     assert result.code == 4
     assert "cannot list the refs of" in result.err
 
@@ -211,18 +206,18 @@ def test_check_passes_for_reachable_pins_and_reports_a_force_pushed_one(
     repos: dict[str, str],
     cli,  # type: ignore[no-untyped-def]
 ) -> None:
-    mirror = f"{PUBLIC}/={tmp_path / 'mirrors'}/"
+    mirrors = mirror(tmp_path / "mirrors")
     stack = write_manifest(tmp_path / "s", repos["first"], repos["bar"])
-    ok = cli("lock", "--check", "--manifest", stack, "--mirror", mirror)
+    ok = cli("lock", "--check", "--manifest", stack, "--mirror", mirrors)
     assert ok.code == 0, ok.err
     assert f"ok  foo {repos['first'][:12]}" in ok.out
     # A pin that only a rewritten branch held: gone from every branch and tag.
     foo = tmp_path / "mirrors" / "foo.git"
     doomed = commit(foo, {"foo.c": "int answer(void) { return 3; }\n"}, "doomed")
     stack = write_manifest(tmp_path / "s", doomed, repos["bar"])
-    assert cli("lock", "--check", "--manifest", stack, "--mirror", mirror).code == 0
+    assert cli("lock", "--check", "--manifest", stack, "--mirror", mirrors).code == 0
     git(foo, "reset", "-q", "--hard", repos["second"])
-    bad = cli("lock", "--check", "--manifest", stack, "--mirror", mirror)
+    bad = cli("lock", "--check", "--manifest", stack, "--mirror", mirrors)
     assert bad.code == 4
     assert f"BAD foo {doomed[:12]}" in bad.out
     assert "1 of 3 pins are not reachable: foo" in bad.err

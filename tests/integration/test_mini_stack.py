@@ -15,7 +15,7 @@ import pytest
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 
-from tests.conftest import HAVE_NVCC
+from tests.conftest import HAVE_NVCC, last_report
 
 pytestmark = pytest.mark.integration
 
@@ -29,10 +29,6 @@ def needed(data: bytes) -> list[str]:
         if isinstance(section, DynamicSection):
             out += [t.needed for t in section.iter_tags() if t.entry.d_tag == "DT_NEEDED"]
     return out
-
-
-def last_report(home: Path) -> dict:  # type: ignore[type-arg]
-    return json.loads((home / "runs" / "last.json").read_text())
 
 
 def test_cpu_build_installs_every_component_into_its_own_store_entry(
@@ -54,21 +50,7 @@ def test_cpu_build_installs_every_component_into_its_own_store_entry(
     assert not list(mini.parent.rglob("CMakeCache.txt"))
 
 
-def test_second_build_with_nothing_changed_runs_no_configure(
-    shared_home: Path,
-    mini: Path,
-    cli,  # type: ignore[no-untyped-def]
-) -> None:
-    logs = shared_home / "logs"
-    result = cli("build", "--manifest", mini, "--vendor", "cpu")
-    assert result.code == 0, result.err
-    report = last_report(shared_home)
-    assert [c["status"] for c in report["components"]] == ["hit"] * 4
-    assert all(c["steps"] == {} for c in report["components"])
-    assert not logs.exists() or not any(logs.rglob("configure.log"))
-
-
-def test_edited_path_source_rebuilds_it_and_its_dependents_without_full_reconfigure(
+def test_edited_path_source_rebuilds_only_it_and_its_dependents(
     shared_home: Path,
     mini: Path,
     cli,  # type: ignore[no-untyped-def]
@@ -110,7 +92,7 @@ def test_nvidia_build_compiles_cuda_and_links_cudart(home: Path, mini: Path, cli
     report = last_report(home)
     rt = next(c for c in report["components"] if c["name"] == "minirt")
     lib = (Path(rt["prefix"]) / "lib" / "libminirt.so").read_bytes()
-    assert "libcudart.so.13" in needed(lib) or any("libcudart" in n for n in needed(lib))
+    assert any("libcudart" in n for n in needed(lib))
 
 
 def make_venv(path: Path) -> Path:

@@ -12,6 +12,7 @@ import pytest
 
 from builder import sbom
 from builder.release import sbom_of
+from tests.standins import compile_library
 
 pytestmark = pytest.mark.integration
 
@@ -77,21 +78,11 @@ def test_release_leaves_the_output_directory_empty_when_the_audit_fails(
 ) -> None:
     stray = tmp_path / "stray"
     stray.mkdir()
-    (stray / "stray.c").write_text("int stray(void) { return 7; }\n")
-    subprocess.run(
-        [
-            "cc",
-            "-shared",
-            "-fPIC",
-            "-Wl,-soname,libstray.so.1",
-            "-o",
-            str(stray / "libstray.so.1"),
-            str(stray / "stray.c"),
-        ],
-        check=True,
+    lib = compile_library(
+        stray / "libstray.so.1", "int stray(void) { return 7; }\n", soname="libstray.so.1"
     )
     cmake = mini.parent / "engine" / "CMakeLists.txt"
-    cmake.write_text(cmake.read_text() + STRAY.format(lib=stray / "libstray.so.1"))
+    cmake.write_text(cmake.read_text() + STRAY.format(lib=lib))
     runtime = mini.parent / "engine" / "src" / "runtime.cpp"
     runtime.write_text(runtime.read_text() + STRAY_USE)
     out = tmp_path / "release"

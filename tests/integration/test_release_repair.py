@@ -13,7 +13,7 @@ import pytest
 
 from builder.release import sbom_of
 from tests.conftest import HAVE_NVCC
-from tests.integration.test_smoke_import import EXT, compile_so, make_wheel
+from tests.wheelmaker import EXT, Compiler, make_wheel
 from wheels.policy import load_vendor_policy
 from wheels.repair import grafted, never_graft, repair
 
@@ -23,22 +23,18 @@ pytestmark = pytest.mark.integration
 def vendor_wheel(tmp_path: Path) -> Path:
     """A wheel whose extension needs libvendorrt.so.1, found through an absolute RUNPATH: the
     kind of library auditwheel grafts unless told not to."""
-    rt = tmp_path / "vendor-rt"
-    rt.mkdir()
-    compile_so(
-        rt / "libvendorrt.so.1",
-        "int vendor_init(void) { return 0; }\n",
-        "-Wl,-soname,libvendorrt.so.1",
+    cc = Compiler(tmp_path / "build")
+    rt = cc.shared(
+        "libvendorrt.so.1", "int vendor_init(void) { return 0; }\n", soname="libvendorrt.so.1"
     )
-    ext = compile_so(
-        tmp_path / f"_dev{EXT}",
+    ext = cc.shared(
+        f"_dev{EXT}",
         "extern int vendor_init(void);\n"
         "void *PyInit__dev(void) { return (void *)(long)vendor_init(); }\n",
-        f"-L{rt}",
-        "-l:libvendorrt.so.1",
-        f"-Wl,-rpath,{rt}",
+        links=[rt],
+        runpath=str(rt.parent),
     )
-    return make_wheel(tmp_path, "cu130", {f"probe/_dev{EXT}": ext.read_bytes()})
+    return make_wheel(tmp_path, {f"probe/_dev{EXT}": ext}, name="probe_pkg", version="0.1+cu130")
 
 
 def members(wheel: Path) -> list[str]:

@@ -4,12 +4,13 @@ second build from fresh directories, and catches a build that is not."""
 from __future__ import annotations
 
 import hashlib
-import subprocess
 import time
 import zipfile
 from pathlib import Path
 
 import pytest
+
+from tests.gitrepos import init_repo
 
 pytestmark = pytest.mark.integration
 
@@ -89,20 +90,12 @@ def test_a_path_source_in_a_git_checkout_takes_its_last_commit_time(
     shared_home: Path,
     mini: Path,
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     cli,  # type: ignore[no-untyped-def]
 ) -> None:
-    root = mini.parent
-    env = {
-        "GIT_AUTHOR_DATE": "2024-03-01T12:00:00Z",
-        "GIT_COMMITTER_DATE": "2024-03-01T12:00:00Z",
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-        "PATH": "/usr/bin:/bin",
-    }
-    for argv in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "mini"]):
-        subprocess.run(argv, cwd=root, env=env, check=True)
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2024-03-01T12:00:00Z")
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2024-03-01T12:00:00Z")
+    init_repo(mini.parent, {})  # the mini stack's copy, as it is, committed
     assert cli("wheel", "--manifest", mini, "--vendor", "cpu", "--out", tmp_path / "d").code == 0
     with zipfile.ZipFile(wheel_in(tmp_path / "d")) as zf:
         assert {i.date_time for i in zf.infolist()} == {(2024, 3, 1, 12, 0, 0)}

@@ -1,5 +1,5 @@
 """Fetching pinned sources from real local git repositories: pins, wrong SHAs, moved branches,
-mirrors, submodules, trees that changed underneath."""
+mirrors, trees that changed underneath (submodules: test_submodules.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitrepos import cmake_library, commit, git, init_repo, stack_for
+from tests.gitrepos import PUBLIC, cmake_library, commit, git, init_repo, mirror, stack_for
 
 pytestmark = pytest.mark.integration
 
@@ -79,58 +79,10 @@ def test_pin_dropped_by_a_force_pushed_branch_is_a_clear_error(
 def test_mirror_rewrites_the_url_prefix(tmp_path: Path, home: Path, cli) -> None:  # type: ignore[no-untyped-def]
     mirrors = tmp_path / "mirrors"
     sha = init_repo(mirrors / "foo.git", cmake_library("foo"))
-    stack = stack_for(tmp_path / "s", {"foo": ("https://example.invalid/org/foo.git", sha)})
-    result = cli(
-        "fetch",
-        "--manifest",
-        stack,
-        "--vendor",
-        "cpu",
-        "--mirror",
-        f"https://example.invalid/org/={mirrors}/",
-    )
+    stack = stack_for(tmp_path / "s", {"foo": (f"{PUBLIC}/foo.git", sha)})
+    result = cli("fetch", "--manifest", stack, "--vendor", "cpu", "--mirror", mirror(mirrors))
     assert result.code == 0, result.err
     assert git(Path(result.out.split()[-1]), "rev-parse", "HEAD") == sha
-
-
-def test_submodules_are_checked_out_at_their_gitlinks_through_mirrors(
-    tmp_path: Path,
-    home: Path,
-    cli,  # type: ignore[no-untyped-def]
-) -> None:
-    mirrors = tmp_path / "mirrors"
-    sub_first = init_repo(mirrors / "json.git", {"json.hpp": "// v1\n"})
-    commit(mirrors / "json.git", {"json.hpp": "// v2\n"}, "newer")
-    top = mirrors / "lm.git"
-    init_repo(top, cmake_library("lm"))
-    rewrite = f"url.{mirrors}/.insteadOf=https://example.invalid/org/"
-    git(
-        top,
-        "-c",
-        rewrite,
-        "submodule",
-        "add",
-        "-q",
-        "https://example.invalid/org/json.git",
-        "third_party/json",
-    )
-    git(top / "third_party" / "json", "checkout", "-q", sub_first)
-    # The gitlink records the submodule commit; the .gitmodules URL is the public one.
-    sha = commit(top, {}, "pin submodule")
-    stack = stack_for(tmp_path / "s", {"lm": ("https://example.invalid/org/lm.git", sha)})
-    result = cli(
-        "fetch",
-        "--manifest",
-        stack,
-        "--vendor",
-        "cpu",
-        "--mirror",
-        f"https://example.invalid/org/={mirrors}/",
-    )
-    assert result.code == 0, result.err
-    tree = Path(result.out.split()[-1])
-    assert (tree / "third_party" / "json" / "json.hpp").read_text() == "// v1\n"
-    assert git(tree / "third_party" / "json", "rev-parse", "HEAD") == sub_first
 
 
 def test_tree_changed_underneath_is_refused(tmp_path: Path, home: Path, cli) -> None:  # type: ignore[no-untyped-def]

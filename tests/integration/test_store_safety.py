@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +17,9 @@ import pytest
 from builder import build
 from builder.layout import Layout
 from builder.store import Store
-from tests.conftest import MINI, ROOT
+from tests.conftest import MINI, ROOT, last_report, pause_launcher, wait_for
 
 pytestmark = pytest.mark.integration
-
-
-def last_report(home: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((home / "runs" / "last.json").read_text())
-    return data
 
 
 def visible(directory: Path) -> list[str]:
@@ -34,13 +28,6 @@ def visible(directory: Path) -> list[str]:
         if directory.exists()
         else []
     )
-
-
-def wait_for(path: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.05)
 
 
 def build_cmd(manifest: Path, *extra: str | Path) -> list[str]:
@@ -144,14 +131,7 @@ KILLER = textwrap.dedent("""
 
 
 def stage_pause_in_compile(mini: Path, flag: Path, paused: Path) -> list[str]:
-    launcher = mini.parent / "pause-launcher.sh"
-    launcher.write_text(
-        f"#!/bin/sh\n[ -e {flag} ] && "
-        f"{{ echo $$ > {paused}.$$; mv {paused}.$$ {paused}; sleep 60; }}\n"
-        'exec "$@"\n'
-    )
-    launcher.chmod(0o755)
-    return ["--launcher", str(launcher)]
+    return ["--launcher", str(pause_launcher(mini.parent / "pause-launcher.sh", flag, paused))]
 
 
 def stage_pause_in_install(mini: Path, flag: Path, paused: Path) -> list[str]:

@@ -8,32 +8,24 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitrepos import cmake_library, commit, git, init_repo
+from tests.gitrepos import (
+    PUBLIC,
+    add_submodule,
+    cmake_library,
+    commit,
+    git,
+    init_repo,
+    mirror,
+    public_stack,
+)
 
 pytestmark = pytest.mark.integration
-
-PUBLIC = "https://example.invalid/org"
-
-
-def add_submodule(top: Path, url: str, path: str, at: str, mirrors: Path) -> None:
-    git(top, "-c", f"url.{mirrors}/.insteadOf={PUBLIC}/", "submodule", "add", "-q", url, path)
-    git(top / path, "checkout", "-q", at)
 
 
 def manifest(
     root: Path, pins: dict[str, str], submodules: str = "all", options: str = "{}"
 ) -> Path:
-    (root / "components").mkdir(parents=True, exist_ok=True)
-    lines = ["vendors:", "  cpu: {}", "components:"]
-    for name, sha in pins.items():
-        lines += [f"  {name}:", f"    git: {PUBLIC}/{name}.git", f"    rev: {sha}"]
-        (root / "components" / f"{name}.yaml").write_text(
-            f"submodules: {submodules}\noptions: {options}\n"
-            f"vendors:\n  cpu: {{}}\noutputs: [lib/lib{name}.so]\n"
-        )
-    path = root / "stack.yaml"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return public_stack(root, pins, f"submodules: {submodules}\noptions: {options}\n")
 
 
 @pytest.fixture
@@ -42,11 +34,10 @@ def mirrors(tmp_path: Path) -> Path:
     and a relative submodule ../spdlog.git; all under one mirror directory."""
     root = tmp_path / "mirrors"
     inner = init_repo(root / "inner.git", {"inner.h": "// inner\n"})
-    json_first = init_repo(root / "json.git", {"json.hpp": "// v1\n"})
+    init_repo(root / "json.git", {"json.hpp": "// v1\n"})
     add_submodule(root / "json.git", f"{PUBLIC}/inner.git", "deps/inner", inner, root)
     json_pinned = commit(root / "json.git", {}, "nested submodule")
     commit(root / "json.git", {"json.hpp": "// v2\n"}, "newer")
-    assert json_first
     spdlog = init_repo(root / "spdlog.git", {"spdlog.h": "// spdlog\n"})
     top = root / "lm.git"
     init_repo(top, cmake_library("lm"))
@@ -67,12 +58,12 @@ def test_nested_and_relative_submodules_are_checked_out_at_their_gitlinks(
     cli,  # type: ignore[no-untyped-def]
 ) -> None:
     stack = manifest(tmp_path / "s", {"lm": lm_sha(mirrors)})
-    result = cli(
-        "fetch", "--manifest", stack, "--vendor", "cpu", "--mirror", f"{PUBLIC}/={mirrors}/"
-    )
+    result = cli("fetch", "--manifest", stack, "--vendor", "cpu", "--mirror", mirror(mirrors))
     assert result.code == 0, result.err
     tree = Path(result.out.split()[-1])
     assert (tree / "third_party" / "json" / "json.hpp").read_text() == "// v1\n"
+    pinned = git(mirrors / "json.git", "rev-parse", "HEAD~1")  # the gitlink, not the newest
+    assert git(tree / "third_party" / "json", "rev-parse", "HEAD") == pinned
     assert (tree / "third_party" / "json" / "deps" / "inner" / "inner.h").is_file()
     assert (tree / "third_party" / "spdlog" / "spdlog.h").is_file()
     # The checkout names the public URLs, never the cache it was filled from.
@@ -91,10 +82,7 @@ def test_submodules_live_in_the_shared_cache_so_a_second_checkout_needs_no_mirro
 ) -> None:
     stack = manifest(tmp_path / "s", {"lm": lm_sha(mirrors)})
     assert (
-        cli(
-            "fetch", "--manifest", stack, "--vendor", "cpu", "--mirror", f"{PUBLIC}/={mirrors}/"
-        ).code
-        == 0
+        cli("fetch", "--manifest", stack, "--vendor", "cpu", "--mirror", mirror(mirrors)).code == 0
     )
     caches = sorted(p.name.rsplit("-", 1)[0] for p in (home / "git").iterdir())
     assert caches == ["inner", "json", "lm", "spdlog"]
@@ -128,23 +116,17 @@ def test_recipe_selects_submodules_and_an_unpublished_gitlink_outside_it_is_not_
     git(mirrors / "ci.git", "gc", "-q", "--prune=now")
     sha = commit(top, {}, "add .ci")
     everything = manifest(tmp_path / "a", {"lm": sha})
-    failed = cli(
-        "fetch", "--manifest", everything, "--vendor", "cpu", "--mirror", f"{PUBLIC}/={mirrors}/"
-    )
+    failed = cli("fetch", "--manifest", everything, "--vendor", "cpu", "--mirror", mirror(mirrors))
     assert failed.code == 4
     assert f"commit {ci} of submodule .ci of component 'lm'" in failed.err
     selected = manifest(tmp_path / "b", {"lm": sha}, "[third_party/json, third_party/spdlog]")
-    result = cli(
-        "fetch", "--manifest", selected, "--vendor", "cpu", "--mirror", f"{PUBLIC}/={mirrors}/"
-    )
+    result = cli("fetch", "--manifest", selected, "--vendor", "cpu", "--mirror", mirror(mirrors))
     assert result.code == 0, result.err
     tree = Path(result.out.split()[-1])
     assert (tree / "third_party" / "json" / "json.hpp").is_file()
     assert not (tree / ".ci" / "ci.yml").exists()
     none = manifest(tmp_path / "c", {"lm": sha}, "none")
-    result = cli(
-        "fetch", "--manifest", none, "--vendor", "cpu", "--mirror", f"{PUBLIC}/={mirrors}/"
-    )
+    result = cli("fetch", "--manifest", none, "--vendor", "cpu", "--mirror", mirror(mirrors))
     assert result.code == 0, result.err
     assert not (Path(result.out.split()[-1]) / "third_party" / "json" / "json.hpp").exists()
 
@@ -156,7 +138,7 @@ def test_submodule_changed_underneath_is_refused(
     cli,  # type: ignore[no-untyped-def]
 ) -> None:
     stack = manifest(tmp_path / "s", {"lm": lm_sha(mirrors)})
-    args = ("fetch", "--manifest", stack, "--vendor", "cpu", "--mirror", f"{PUBLIC}/={mirrors}/")
+    args = ("fetch", "--manifest", stack, "--vendor", "cpu", "--mirror", mirror(mirrors))
     tree = Path(cli(*args).out.split()[-1])
     git(tree / "third_party" / "json", "checkout", "-q", "HEAD~1")
     result = cli(*args)
@@ -173,6 +155,6 @@ def test_empty_gitmodules_means_no_submodules(
     root = tmp_path / "mirrors"
     sha = init_repo(root / "cutlass.git", {**cmake_library("cutlass"), ".gitmodules": ""})
     stack = manifest(tmp_path / "s", {"cutlass": sha})
-    result = cli("fetch", "--manifest", stack, "--vendor", "cpu", "--mirror", f"{PUBLIC}/={root}/")
+    result = cli("fetch", "--manifest", stack, "--vendor", "cpu", "--mirror", mirror(root))
     assert result.code == 0, result.err
     assert (Path(result.out.split()[-1]) / "cutlass.c").is_file()

@@ -19,6 +19,21 @@ CPU = load_vendor_policy("cpu")
 PURE = {"demo/__init__.py": b"VALUE = 1\n", "demo/data.txt": b"hello\n" * 50}
 
 
+def system_library(name: str) -> Path | None:
+    """``name`` from the system library directory (Debian's or Red Hat's), None if absent."""
+    return next(
+        (
+            d / name
+            for d in (Path("/lib/x86_64-linux-gnu"), Path("/usr/lib64"))
+            if (d / name).exists()
+        ),
+        None,
+    )
+
+
+PTHREAD = system_library("libpthread.so.0")
+
+
 def violations(result: WheelAudit) -> dict[str, list[str | None]]:
     out: dict[str, list[str | None]] = {}
     for f in result.violations:
@@ -50,9 +65,7 @@ def test_record_size_mismatch_is_a_violation(tmp_path: Path) -> None:
         for info in src.infolist():
             data = src.read(info)
             if info.filename.endswith("RECORD"):
-                data = data.replace(b"demo/data.txt,", b"demo/data.txt,").replace(
-                    b",300\n", b",301\n"
-                )
+                data = data.replace(b",300\n", b",301\n")  # demo/data.txt: 300 bytes
             dst.writestr(info, data)
     assert violations(audit_wheel(rewritten, CPU)) == {"record-size": ["demo/data.txt"]}
 
@@ -76,12 +89,8 @@ def test_bad_file_name_and_missing_file_are_located_findings(tmp_path: Path) -> 
 
 
 def test_pure_tag_on_a_wheel_with_an_elf_file_is_a_violation(tmp_path: Path) -> None:
-    lib = next(
-        p
-        for p in (Path("/lib/x86_64-linux-gnu/libpthread.so.0"), Path("/usr/lib64/libpthread.so.0"))
-        if p.exists()
-    )
-    wheel = make_wheel(tmp_path, {**PURE, "demo/libpthread.so.0": lib}, tag="py3-none-any")
+    assert PTHREAD is not None
+    wheel = make_wheel(tmp_path, {**PURE, "demo/libpthread.so.0": PTHREAD}, tag="py3-none-any")
     assert "platform-tag" in violations(audit_wheel(wheel, CPU))
 
 
@@ -100,20 +109,9 @@ def test_json_report_is_serialisable_and_counts_violations(tmp_path: Path) -> No
 
 def seed_wheel() -> bytes:
     buffer = io.BytesIO()
-    lib = next(
-        (
-            p
-            for p in (
-                Path("/lib/x86_64-linux-gnu/libpthread.so.0"),
-                Path("/usr/lib64/libpthread.so.0"),
-            )
-            if p.exists()
-        ),
-        None,
-    )
     files = dict(PURE)
-    if lib is not None:
-        files["demo/lib/libpthread.so.0"] = lib.read_bytes()
+    if PTHREAD is not None:
+        files["demo/lib/libpthread.so.0"] = PTHREAD.read_bytes()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in files.items():
             zf.writestr(name, data)
@@ -153,14 +151,7 @@ def test_mangled_zip_gives_an_audit_and_never_an_exception(
     assert not any(f.code == "internal" for f in result.findings), render_text([result])
 
 
-ELF_SEED = next(
-    (
-        p.read_bytes()
-        for p in (Path("/lib/x86_64-linux-gnu/libpthread.so.0"), Path("/usr/lib64/libpthread.so.0"))
-        if p.exists()
-    ),
-    b"\x7fELF",
-)
+ELF_SEED = PTHREAD.read_bytes() if PTHREAD else b"\x7fELF"
 
 
 @settings(
@@ -202,17 +193,7 @@ def test_big_member_read_from_saved_inflater_states_equals_reading_it_whole(
     import wheels.audit as audit_module
     from wheels.elf import read_elf
 
-    lib = next(
-        (
-            p
-            for p in (
-                Path("/lib/x86_64-linux-gnu/libstdc++.so.6"),
-                Path("/usr/lib64/libstdc++.so.6"),
-            )
-            if p.exists()
-        ),
-        None,
-    )
+    lib = system_library("libstdc++.so.6")
     if lib is None:
         pytest.skip("no libstdc++ on this host")
     data = lib.read_bytes()
@@ -233,18 +214,7 @@ def test_big_member_read_from_saved_inflater_states_equals_reading_it_whole(
 
 
 def test_corrupt_cache_entries_are_misses_not_errors(tmp_path: Path) -> None:
-    lib = next(
-        (
-            p
-            for p in (
-                Path("/lib/x86_64-linux-gnu/libpthread.so.0"),
-                Path("/usr/lib64/libpthread.so.0"),
-            )
-            if p.exists()
-        ),
-        None,
-    )
-    files = {**PURE, **({"demo/lib/libpthread.so.0": lib} if lib else {})}
+    files = {**PURE, **({"demo/lib/libpthread.so.0": PTHREAD} if PTHREAD else {})}
     wheel = make_wheel(tmp_path / "w", files)
     cache = tmp_path / "cache"
     first = audit_wheel(wheel, CPU, cache_dir=cache)

@@ -66,6 +66,8 @@ def test_schema_check_rejects_a_broken_workflow(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode != 0
+    # Rejected by the schema, naming the bad job (not a crash or a missing tool).
+    assert "Schema validation errors" in done.stdout and "$.jobs.a" in done.stdout, done.stderr
 
 
 @pytest.mark.parametrize("name", ["stack.yml", "validate-pin.yml"])

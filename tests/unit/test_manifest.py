@@ -9,6 +9,7 @@ import pytest
 
 from builder.errors import ManifestError
 from builder.manifest import load_stack
+from builder.model import PathSource
 
 ROOT = Path(__file__).resolve().parents[2]
 SHA = "a" * 40
@@ -33,7 +34,7 @@ def problems(path: Path) -> list[str]:
     return list(info.value.problems)
 
 
-def test_real_stack_yaml_loads_with_four_components_and_four_vendors() -> None:
+def test_real_stack_yaml_loads_with_its_five_components_in_order_and_four_vendors() -> None:
     stack = load_stack(ROOT / "stack.yaml")
     assert stack.order == ("infinirt", "cutlass", "infiniops", "infiniccl", "infinilm")
     assert set(stack.vendors) == {"cpu", "nvidia", "moore", "thead"}
@@ -42,6 +43,7 @@ def test_real_stack_yaml_loads_with_four_components_and_four_vendors() -> None:
 def test_mini_stack_loads_with_path_sources() -> None:
     stack = load_stack(ROOT / "examples" / "mini-stack" / "stack.yaml")
     assert stack.order == ("minirt", "miniops", "miniccl", "minilm")
+    assert all(isinstance(c.source, PathSource) for c in stack.components.values())
     assert stack.wheel is not None and stack.wheel.bundle == ("minirt", "miniops", "miniccl")
 
 

@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from builder.layout import Layout
-from builder.manifest import load_stack
-from builder.plan import ComponentPlan, Plan, make_plan, to_json
-from builder.sources import gather
+from builder.plan import ComponentPlan, to_json
 from builder.vendors.base import Toolkit
-from tests.planning import CUDA, PPU, ROOT, host, plan_for
-
-
-def defines(plan: Plan, name: str) -> dict[str, str]:
-    return dict(plan.get(name).defines)
+from tests.planning import CUDA, PPU, ROOT, defines, host, plan_for
 
 
 def configure_argv(c: ComponentPlan) -> tuple[str, ...]:
@@ -61,14 +52,6 @@ def test_commands_are_cmake_ninja_configure_build_install() -> None:
     argv = configure_argv(c)
     assert argv[:7] == ("cmake", "-S", str(c.source_dir), "-B", str(c.build_dir), "-G", "Ninja")
     assert c.steps[1].argv == ("cmake", "--build", str(c.build_dir), "--parallel", "8")
-
-
-def test_test_flag_enables_ctest_and_the_testing_option() -> None:
-    c = plan_for("cpu", tests=True).get("infinirt")
-    assert [s.kind for s in c.steps] == ["configure", "build", "test", "install"]
-    assert c.defines["INFINI_RT_BUILD_TESTING"] == "ON"
-    assert c.steps[2].argv == ("ctest", "--output-on-failure")
-    assert c.steps[2].cwd == c.build_dir
 
 
 def test_thead_uses_the_newer_infinirt_with_with_thead_and_the_ppu_nvcc() -> None:
@@ -166,12 +149,9 @@ def test_cli_plan_unknown_vendor_is_a_usage_error(cli) -> None:  # type: ignore[
 def test_compiler_flags_from_the_environment_change_the_key() -> None:
     from dataclasses import replace
 
-    stack = load_stack(ROOT / "stack.yaml")
-    layout = Layout(home=Path("/h"), store_root=Path("/h/store"))
-    inputs = gather(stack, "cpu")
-    plain = make_plan(stack, "cpu", host(), inputs, layout)
-    flagged = make_plan(stack, "cpu", replace(host(), env={"CXXFLAGS": "-O0"}), inputs, layout)
-    unrelated = make_plan(stack, "cpu", replace(host(), env={"HOME": "/x"}), inputs, layout)
+    plain = plan_for("cpu")
+    flagged = plan_for("cpu", facts=replace(host(), env={"CXXFLAGS": "-O0"}))
+    unrelated = plan_for("cpu", facts=replace(host(), env={"HOME": "/x"}))
     assert flagged.get("infinirt").key != plain.get("infinirt").key
     assert unrelated.get("infinirt").key == plain.get("infinirt").key
 
@@ -179,9 +159,6 @@ def test_compiler_flags_from_the_environment_change_the_key() -> None:
 def test_provider_fingerprints_reach_only_the_components_that_use_them() -> None:
     from dataclasses import replace
 
-    stack = load_stack(ROOT / "stack.yaml")
-    layout = Layout(home=Path("/h"), store_root=Path("/h/store"))
-    inputs = gather(stack, "nvidia")
     before = replace(
         host(CUDA),
         component_providers={"infiniccl": {"nccl": "2.27@/a"}},
@@ -192,8 +169,8 @@ def test_provider_fingerprints_reach_only_the_components_that_use_them() -> None
         component_providers={"infiniccl": {"nccl": "2.28@/b"}},
         component_hints={"infiniccl": {"NCCL_LIB": "/b/libnccl.so.2"}},
     )
-    a = make_plan(stack, "nvidia", before, inputs, layout)
-    b = make_plan(stack, "nvidia", after, inputs, layout)
+    a = plan_for("nvidia", facts=before)
+    b = plan_for("nvidia", facts=after)
     assert a.get("infiniccl").key != b.get("infiniccl").key
     assert a.get("infiniccl").defines["NCCL_LIB"] == "/a/libnccl.so.2"
     assert "NCCL_LIB" not in a.get("infinirt").defines

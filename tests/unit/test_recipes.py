@@ -13,7 +13,7 @@ from builder import preflight
 from builder.manifest import load_stack
 from builder.model import GitSource, PathSource
 from builder.plan import Plan
-from tests.planning import CUDA, PPU, ROOT
+from tests.planning import CUDA, PPU, ROOT, defines
 from tests.planning import plan_for as planned
 
 COMPONENTS = ROOT / "components"
@@ -25,10 +25,6 @@ def plan_for(vendor: str, *, tests: bool = False, select: tuple[str, ...] = ()) 
     """The vendor's plan with its toolkit present."""
     toolkit = {"nvidia": CUDA, "thead": PPU}.get(vendor)
     return planned(vendor, toolkit, tests=tests, select=select)
-
-
-def defines(plan: Plan, name: str) -> dict[str, str]:
-    return dict(plan.get(name).defines)
 
 
 # --- CUTLASS: given from a pinned component, never downloaded at configure time -----------------
@@ -116,13 +112,19 @@ def test_nvidia_declares_flash_attn_as_a_linked_provider_of_infiniops() -> None:
     assert preflight.declared_linked(stack, "cpu") == ()
 
 
+def copy_of_the_repository(tmp_path: Path) -> Path:
+    """stack.yaml and components/ copied to ``tmp_path``, to be edited there."""
+    shutil.copy(ROOT / "stack.yaml", tmp_path / "stack.yaml")
+    shutil.copytree(ROOT / "components", tmp_path / "components")
+    return tmp_path
+
+
 def test_operator_selection_is_an_input_of_the_infiniops_key(tmp_path: Path) -> None:
     cpu = planned("cpu").get("infiniops").key_inputs["options"]
     assert cpu["INFINI_OPS_OPS"] == "add,gemm,rms_norm,causal_softmax"
     before = planned("nvidia", CUDA)
     # The selection file's content counts, not only its name: edit it in a copy of the repo.
-    shutil.copy(ROOT / "stack.yaml", tmp_path / "stack.yaml")
-    shutil.copytree(ROOT / "components", tmp_path / "components")
+    copy_of_the_repository(tmp_path)
     selection = tmp_path / "components" / "infiniops" / "ops" / "nvidia.json"
     slots = json.loads(selection.read_text())
     slots["gemm"] = {"implementations": [8]}
@@ -189,6 +191,7 @@ def test_infinirt_runs_ctest_only_when_tests_are_asked_for() -> None:
     assert [s.kind for s in plain.steps] == ["configure", "build", "install"]
     tested = plan_for("cpu", tests=True).get("infinirt")
     assert tested.defines["INFINI_RT_BUILD_TESTING"] == "ON"
+    assert [s.kind for s in tested.steps] == ["configure", "build", "test", "install"]
     test = next(s for s in tested.steps if s.kind == "test")
     assert test.argv == ("ctest", "--output-on-failure") and test.cwd == tested.build_dir
 
@@ -255,10 +258,14 @@ def test_infinilm_uses_infinirt_graphs_only_where_the_pinned_infinirt_has_them(
     assert defines(plan_for(vendor), "infinilm")["INFINILM_INFINIRT_GRAPH"] == graph
 
 
-def test_infinilm_project_files_are_part_of_its_key() -> None:
-    lm = plan_for("cpu").get("infinilm")
-    assert lm.key_inputs["recipe"]  # recipe file + components/infinilm/ tree digest
-    assert (COMPONENTS / "infinilm" / "CMakeLists.txt").is_file()
+def test_infinilm_project_files_are_part_of_its_key(tmp_path: Path) -> None:
+    before = plan_for("cpu")
+    assert before.get("infinilm").key_inputs["recipe"]  # recipe file + components/infinilm/ tree
+    project = copy_of_the_repository(tmp_path) / "components" / "infinilm" / "CMakeLists.txt"
+    project.write_text(project.read_text() + "# edited\n")
+    after = planned("cpu", root=tmp_path)
+    assert after.get("infinilm").key != before.get("infinilm").key
+    assert after.get("infinirt").key == before.get("infinirt").key
 
 
 def test_selecting_infinilm_plans_the_whole_stack_in_dependency_order() -> None:

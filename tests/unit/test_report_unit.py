@@ -74,7 +74,8 @@ def test_write_keeps_every_report_and_points_last_at_the_newest(tmp_path: Path) 
     r = sample()
     r.vendor = "nvidia"
     second = report.write(r, layout)
-    assert first.is_file() and second.is_file()
+    assert first != second and first.is_file() and second.is_file()
+    assert json.loads(first.read_text())["vendor"] == "cpu"  # not overwritten by the second
     assert report.read_last(layout)["vendor"] == "nvidia"
 
 
@@ -140,3 +141,12 @@ def test_plain_progress_is_one_line_per_event() -> None:
         "[minirt] configure done in 0.2s",
         "[miniops] waiting: process 12 is building the same store entry",
     ]
+
+
+def test_a_corrupt_last_report_is_a_usage_error_not_a_traceback(tmp_path: Path) -> None:
+    layout = Layout.from_env({}, home=tmp_path)
+    layout.runs().mkdir(parents=True)
+    for junk in ("{half", "[1, 2]"):
+        (layout.runs() / "last.json").write_text(junk)
+        with pytest.raises(UsageError, match="is not a run report"):
+            report.read_last(layout)

@@ -4,6 +4,7 @@ but the epoch, no build path, the same bytes for the same inputs."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,42 +12,24 @@ import pytest
 
 from builder import sbom
 from builder.layout import Layout
-from builder.manifest import load_stack
 from builder.model import GitSource
-from builder.plan import Plan, make_plan
-from builder.sources import gather
-from builder.vendors.base import HostFacts, Toolkit
-from tests.conftest import ROOT
+from builder.plan import Plan
+from tests import planning
 from wheels.naming import wheel_name
 
 pytest.importorskip("cyclonedx.validation.json")
 
-CUDA = Toolkit(
-    root=Path("/opt/cuda"),
-    compiler=Path("/opt/cuda/bin/nvcc"),
-    version="13.0",
-    found=True,
-    source="CUDA_HOME",
-)
 HOME = Path("/srv/builds/infini-home")
 
 
 def plan_for(vendor: str) -> Plan:
-    stack = load_stack(ROOT / "stack.yaml")
-    host = HostFacts(
-        python="/usr/bin/python3",
-        python_version="3.11",
-        soabi="cpython-311-x86_64-linux-gnu",
-        pybind11_dir="/pb/cmake",
-        pybind11_version="3.1.0",
-        cpu_count=8,
-        cxx="/usr/bin/g++",
-        cxx_version="g++ 12.2.0",
-        toolkit=CUDA if vendor == "nvidia" else None,
+    """The real stack's plan, its toolkit and NCCL found, in a home the SBOM must not name."""
+    facts = replace(
+        planning.host(planning.CUDA if vendor == "nvidia" else None),
         providers={"nccl": "2.27.3@/usr/lib/x86_64-linux-gnu/libnccl.so.2"},
     )
-    return make_plan(
-        stack, vendor, host, gather(stack, vendor), Layout(home=HOME, store_root=HOME / "store")
+    return planning.plan_for(
+        vendor, facts=facts, layout=Layout(home=HOME, store_root=HOME / "store")
     )
 
 
