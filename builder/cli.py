@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 # The line bin/infini-stack runs (it drops the working directory ``-c`` puts on sys.path).
-RUN = "import sys; del sys.path[0]; from builder.cli import main; sys.exit(main())"
+RUN = "import sys; del sys.path[0]; from builder.noop import main; main()"
 
 
 def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
@@ -43,10 +43,17 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """``infini-stack ARGV`` (``sys.argv`` when None): the exit status."""
     words = list(sys.argv[1:] if argv is None else argv)
     if (settled := noop.settle(words)) is not None:
         return settled
-    if sys.flags.no_site and argv is None:  # started for the fast path: the rest needs site
+    return run(words, launched=argv is None)
+
+
+def run(words: list[str], *, launched: bool = False) -> int:
+    """The command line once :mod:`builder.noop` has not settled it; ``launched``: this process
+    is the command itself (it may re-run itself with ``site``)."""
+    if sys.flags.no_site and launched:  # started for the fast path: the rest needs site
         os.execv(sys.executable, [sys.executable, "-c", RUN, *words])
     from builder.errors import EXIT_INTERNAL, StackError
 

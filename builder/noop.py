@@ -10,19 +10,18 @@ it holds it writes its run report and exits without loading the manifest, probin
 running CMake or Ninja; anything else takes the full path, which plans, builds what is missing
 and leaves a new memo.
 
-This module runs first in every ``infini-stack`` process, so it imports only modules CPython
-has loaded before any user code (``os``, ``sys``) and built-in ones (``marshal``, ``time``): no
-json, re, pathlib or argparse, which would cost more than the whole check. Memos are
-``marshal`` data, read and written only here.
+This module runs first in every ``infini-stack`` process (:func:`main` is what the installed
+command runs), so it imports only ``os``, ``sys`` and built-in modules (``marshal``, ``time``):
+no json, re, pathlib, typing, argparse or even ``__future__``, which would cost more than the
+whole check. Memos are ``marshal`` data, read and written only here.
 """
-
-from __future__ import annotations
 
 import marshal
 import os
 import sys
 import time
 
+# No ``from __future__ import annotations`` either: annotations naming these are quoted.
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (and re) at run time
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -77,7 +76,7 @@ _ENV_PREFIXES = (
 _ENV_SUFFIXES = ("FLAGS", "_ROOT", "_HOME", "_DIR", "_PATH", "_INCLUDE_PATH")
 
 
-def build_env(environ: Mapping[str, str]) -> dict[str, str]:
+def build_env(environ: "Mapping[str, str]") -> dict[str, str]:
     """The variables of ``environ`` a build can read (compared whole: one added is a change)."""
     return {
         name: value
@@ -95,7 +94,7 @@ def signature(path: str) -> tuple[int, int, int, int, int] | None:
     return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode)
 
 
-def default_home(environ: Mapping[str, str]) -> str:
+def default_home(environ: "Mapping[str, str]") -> str:
     if value := environ.get(HOME_ENV):
         return os.path.expanduser(value)
     cache = environ.get("XDG_CACHE_HOME") or os.path.join(
@@ -104,7 +103,7 @@ def default_home(environ: Mapping[str, str]) -> str:
     return os.path.join(os.path.expanduser(cache), "infini-stack")
 
 
-def home_of(argv: Sequence[str], environ: Mapping[str, str]) -> str:
+def home_of(argv: "Sequence[str]", environ: "Mapping[str, str]") -> str:
     """The home a ``build`` command line names (``--home``), else the environment's."""
     home = None
     for i, arg in enumerate(argv):
@@ -115,12 +114,12 @@ def home_of(argv: Sequence[str], environ: Mapping[str, str]) -> str:
     return os.path.realpath(home or default_home(environ))
 
 
-def request(argv: Sequence[str], cwd: str) -> list[str]:
+def request(argv: "Sequence[str]", cwd: str) -> list[str]:
     """What identifies a memo: the interpreter, the working directory and the command line."""
     return [sys.executable, cwd, *argv]
 
 
-def memo_file(home: str, argv: Sequence[str], cwd: str) -> str:
+def memo_file(home: str, argv: "Sequence[str]", cwd: str) -> str:
     digest = 0xCBF29CE484222325  # FNV-1a, 64 bits: a file name, not a proof (the memo is)
     for byte in "\0".join(request(argv, cwd)).encode():
         digest = ((digest ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
@@ -128,7 +127,7 @@ def memo_file(home: str, argv: Sequence[str], cwd: str) -> str:
 
 
 def holds(
-    memo: Mapping[str, Any], argv: Sequence[str], cwd: str, environ: Mapping[str, str]
+    memo: "Mapping[str, Any]", argv: "Sequence[str]", cwd: str, environ: "Mapping[str, str]"
 ) -> bool:
     """Everything the memo's build was planned from is as it was, and its entries are stored."""
     if memo.get("format") != FORMAT or memo.get("request") != request(argv, cwd):
@@ -147,7 +146,7 @@ def holds(
     return all(os.path.isfile(record) for record in memo["records"])
 
 
-def load(path: str) -> dict[str, Any] | None:
+def load(path: str) -> "dict[str, Any] | None":
     try:
         with open(path, "rb") as f:
             data = marshal.load(f)
@@ -156,7 +155,7 @@ def load(path: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def save(path: str, memo: dict[str, Any]) -> None:
+def save(path: str, memo: "dict[str, Any]") -> None:
     """Write ``memo`` whole or not at all (a reader never sees half a memo)."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}"
@@ -179,7 +178,7 @@ def write_run_report(runs: str, command: str, vendor: str, started: float, text:
     return path
 
 
-def settle(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> int | None:
+def settle(argv: "Sequence[str]", environ: "Mapping[str, str] | None" = None) -> int | None:
     """Exit status of ``infini-stack ARGV`` when it is an unchanged build, else None."""
     if not argv or argv[0] != "build" or "--no-memo" in argv or "-h" in argv or "--help" in argv:
         return None
@@ -199,3 +198,14 @@ def settle(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> int
     print(f"{memo['summary']} in {seconds:.1f}s", file=sys.stderr)
     print(f"run report: {path}", file=sys.stderr)
     return 0
+
+
+def main() -> None:
+    """What ``bin/infini-stack`` runs: settle an unchanged build, else the whole command line."""
+    argv = sys.argv[1:]
+    code = settle(argv)
+    if code is None:
+        from builder.cli import run
+
+        code = run(argv, launched=True)
+    sys.exit(code)
