@@ -5,7 +5,7 @@
 Installs this checkout into a fresh virtual environment (a regular install, as a release
 engineer or CI machine has it; ``--system-site-packages`` supplies the dependencies), builds the
 bundled mini stack with it into a fresh home (cold, timed), then times, as medians of ``--runs``
-runs each, in one run of this script:
+runs each, in one run of this script (the no-op build and the Ninja sum in alternating rounds):
 
 - ``noop build``: the installed ``infini-stack build`` with nothing changed, a new process each
   time, from a directory outside this checkout;
@@ -45,9 +45,13 @@ def timed(argv: Sequence[str], env: dict[str, str], cwd: Path) -> float:
     return time.perf_counter() - start
 
 
-def median_of(runs: int, once: Callable[[], float]) -> float:
-    once()  # warm the page cache and, for the build, the memo
-    return statistics.median(once() for _ in range(runs))
+def medians(runs: int, *measures: Callable[[], float]) -> list[float]:
+    """The median of each measure, taken in interleaved rounds: a change in the shared machine's
+    load while the script runs weighs on every measure alike, not on whichever ran then."""
+    for once in measures:
+        once()  # warm the page cache and, for the build, the memo
+    rounds = [[once() for once in measures] for _ in range(runs)]
+    return [statistics.median(column) for column in zip(*rounds, strict=True)]
 
 
 def install(venv: Path) -> Path:
@@ -133,12 +137,18 @@ def main() -> int:
         python = str(bin_dir / "python")
         as_module = [python, "-m", "builder", *build(args.vendor)[1:]]
 
-        noop = median_of(args.runs, lambda: timed(build(args.vendor), env, work))
+        noop, ninja = medians(
+            args.runs,
+            lambda: timed(build(args.vendor), env, work),
+            lambda: ninja_sum(dirs, env),
+        )
         last = json.loads((home / "runs" / "last.json").read_text())
-        module = median_of(args.runs, lambda: timed(as_module, env, work))
-        ninja = median_of(args.runs, lambda: ninja_sum(dirs, env))
-        bare = median_of(args.runs, lambda: timed([python, "-S", "-c", "pass"], env, work))
-        interpreter = median_of(args.runs, lambda: timed([python, "-c", "pass"], env, work))
+        module, bare, interpreter = medians(
+            args.runs,
+            lambda: timed(as_module, env, work),
+            lambda: timed([python, "-S", "-c", "pass"], env, work),
+            lambda: timed([python, "-c", "pass"], env, work),
+        )
         check = in_process(bin_dir, build(args.vendor)[1:], env, work)
         assert {c["status"] for c in last["components"]} == {"hit"}, "the no-op built something"
 
