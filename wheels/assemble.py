@@ -3,8 +3,9 @@
 Bundled shared libraries go into the wheel's library directory under their SONAME; every ELF's
 RUNPATH is rewritten to ``$ORIGIN``-relative entries only (absolute build or toolkit paths are
 dropped), with entries added for libraries that other Python distributions supply (those
-distributions become Requires-Dist). Members are written in a fixed order with fixed timestamps
-and permissions, so the same inputs give the same bytes.
+distributions become Requires-Dist); a need of such a library that it cannot find by itself is
+loaded by the wheel first (:func:`fix_loading`). Members are written in a fixed order with fixed
+timestamps and permissions, so the same inputs give the same bytes.
 
 Reproducibility, decided here:
 - Every member's time is the wheel's epoch: ``SOURCE_DATE_EPOCH`` when set, else the newest commit
@@ -20,6 +21,7 @@ Reproducibility, decided here:
 
 from __future__ import annotations
 
+import ast
 import base64
 import dataclasses
 import hashlib
@@ -31,7 +33,7 @@ import sysconfig
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,18 +46,12 @@ from builder import __version__, proc
 from builder.errors import BuildError, UsageError
 from builder.model import GitSource, Source, WheelSpec
 from wheels.elf import ELF_MAGIC
-from wheels.naming import WheelName
+from wheels.loading import installed_copy, site_dirs, stranded_needs
+from wheels.naming import EXTENSION_NAME, WheelName
+from wheels.policy import DistLib
 
 DEFAULT_EPOCH = 315532800  # 1980-01-01, the earliest time a zip member can carry
 EPOCH_ENV = "SOURCE_DATE_EPOCH"
-
-
-@dataclass(frozen=True, kw_only=True)
-class DistLibrary:
-    """A shared library that another Python distribution supplies (e.g. libcudart.so.13)."""
-
-    distribution: str
-    dir: str  # relative to site-packages
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,7 +59,7 @@ class WheelInputs:
     spec: WheelSpec
     name: WheelName
     prefixes: Mapping[str, Path]  # component -> install prefix (a store entry)
-    supplied: Mapping[str, DistLibrary]  # soname -> the distribution that supplies it
+    supplied: Mapping[str, DistLib]  # soname -> the distribution that supplies it
     epoch: int = DEFAULT_EPOCH
     extra_files: Mapping[str, bytes] | None = None  # dist-info relative path -> bytes
 
@@ -141,9 +137,9 @@ def stage(inputs: WheelInputs, root: Path) -> list[str]:
             info = read_dynamic(lib)
             name = info.soname if info and info.soname else lib.name
             shutil.copyfile(lib, libdir / name)
-    requires = fix_runpaths(root, inputs.supplied)
+    requires = fix_loading(root, inputs.supplied)
     for path in sorted(root.rglob("*")):
-        if path.is_file() and _is_elf(path):  # fix_runpaths has read (and vetted) each already
+        if path.is_file() and _is_elf(path):  # fix_loading has read (and vetted) each already
             normalise_build_id(path)
     return requires
 
@@ -160,34 +156,117 @@ def _shared_libraries(libdir: Path) -> list[Path]:
     return sorted({real for path in libdir.glob("*.so*") if (real := path.resolve()).is_file()})
 
 
-def fix_runpaths(root: Path, supplied: Mapping[str, DistLibrary]) -> list[str]:
+def fix_loading(
+    root: Path, supplied: Mapping[str, DistLib], dirs: Sequence[Path] | None = None
+) -> list[str]:
+    """Make every ELF under ``root`` load from the installed wheel; returns the Requires-Dist.
+
+    Each RUNPATH is rewritten to reach what the ELF needs. A library another distribution
+    supplies may itself need one that its own search path does not reach (flash-attn's
+    extension counts on ``import torch`` having loaded ``libtorch_python.so``). Where that
+    distribution's copy is installed here (in ``dirs``, by default this host's site
+    directories), such a need is added to the DT_NEEDED of the ELF that loads it, or, when only
+    an import may load it (the policy's ``import``), that import is written into the package of
+    every extension that loads the ELF (:func:`write_preloads`).
+    """
+    dirs = site_dirs() if dirs is None else dirs
     elves = {
         p: d for p in sorted(root.rglob("*")) if p.is_file() and (d := read_dynamic(p)) is not None
     }
     where: dict[str, Path] = {}
     for path, info in elves.items():
-        where.setdefault(info.soname or path.name, path.parent)
+        where.setdefault(info.soname or path.name, path.parent / (info.soname or path.name))
     requires: list[str] = []
+    preloads: dict[Path, list[tuple[str, str]]] = {}
     tool = None
     for path, info in elves.items():
+        stranded = _stranded(info, supplied, dirs, loaded={*where, *info.needed})
+        added = [soname for soname, lib in stranded if lib.module is None]
+        preloads[path] = [(lib.module, soname) for soname, lib in stranded if lib.module]
+        requires += [lib.distribution for _, lib in stranded]
         wanted = [p for p in info.runpath if p.startswith("$ORIGIN")]
-        for need in info.needed:
+        for need in (*info.needed, *added):
             if need in where:
-                wanted.append(_origin(path.parent, where[need]))
+                wanted.append(_origin(path.parent, where[need].parent))
             elif need in supplied:
                 wanted.append(_origin(path.parent, root / supplied[need].dir))
                 requires.append(supplied[need].distribution)
         runpath = list(dict.fromkeys(wanted))
-        if tuple(runpath) != info.runpath:
+        if tuple(runpath) != info.runpath or added:
             tool = tool or patchelf()
-            value = ":".join(runpath)
-            argv = (
-                [tool, "--set-rpath", value, str(path)]
-                if runpath
-                else [tool, "--remove-rpath", str(path)]
-            )
-            proc.run(argv, what=f"patchelf on {path.relative_to(root)}")
-    return list(dict.fromkeys(requires))
+            argv = [tool, "--set-rpath", ":".join(runpath)] if runpath else [tool, "--remove-rpath"]
+            for need in added:
+                argv += ["--add-needed", need]
+            proc.run([*argv, str(path)], what=f"patchelf on {path.relative_to(root)}")
+    write_preloads(root, elves, where, preloads)
+    return sorted(set(requires), key=requires.index)
+
+
+def _stranded(
+    info: Dynamic, supplied: Mapping[str, DistLib], dirs: Sequence[Path], loaded: set[str]
+) -> list[tuple[str, DistLib]]:
+    """What the distribution libraries ``info`` needs will need and not find by themselves."""
+    out: list[tuple[str, DistLib]] = []
+    for need in info.needed:
+        hit = installed_copy(supplied[need], need, dirs) if need in supplied else None
+        if hit is not None:
+            out += [s for s in stranded_needs(*hit, supplied, dirs, loaded) if s not in out]
+    return out
+
+
+PRELOAD_MARK = "# infini-stack preload"
+
+
+def write_preloads(
+    root: Path,
+    elves: Mapping[Path, Dynamic],
+    where: Mapping[str, Path],
+    preloads: Mapping[Path, Sequence[tuple[str, str]]],
+) -> None:
+    """Import each module an ELF's stranded needs call for, in the ``__init__.py`` of the
+    package of every extension module that loads that ELF, before anything else runs there."""
+    for path in elves:
+        if not EXTENSION_NAME.match(path.name):
+            continue
+        wanted: dict[str, str] = {}
+        for member in _load_order(path, elves, where):
+            for module, soname in preloads.get(member, ()):
+                wanted.setdefault(module, f"{member.relative_to(root)} needs {soname}")
+        if wanted:
+            _prepend_imports(path.parent / "__init__.py", wanted)
+
+
+def _load_order(path: Path, elves: Mapping[Path, Dynamic], where: Mapping[str, Path]) -> list[Path]:
+    """The wheel's ELFs that loading ``path`` loads, breadth first."""
+    order = [path]
+    for member in order:
+        info = elves.get(member)
+        for need in info.needed if info else ():
+            found = where.get(need)
+            if found is not None and found not in order:
+                order.append(found)
+    return order
+
+
+def _prepend_imports(init: Path, modules: Mapping[str, str]) -> None:
+    text = init.read_text(encoding="utf-8") if init.is_file() else ""
+    if PRELOAD_MARK in text:
+        return
+    try:
+        body = ast.parse(text).body
+    except SyntaxError as exc:
+        raise BuildError(f"cannot add imports to {init}: {exc}") from exc
+    # After the docstring and any `from __future__` import, which must come first.
+    head = 0
+    for i, node in enumerate(body):
+        docstring = i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        if not (docstring or (isinstance(node, ast.ImportFrom) and node.module == "__future__")):
+            break
+        head = node.end_lineno or head
+    lines = text.splitlines(keepends=True)
+    block = [f"{PRELOAD_MARK}: a library this package loads needs what only an import loads\n"]
+    block += [f"import {m}  # noqa: F401, E402 ({why})\n" for m, why in sorted(modules.items())]
+    init.write_text("".join([*lines[:head], *block, *lines[head:]]), encoding="utf-8")
 
 
 def normalise_build_id(path: Path) -> bool:

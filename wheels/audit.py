@@ -6,13 +6,16 @@ memory (:mod:`wheels.elf`). Big wheels are spread over processes, largest member
 
 Checks, per ELF: identity; each DT_NEEDED resolved through RUNPATH into the wheel, into another
 distribution (which must be a Requires-Dist), to a manylinux system library or to a library the
-vendor expects on the machine; libpython absent (not needed, not linked in statically); the
-extension's ``PyInit_<name>``; every undefined symbol bound by the libraries it loads. Per wheel:
+vendor expects on the machine; the needs of another distribution's library that only the wheel
+can make it find (:mod:`wheels.loading`); libpython absent (not needed, not linked in
+statically); the extension's ``PyInit_<name>``; every undefined symbol bound by the libraries it
+loads. Per wheel:
 archive hygiene, RECORD, and the platform tag against auditwheel's rules (:mod:`wheels.policy`).
 """
 
 from __future__ import annotations
 
+import ast
 import base64
 import bisect
 import contextlib
@@ -26,9 +29,7 @@ import pickle
 import posixpath
 import queue
 import re
-import site
 import stat
-import sysconfig
 import tempfile
 import threading
 import time
@@ -78,11 +79,13 @@ from wheels.elf import (
     read_elf,
     to_record,
 )
-from wheels.naming import escaped_name
+from wheels.loading import ORIGIN, installed_copy, search_path, site_dirs, stranded_needs
+from wheels.naming import EXTENSION_NAME, escaped_name
 from wheels.policy import (
     LIBPYTHON_RE,
     PYTHON_CORE,
     STATIC_PYTHON_MIN,
+    DistLib,
     TagVerdict,
     VendorPolicy,
     host_library_dirs,
@@ -118,9 +121,7 @@ LISTED_SYMBOLS = 200
 
 _PY_SYMBOL = re.compile(r"^_?Py")
 _PY_EXPORT = re.compile(r"\0(_?Py[^\0]*)")
-_EXTENSION = re.compile(r"^(?P<mod>[A-Za-z_]\w*)\.(cpython-[^./]+|abi3|pypy[^./]*)\.so$")
 _BARE_MODULE = re.compile(r"^(?P<mod>[A-Za-z_]\w*)\.so$")
-_ORIGIN = re.compile(r"\$(ORIGIN\b|\{ORIGIN\})")
 _TOKEN = re.compile(r"\$(\{[A-Za-z_]+\}|[A-Za-z_]+)")
 _SITE = "/\0site-packages"
 
@@ -973,7 +974,7 @@ def _extension_module(install: str | None, installed: Mapping[str, str]) -> str 
     if install is None:
         return None
     directory, base = posixpath.split(install)
-    if m := _EXTENSION.match(base):
+    if m := EXTENSION_NAME.match(base):
         return m.group("mod")
     m = _BARE_MODULE.match(base)
     in_package = not directory or posixpath.join(directory, "__init__.py") in installed
@@ -992,7 +993,7 @@ def _runpath_dir(entry: str, origin: str | None) -> tuple[str | None, str | None
     if tokens:
         if origin is None:
             return None, None
-        expanded = posixpath.normpath(_ORIGIN.sub(f"{_SITE}/{origin}".rstrip("/"), entry))
+        expanded = posixpath.normpath(ORIGIN.sub(f"{_SITE}/{origin}".rstrip("/"), entry))
         if expanded == _SITE:
             return "", None
         if expanded.startswith(_SITE + "/"):
@@ -1121,7 +1122,7 @@ class _Group:
     """What loading one root (an extension, an executable, a library) brings in, as ld.so does."""
 
     members: list[str]
-    outside: list[tuple[Need, ElfInfo]]
+    outside: list[tuple[Need, str]]  # a need from outside the wheel, and the member needing it
     resolved: dict[tuple[str, str], _Resolved]
 
 
@@ -1150,7 +1151,7 @@ def _load(ctx: _Elves, root: str) -> _Group:
                     if lib_soname:
                         loaded.setdefault(lib_soname, loaded[soname])
                 elif need.kind != "wheel":
-                    group.outside.append((need, mine))
+                    group.outside.append((need, member))
             group.resolved[(member, soname)] = loaded[soname]
     return group
 
@@ -1202,19 +1203,39 @@ def _host_path(ctx: _Elves, soname: str, like: ElfInfo) -> str | None:
 # Symbols: every undefined, non-weak symbol must be defined by something loaded with the ELF.
 
 
+@dataclass(frozen=True)
+class _Stranded:
+    """A need of another distribution's library that ld.so will not find (:mod:`wheels.loading`)."""
+
+    member: str  # the wheel's ELF that loads the library
+    library: str  # the other distribution's library (its name as needed)
+    soname: str
+    lib: DistLib
+
+
 @dataclass
 class _Scope:
     providers: list[ElfInfo]
     unverifiable: list[str]
+    stranded: list[_Stranded] = field(default_factory=list)
 
 
 def _group_scope(ctx: _Elves, group: _Group) -> _Scope:
-    """The objects a dlopen of the group's root puts in its local scope, host ones included."""
+    """The objects a dlopen of the group's root puts in its local scope, host ones included.
+
+    Like ld.so, a name already loaded (the wheel's libraries and their direct needs) is not
+    searched again; any other need of a library from outside is searched through that library's
+    own RUNPATH and the host's directories.
+    """
     scope = _Scope([ctx.elfs[m] for m in group.members], [])
+    loaded = {ctx.elfs[m].soname or posixpath.basename(m) for m in group.members}
+    loaded.update(need.soname for need, _ in group.outside)
     seen: set[str] = set()
-    queue = deque(_outside_node(ctx, need, like) for need, like in group.outside)
+    queue = deque(
+        (*_outside_node(ctx, need, ctx.elfs[member]), member) for need, member in group.outside
+    )
     while queue:
-        key, info, label = queue.popleft()
+        key, info, label, member = queue.popleft()
         if key in seen:
             continue
         seen.add(key)
@@ -1222,30 +1243,32 @@ def _group_scope(ctx: _Elves, group: _Group) -> _Scope:
             scope.unverifiable.append(label)
             continue
         scope.providers.append(info)
+        stranded = dict(stranded_needs(key, info, ctx.policy.distributions, ctx.site_dirs, loaded))
         for soname in info.needed:
-            hit = ctx.host.find(soname, info, _host_rpath(key, info))
-            queue.append((hit[0], hit[1], soname) if hit else (f"none:{soname}", None, soname))
+            if soname in loaded:
+                continue
+            if soname in stranded:
+                scope.stranded.append(_Stranded(member, label, soname, stranded[soname]))
+                scope.unverifiable.append(soname)
+                continue
+            hit = ctx.host.find(soname, info, search_path(key, info))
+            loaded.add(soname)
+            node = (hit[0], hit[1], soname) if hit else (f"none:{soname}", None, soname)
+            queue.append((*node, member))
     return scope
 
 
 def _outside_node(ctx: _Elves, need: Need, like: ElfInfo) -> tuple[str, ElfInfo | None, str]:
     if need.kind == "distribution":
         lib = ctx.policy.supplier(need.soname)
-        for site_dir in ctx.site_dirs if lib else ():
-            hit = ctx.host.locate(posixpath.join(site_dir, lib.dir, need.soname)) if lib else None
-            if hit is not None and like.is_compatible(hit[1]):
-                return hit[0], hit[1], need.soname
+        hit = installed_copy(lib, need.soname, ctx.site_dirs) if lib else None
+        if hit is not None and like.is_compatible(hit[1]):
+            return hit[0], hit[1], need.soname
     elif need.kind in ("system", "external"):
         hit = ctx.host.find(need.soname, like)
         if hit is not None:
             return hit[0], hit[1], need.soname
     return f"none:{need.soname}", None, need.soname
-
-
-def _host_rpath(path: str, info: ElfInfo) -> list[str]:
-    origin = posixpath.dirname(path)
-    entries = info.split_path("runpath") or info.split_path("rpath")
-    return [posixpath.normpath(_ORIGIN.sub(origin, e)) for e in entries if e.startswith(("/", "$"))]
 
 
 def _scopes_by_member(ctx: _Elves) -> dict[str, _Scope]:
@@ -1260,7 +1283,59 @@ def _scopes_by_member(ctx: _Elves) -> dict[str, _Scope]:
             scope.unverifiable += [
                 u for u in group_scopes[root].unverifiable if u not in scope.unverifiable
             ]
+            scope.stranded += [s for s in group_scopes[root].stranded if s not in scope.stranded]
     return out
+
+
+def _check_stranded(
+    ctx: _Elves, archive: _Archive, scopes: Mapping[str, _Scope], f: _Findings
+) -> None:
+    stranded = {s for scope in scopes.values() for s in scope.stranded}
+    for s in sorted(stranded, key=lambda s: (s.member, s.library, s.soname)):
+        home = posixpath.join(s.lib.dir, s.soname) if s.lib.dir else s.soname
+        module = s.lib.module
+        if module is None:
+            remedy = f"list {s.soname} in the DT_NEEDED of this library"
+        else:
+            packages = _packages_loading(ctx, s.member)
+            missing = [p for p in packages if not _imports_first(archive, ctx, p, module)]
+            if packages and not missing:
+                continue
+            where = ", ".join(f"{p or '(top level)'}/__init__.py" for p in missing) or (
+                "the package of an extension that loads it"
+            )
+            remedy = f"import {module} in {where}"
+        f.violation(
+            "stranded-need",
+            s.member,
+            f"loads {s.library}, which needs {s.soname} ({s.lib.distribution}: {home}); its own "
+            "search path does not reach it and nothing loaded with it loads it, so loading fails "
+            f"unless {s.lib.distribution} was imported first: {remedy}",
+        )
+
+
+def _packages_loading(ctx: _Elves, member: str) -> list[str]:
+    """The install directories of the extension modules whose loading loads ``member``."""
+    roots = [r for r, g in ctx.groups.items() if r in ctx.extensions and member in g.members]
+    return sorted({posixpath.dirname(ctx.install_of.get(r) or r) for r in roots})
+
+
+def _imports_first(archive: _Archive, ctx: _Elves, package: str, module: str) -> bool:
+    """Does ``package``'s ``__init__.py`` import ``module`` at its top level, before any
+    relative import (which is how a package loads its extension modules)?"""
+    init = ctx.installed.get(posixpath.join(package, "__init__.py"))
+    try:
+        body = ast.parse(archive.zf.read(init)).body if init else []
+    except (SyntaxError, ValueError, KeyError, OSError, zipfile.BadZipFile, zlib.error):
+        return False
+    for node in body:
+        if isinstance(node, ast.ImportFrom) and node.level:
+            return False
+        if (isinstance(node, ast.Import) and any(a.name == module for a in node.names)) or (
+            isinstance(node, ast.ImportFrom) and node.module == module
+        ):
+            return True
+    return False
 
 
 def _bound(
@@ -1380,6 +1455,7 @@ def _check_elfs(ctx: _Elves, archive: _Archive, f: _Findings) -> list[ElfReport]
     _resolve_all(ctx, f)
     in_python = {m for root in ctx.extensions for m in ctx.groups[root].members}
     scopes = _scopes_by_member(ctx)
+    _check_stranded(ctx, archive, scopes, f)
     reports = []
     for member, info in ctx.elfs.items():
         _check_python(ctx, member, info, f)
@@ -1413,16 +1489,6 @@ def _report(ctx: _Elves, member: str, info: ElfInfo, symbols: SymbolCheck) -> El
 
 # ---------------------------------------------------------------------------------------------
 # the wheel
-
-
-def _site_dirs() -> tuple[Path, ...]:
-    candidates = [
-        *site.getsitepackages(),
-        site.getusersitepackages(),
-        sysconfig.get_paths()["purelib"],
-        sysconfig.get_paths()["platlib"],
-    ]
-    return tuple(dict.fromkeys(Path(c) for c in candidates if Path(c).is_dir()))
 
 
 def _whitelist(arch: str | None) -> frozenset[str]:
@@ -1616,7 +1682,7 @@ def _context(
         requires=_requirements(archive),
         whitelist=_whitelist(arch),
         host=host,
-        site_dirs=_site_dirs(),
+        site_dirs=site_dirs(),
         arch=arch,
     )
     for member in elfs:

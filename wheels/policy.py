@@ -41,6 +41,9 @@ class DistLib:
 
     distribution: str
     dir: str
+    # The Python module whose import loads this library (torch: libtorch_python.so). Such a
+    # library may only be loaded after that import; see wheels.loading.
+    module: str | None = None
 
 
 @dataclass(frozen=True)
@@ -108,10 +111,16 @@ def _vendor_from(name: str, raw: Any, problems: list[str]) -> VendorPolicy:
         ):
             problems.append(f"{where}: expected {{'distribution': str, 'dir': str}}")
             continue
+        module = entry.get("import")
+        if module is not None and not (isinstance(module, str) and module.isidentifier()):
+            problems.append(f"{where}.import: expected a module name")
+            module = None
+        unknown = sorted(set(entry) - {"distribution", "dir", "import"})
+        problems += [f"{where}: unknown key '{k}'" for k in unknown]
         where_in_site = posixpath.normpath(entry["dir"])
         if where_in_site == ".":  # site-packages itself, which the audit calls ""
             where_in_site = ""
-        dists[soname] = DistLib(entry["distribution"], where_in_site)
+        dists[soname] = DistLib(entry["distribution"], where_in_site, module)
     known = ("external", "distributions")
     problems += [f"{name}: unknown key '{k}'" for k in raw if k not in known]
     return VendorPolicy(name, tuple(external), MappingProxyType(dists))

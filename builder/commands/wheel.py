@@ -27,7 +27,6 @@ from builder.model import GitSource
 from builder.plan import Plan
 from builder.vendors import get as get_vendor
 from wheels.assemble import (
-    DistLibrary,
     Finisher,
     WheelInputs,
     build_wheel,
@@ -36,6 +35,7 @@ from wheels.assemble import (
     wheel_epoch,
 )
 from wheels.naming import wheel_name
+from wheels.policy import DistLib, load_vendor_policy
 
 NAME = "wheel"
 HELP = "build the stack, then package and audit the vendor's wheel into dist/"
@@ -98,14 +98,8 @@ class Built:
     requires: tuple[str, ...]  # Requires-Dist added for libraries other distributions supply
 
 
-def supplied_libraries(vendor: str) -> dict[str, DistLibrary]:
-    from wheels.policy import load_vendor_policy
-
-    policy = load_vendor_policy(vendor)
-    return {
-        soname: DistLibrary(distribution=lib.distribution, dir=lib.dir)
-        for soname, lib in policy.distributions.items()
-    }
+def supplied_libraries(vendor: str) -> dict[str, DistLib]:
+    return dict(load_vendor_policy(vendor).distributions)
 
 
 def epoch_for(ctx: Context, plan: Plan) -> int:

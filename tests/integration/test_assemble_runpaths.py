@@ -9,7 +9,8 @@ import pytest
 
 from tests.wheelmaker import FLASH_ATTN as FA
 from tests.wheelmaker import Compiler, have_gcc, uses_site_root_library
-from wheels.assemble import DistLibrary, fix_runpaths, read_dynamic
+from wheels.assemble import fix_loading, read_dynamic
+from wheels.policy import DistLib
 
 pytestmark = [
     pytest.mark.integration,
@@ -28,10 +29,10 @@ def test_supplied_libraries_get_origin_relative_entries_and_requires(tmp_path: P
     (root / "pkg" / "lib").mkdir(parents=True)
     shutil.copy(ops, root / "pkg" / "lib" / "libops.so")
     supplied = {
-        "libcudart.so.13": DistLibrary(distribution="nvidia-cuda-runtime", dir="nvidia/cu13/lib"),
-        FA: DistLibrary(distribution="flash-attn", dir=""),  # the top of site-packages
+        "libcudart.so.13": DistLib(distribution="nvidia-cuda-runtime", dir="nvidia/cu13/lib"),
+        FA: DistLib(distribution="flash-attn", dir=""),  # the top of site-packages
     }
-    requires = fix_runpaths(root, supplied)
+    requires = fix_loading(root, supplied)
     info = read_dynamic(root / "pkg" / "lib" / "libops.so")
     assert info is not None
     assert info.runpath == ("$ORIGIN/../../nvidia/cu13/lib", "$ORIGIN/../..")

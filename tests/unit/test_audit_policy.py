@@ -14,6 +14,7 @@ from wheels.elf import ElfInfo, read_elf_file
 from wheels.policy import (
     VENDORS,
     TagVerdict,
+    _vendor_from,
     load_vendor_policy,
     manylinux_policies,
     vendor_from_local_version,
@@ -27,7 +28,27 @@ def test_vendors_json_has_exactly_the_four_vendors_in_the_agreed_format() -> Non
         assert set(entry) == {"external", "distributions"}, vendor
         assert all(isinstance(p, str) for p in entry["external"])
         for soname, lib in entry["distributions"].items():
-            assert set(lib) == {"distribution", "dir"}, soname
+            assert {"distribution", "dir"} <= set(lib) <= {"distribution", "dir", "import"}, soname
+
+
+def test_libtorch_python_may_only_be_loaded_by_importing_torch() -> None:
+    for vendor in ("cpu", "nvidia"):
+        lib = load_vendor_policy(vendor).supplier("libtorch_python.so")
+        assert lib is not None and lib.module == "torch", vendor
+        libtorch = load_vendor_policy(vendor).supplier("libtorch.so")
+        assert libtorch is not None and libtorch.module is None, vendor
+
+
+def test_policy_entry_with_a_bad_import_or_an_unknown_key_is_a_problem() -> None:
+    problems: list[str] = []
+    raw = {"distributions": {"libx.so": {"distribution": "x", "dir": "x", "import": "a b"}}}
+    _vendor_from("demo", raw, problems)
+    raw = {"distributions": {"liby.so": {"distribution": "y", "dir": "y", "preload": "y"}}}
+    _vendor_from("demo", raw, problems)
+    assert problems == [
+        "demo.distributions.libx.so.import: expected a module name",
+        "demo.distributions.liby.so: unknown key 'preload'",
+    ]
 
 
 def test_nvidia_cuda13_libraries_live_where_their_wheels_install_them() -> None:

@@ -1,0 +1,86 @@
+"""How the dynamic loader meets the libraries that other Python distributions install.
+
+A wheel's library may need a library another distribution installs (``libtorch.so`` from torch,
+``flash_attn_2_cuda.cpython-312-….so`` from flash-attn). ld.so finds that one through the
+wheel library's RUNPATH, but resolves *its* DT_NEEDED entries only through its own RUNPATH, the
+system's directories, or a library of that name already loaded. A Python extension used as a
+library (flash-attn's) usually has no RUNPATH: it finds ``libtorch_python.so`` only because
+``import torch`` loaded it first. Loading the wheel then fails unless the wheel's library loads
+that need itself; :func:`stranded_needs` names such needs, for the assembler (which adds them)
+and the audit (which rejects a wheel that lacks them).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import site
+import sys
+import sysconfig
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+
+from wheels.elf import ElfError, ElfInfo, read_elf_file
+from wheels.policy import DistLib
+
+ORIGIN = re.compile(r"\$(ORIGIN\b|\{ORIGIN\})")
+
+
+def site_dirs() -> tuple[Path, ...]:
+    """Where this host has distributions installed: site-packages, then the other sys.path
+    directories (a PYTHONPATH or ``pip --target`` install is importable too)."""
+    candidates = [
+        *site.getsitepackages(),
+        site.getusersitepackages(),
+        sysconfig.get_paths()["purelib"],
+        sysconfig.get_paths()["platlib"],
+        *(p for p in sys.path if p),
+    ]
+    return tuple(dict.fromkeys(Path(c) for c in candidates if Path(c).is_dir()))
+
+
+def search_path(path: str, info: ElfInfo) -> list[str]:
+    """The directories ld.so searches for the needs of the ELF at ``path`` (its RUNPATH, else
+    RPATH, with ``$ORIGIN`` expanded); relative entries, which depend on the working
+    directory, are left out."""
+    origin = posixpath.dirname(path)
+    entries = info.split_path("runpath") or info.split_path("rpath")
+    return [posixpath.normpath(ORIGIN.sub(origin, e)) for e in entries if e.startswith(("/", "$"))]
+
+
+def installed_copy(lib: DistLib, soname: str, dirs: Sequence[Path]) -> tuple[str, ElfInfo] | None:
+    """(real path, ELF data) of ``soname`` where ``lib``'s distribution installed it here."""
+    for site_dir in dirs:
+        candidate = site_dir / lib.dir / soname
+        if candidate.is_file():
+            try:
+                return os.path.realpath(candidate), read_elf_file(candidate)
+            except ElfError:
+                return None
+    return None
+
+
+def stranded_needs(
+    path: str,
+    info: ElfInfo,
+    supplied: Mapping[str, DistLib],
+    dirs: Sequence[Path],
+    loaded: Collection[str],
+) -> list[tuple[str, DistLib]]:
+    """The needs of a distribution's library at ``path`` that ld.so will not find.
+
+    A need counts when another distribution supplies it (``supplied``), no library of that name
+    is ``loaded`` with it, and the library's own search path does not reach where that
+    distribution installs it (in any of ``dirs``). A system library is never stranded here.
+    """
+    search = {os.path.realpath(d) for d in search_path(path, info)}
+    out = []
+    for soname in info.needed:
+        lib = supplied.get(soname)
+        if lib is None or soname in loaded:
+            continue
+        homes = {os.path.realpath(d / lib.dir) for d in dirs}
+        if not homes & search:
+            out.append((soname, lib))
+    return out
