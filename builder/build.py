@@ -1,9 +1,10 @@
 """Execute a Plan: build each component into the store, in dependency order, never half-built.
 
 Components whose dependencies are done build at the same time, sharing one job budget that is
-never oversubscribed. A store hit costs a stat: no cmake, no ninja. A failure stops new work,
-lets running builds finish, and reports every failure with its command, exit status, output tail
-and log. Ctrl-C and SIGTERM stop the child processes and say what was interrupted.
+never oversubscribed. A store hit costs a stat: no cmake, no ninja. A failure stops new work
+(with ``keep_going``, only the work that depends on it), lets running builds finish, and reports
+every failure with its command, exit status, output tail and log, and why each component left
+was not built. Ctrl-C and SIGTERM stop the child processes and say what was interrupted.
 
 Safety against being killed at any moment (SIGKILL included):
 
@@ -441,8 +442,12 @@ def execute(
     launcher: str | None = None,
     env: Mapping[str, str] | None = None,
     verify_sources: Callable[[ComponentPlan], str | None] | None = None,
+    keep_going: bool = False,
 ) -> RunReport:
-    """Build every component of ``plan``; raises BuildError after all running work finished."""
+    """Build every component of ``plan``; raises BuildError after all running work finished.
+
+    After a failure no new work starts, unless ``keep_going``: then every component that does
+    not depend on a failed one is still built."""
     builder = Builder(
         plan=plan,
         layout=layout,
@@ -462,15 +467,43 @@ def execute(
     report.store = str(layout.store_root)
     start = time.monotonic()
     try:
-        errors = _schedule(plan, builder, results, prepare)
+        errors = _schedule(plan, builder, results, prepare, keep_going=keep_going)
     finally:
         report.seconds = round(time.monotonic() - start, 3)
     report.ok = not errors
     if errors:
         failed = [name for name, _ in errors]
         report.error = f"build failed: {', '.join(failed)}"
-        raise BuildError("\n".join(exc.message for _, exc in errors) + f"\n{report.error}")
+        independent = _explain_skipped(plan, results)
+        hint = (
+            f"--keep-going builds what does not depend on the failure: {', '.join(independent)}"
+            if independent
+            else None
+        )
+        raise BuildError(
+            "\n".join(exc.message for _, exc in errors) + f"\n{report.error}", hint=hint
+        )
     return report
+
+
+def _explain_skipped(plan: Plan, results: Mapping[str, ComponentResult]) -> list[str]:
+    """Say why each skipped component was not built; returns those no failure held back."""
+    blocked: set[str] = set()
+    independent: list[str] = []
+    for c in plan.components:  # dependency order: a dependency is explained before its users
+        result = results[c.name]
+        if result.status != "skipped":
+            continue
+        waits = [
+            d for d in c.depends if results[d].status in ("failed", "interrupted") or d in blocked
+        ]
+        if waits:
+            blocked.add(c.name)
+            result.error = f"not built: needs {', '.join(waits)}"
+        else:
+            independent.append(c.name)
+            result.error = "not started: the build stopped at the first failure"
+    return independent
 
 
 def run_id(report: RunReport) -> str:
@@ -492,6 +525,8 @@ def _schedule(
     builder: Builder,
     results: dict[str, ComponentResult],
     prepare: Callable[[ComponentPlan], None] | None,
+    *,
+    keep_going: bool = False,
 ) -> list[tuple[str, StackError]]:
     pending = list(plan.components)  # dependency order
     done: set[str] = set()
@@ -520,7 +555,7 @@ def _schedule(
     with ThreadPoolExecutor(max_workers=budget, thread_name_prefix="build") as pool:
         try:
             while pending or running:
-                if not errors:
+                if keep_going or not errors:
                     _settle_hits(pending, done, builder.store, results)
                     free = budget - sum(jobs for _, jobs in running.values())
                     ready = [c for c in pending if set(c.depends) <= done]
@@ -528,7 +563,7 @@ def _schedule(
                         pending.remove(c)
                         running[pool.submit(task, c, jobs)] = (c, jobs)
                 if not running:
-                    break  # what is left waits on a failure
+                    break  # what is left waits on a failure (or, keeping going, depends on one)
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished:
                     c, _ = running.pop(future)

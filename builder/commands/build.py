@@ -48,6 +48,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "GitHub Actions, plain lines otherwise)",
     )
     parser.add_argument(
+        "--keep-going",
+        "-k",
+        action="store_true",
+        help="after a failure, go on building every component that does not depend on it",
+    )
+    parser.add_argument(
         "--no-memo",
         dest="memo",
         action="store_false",
@@ -86,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         plan,
         launcher=launcher_for(args.launcher),
         progress=run_report.progress_for(args.progress),
+        keep_going=args.keep_going,
     )
     if args.memo and argv is not None:
         memo.leave(
@@ -114,6 +121,7 @@ def build_plan(
     launcher: str | None = None,
     command: str = "build",
     progress: run_report.Progress | None = None,
+    keep_going: bool = False,
 ) -> run_report.RunReport:
     """Fetch what is not in the store, build it, write the run report, print the summary."""
     report = run_report.RunReport(
@@ -135,6 +143,7 @@ def build_plan(
                 progress=progress,
                 env=ctx.host.env or None,
                 verify_sources=_path_digest,
+                keep_going=keep_going,
             )
     except executor.Interrupted as exc:
         report.interrupted = exc.message

@@ -201,6 +201,41 @@ def test_failing_component_in_a_parallel_build_is_reported_and_the_other_finishe
     assert report["ok"] is False and report["error"] == "build failed: miniccl"
 
 
+def test_keep_going_builds_what_does_not_depend_on_the_failure_and_says_why_the_rest_waits(
+    home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    broken = mini.parent / "ccl" / "src" / "ccl.cpp"
+    broken.write_text(broken.read_text() + "\n#error broken on purpose\n")
+    # MiniCCL fails while MiniRT is still compiling, so MiniOps (needs MiniRT only) waits.
+    slow = write_launcher(tmp_path / "slow.sh", 'case "$*" in *mini-stack/rt/*) sleep 1;; esac')
+    args = ("build", "--manifest", mini, "--vendor", "cpu", "--jobs", "2", "--launcher", slow)
+    stopped = cli(*args)
+    assert stopped.code == 5
+    assert statuses(home) == {
+        "minirt": "built",
+        "miniops": "skipped",
+        "miniccl": "failed",
+        "minilm": "skipped",
+    }
+    reasons = {c["name"]: c["error"] for c in last_report(home)["components"]}
+    assert reasons["miniops"] == "not started: the build stopped at the first failure"
+    assert reasons["minilm"] == "not built: needs miniccl"
+    assert "hint: --keep-going builds what does not depend on the failure: miniops" in stopped.err
+    kept = cli(*args, "--keep-going")
+    assert kept.code == 5 and "build failed: miniccl" in kept.err
+    assert statuses(home) == {
+        "minirt": "hit",
+        "miniops": "built",
+        "miniccl": "failed",
+        "minilm": "skipped",
+    }
+    assert re.search(r"minilm +skipped .*not built: needs miniccl", kept.err)
+    assert "hint: --keep-going" not in kept.err
+
+
 # --- the compiler launcher ----------------------------------------------------------------------
 
 
