@@ -80,7 +80,7 @@ from wheels.elf import (
     to_record,
 )
 from wheels.loading import ORIGIN, installed_copy, search_path, site_dirs, stranded_needs
-from wheels.naming import EXTENSION_NAME, escaped_name
+from wheels.naming import EXTENSION_NAME, escaped_name, vendor_of_local
 from wheels.policy import (
     LIBPYTHON_RE,
     PYTHON_CORE,
@@ -92,7 +92,6 @@ from wheels.policy import (
     is_python_api,
     manylinux_policies,
     platform_verdict,
-    vendor_from_local_version,
     wheel_platform,
 )
 
@@ -156,12 +155,13 @@ def _cores() -> int:
 
 
 def infer_vendor(path: Path) -> str:
-    """The vendor a wheel was built for, from its local version: ``+cu130`` -> nvidia."""
+    """The vendor a wheel was built for, from its local version: ``+cu130`` -> nvidia; cpu (whose
+    policy expects every library in the wheel) when the name says none."""
     try:
         _, version, _, _ = parse_wheel_filename(Path(path).name)
     except (InvalidWheelFilename, InvalidVersion):
         return "cpu"
-    return vendor_from_local_version(version.local)
+    return vendor_of_local(str(version)) or "cpu"
 
 
 def default_cache_dir(home: Path) -> Path:

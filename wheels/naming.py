@@ -68,10 +68,16 @@ def wheel_name(
     )
 
 
+_LOCAL_VENDORS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^cpu"), "cpu"),
+    (re.compile(r"^(cu\d+|cuda)"), "nvidia"),
+    (re.compile(r"^musa"), "moore"),
+    (re.compile(r"^ppu"), "thead"),
+)
+
+
 def vendor_of_local(version: str) -> str | None:
-    """Which vendor a local version names: ``+cpu``, ``+cu130``, ``+musa40``, ``+ppu12``."""
+    """Which vendor a version's local part names (``+cpu``, ``+cu130``/``+cuda``, ``+musa40``,
+    ``+ppu12``); None when it names none."""
     local = version.partition("+")[2].lower()
-    for prefix, vendor in (("cpu", "cpu"), ("cu", "nvidia"), ("musa", "moore"), ("ppu", "thead")):
-        if local.startswith(prefix):
-            return vendor
-    return None
+    return next((vendor for pattern, vendor in _LOCAL_VENDORS if pattern.match(local)), None)

@@ -126,20 +126,6 @@ def _vendor_from(name: str, raw: Any, problems: list[str]) -> VendorPolicy:
     return VendorPolicy(name, tuple(external), MappingProxyType(dists))
 
 
-_LOCAL_VENDORS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^cpu"), "cpu"),
-    (re.compile(r"^(cu\d+|cuda)"), "nvidia"),
-    (re.compile(r"^musa"), "moore"),
-    (re.compile(r"^ppu"), "thead"),
-)
-
-
-def vendor_from_local_version(local: str | None) -> str:
-    """``cu130`` -> nvidia, ``musa43`` -> moore, ``ppu12`` -> thead; otherwise cpu."""
-    text = (local or "").lower()
-    return next((vendor for pattern, vendor in _LOCAL_VENDORS if pattern.match(text)), "cpu")
-
-
 # ---------------------------------------------------------------------------------------------
 # The CPython C API: an ELF that defines these carries an interpreter of its own.
 

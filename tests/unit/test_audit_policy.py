@@ -17,7 +17,6 @@ from wheels.policy import (
     _vendor_from,
     load_vendor_policy,
     manylinux_policies,
-    vendor_from_local_version,
 )
 
 
@@ -83,26 +82,12 @@ def test_external_patterns_are_globs() -> None:
     assert not moore.is_external("libmusa_extra.so")
 
 
-@pytest.mark.parametrize(
-    ("local", "vendor"),
-    [
-        ("cpu", "cpu"),
-        ("cu130", "nvidia"),
-        ("cuda", "nvidia"),
-        ("musa43", "moore"),
-        ("ppu12", "thead"),
-        (None, "cpu"),
-        ("weird", "cpu"),
-    ],
-)
-def test_vendor_follows_the_local_version(local: str | None, vendor: str) -> None:
-    assert vendor_from_local_version(local) == vendor
-
-
 def test_vendor_is_inferred_from_the_wheel_file_name() -> None:
     assert infer_vendor(Path("x-1.0+cu130-cp311-cp311-linux_x86_64.whl")) == "nvidia"
     assert infer_vendor(Path("x-1.0-cp311-cp311-linux_x86_64.whl")) == "cpu"
     assert infer_vendor(Path("not a wheel.zip")) == "cpu"
+    assert infer_vendor(Path("x-1.0+weird-cp311-cp311-linux_x86_64.whl")) == "cpu"
+    assert infer_vendor(Path("x-1.0+cuda-cp311-cp311-linux_x86_64.whl")) == "nvidia"
 
 
 @pytest.mark.parametrize(

@@ -86,10 +86,12 @@ def test_wheel_name_uses_this_interpreters_tags() -> None:
     [
         ("0.1+cpu", "cpu"),
         ("0.1+cu130", "nvidia"),
+        ("0.1+CUDA", "nvidia"),
         ("0.1+musa41", "moore"),
         ("0.1+ppu15", "thead"),
         ("0.1", None),
         ("0.1+weird", None),
+        ("0.1+cufoo", None),  # cu must be followed by the CUDA version
     ],
 )
 def test_vendor_is_read_back_from_the_local_version(version: str, vendor: str | None) -> None:
