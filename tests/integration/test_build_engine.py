@@ -167,6 +167,18 @@ def test_path_source_edit_rebuilds_it_and_its_dependents_only_recompiling_the_ed
 # --- parallel components and failures -----------------------------------------------------------
 
 
+def rt_waits_for_ccl_failure(tmp_path: Path) -> Path:
+    """A launcher under which MiniRT's compiles wait (up to 30 s) until a MiniCCL compile has
+    failed: MiniRT is still running when MiniCCL fails, however loaded the machine is."""
+    failed = tmp_path / "ccl-failed"
+    body = f"""case "$*" in
+  *mini-stack/ccl/*) "$@" || {{ rc=$?; touch {failed}; exit $rc; }}; exit 0;;
+  *mini-stack/rt/*) i=0
+    while [ ! -e {failed} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done;;
+esac"""
+    return write_launcher(tmp_path / "rt-waits.sh", body)
+
+
 def test_failing_component_in_a_parallel_build_is_reported_and_the_other_finishes_with_its_log(
     home: Path,
     mini: Path,
@@ -175,8 +187,7 @@ def test_failing_component_in_a_parallel_build_is_reported_and_the_other_finishe
 ) -> None:
     broken = mini.parent / "ccl" / "src" / "ccl.cpp"
     broken.write_text(broken.read_text() + "\n#error broken on purpose\n")
-    # MiniRT compiles slowly, so that it is still running when MiniCCL fails.
-    slow = write_launcher(tmp_path / "slow.sh", 'case "$*" in *mini-stack/rt/*) sleep 1;; esac')
+    slow = rt_waits_for_ccl_failure(tmp_path)
     result = cli("build", "--manifest", mini, "--vendor", "cpu", "--jobs", "2", "--launcher", slow)
     assert result.code == 5
     assert "component 'miniccl', step build" in result.err
@@ -209,8 +220,7 @@ def test_keep_going_builds_what_does_not_depend_on_the_failure_and_says_why_the_
 ) -> None:
     broken = mini.parent / "ccl" / "src" / "ccl.cpp"
     broken.write_text(broken.read_text() + "\n#error broken on purpose\n")
-    # MiniCCL fails while MiniRT is still compiling, so MiniOps (needs MiniRT only) waits.
-    slow = write_launcher(tmp_path / "slow.sh", 'case "$*" in *mini-stack/rt/*) sleep 1;; esac')
+    slow = rt_waits_for_ccl_failure(tmp_path)  # so MiniOps (needs MiniRT only) is not started
     args = ("build", "--manifest", mini, "--vendor", "cpu", "--jobs", "2", "--launcher", slow)
     stopped = cli(*args)
     assert stopped.code == 5
