@@ -1,5 +1,6 @@
 """NVIDIA providers: the CUDA toolkit (nvcc), cudart, cuBLAS/cuBLASLt, NCCL, CUTLASS, PyTorch, the
-requested CUDA architectures, and at run time the driver (libcuda.so.1) and nvidia-smi."""
+requested CUDA architectures, a libcuda.so to link, and at run time the driver (libcuda.so.1) and
+nvidia-smi."""
 
 from __future__ import annotations
 
@@ -395,6 +396,36 @@ TORCH = Provider(
 )
 
 
+# -- build time: a libcuda.so to link (InfiniCCL links CUDA::cuda_driver) --------------------------
+
+
+def _driver_link_candidates(ctx: ProbeContext, deps: Deps) -> Iterator[Candidate]:
+    """Where CMake's FindCUDAToolkit finds ``cuda_driver``: the toolkit's stubs, then the
+    system's directories (a driver installed with its development link)."""
+    root = toolkit_root(deps, "cuda")
+    stubs = [root / "lib64" / "stubs", root / "lib" / "stubs"] if root else []
+    stubs += sorted(root.glob("targets/*/lib/stubs")) if root else []
+    for directory in stubs:
+        if (directory / "libcuda.so").exists():
+            yield Candidate(path=directory / "libcuda.so", origin="cuda toolkit stubs")
+    for directory in search.system_lib_dirs(ctx):
+        if (directory / "libcuda.so").exists():
+            yield Candidate(path=directory / "libcuda.so", origin="system library path")
+
+
+CUDA_DRIVER_LINK = Provider(
+    name="cuda-driver-link",
+    what="libcuda.so to link against (the toolkit's stub or the driver's): InfiniCCL",
+    needed_for=BUILD,
+    rules=(Rule(names=frozenset({"infiniccl"}), options=("WITH_NVIDIA",)),),
+    after=("cuda",),
+    candidates=_driver_link_candidates,
+    read=lambda ctx, candidate, deps: Reading(source=""),
+    hint="install the CUDA toolkit's driver stubs (NVIDIA's cuda-driver-dev-13-0 package puts "
+    "lib64/stubs/libcuda.so in the toolkit), or the driver with its libcuda.so link",
+)
+
+
 # -- run time: the driver and nvidia-smi -----------------------------------------------------------
 
 
@@ -454,6 +485,7 @@ NVIDIA_PROVIDERS: tuple[Provider, ...] = (
     NCCL,
     CUTLASS,
     TORCH,
+    CUDA_DRIVER_LINK,
     CUDA_DRIVER,
     NVIDIA_SMI,
 )

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from builder.preflight import run_providers
-from builder.providers import cuda, musa, ppu
+from builder.providers import cuda, musa, ppu, search
 from builder.providers.linked import LinkedSpec, provider
 from builder.providers.probe import Provider, ProviderResult
 from tests import standins
@@ -259,6 +259,28 @@ def test_standin_cublas_wheel_is_found_with_header_version_and_explicit_library_
     assert results["cublaslt"].defines["CUDA_cublasLt_LIBRARY"] == str(
         prefix / "lib" / "libcublasLt.so.13"
     )
+
+
+def test_standin_cuda_toolkit_without_driver_stubs_fails_infiniccl_link_check_until_it_has_them(
+    tmp_path: Path,
+) -> None:
+    """InfiniCCL links CUDA::cuda_driver: without a libcuda.so its configure fails, so preflight
+    must say so first; the toolkit's lib64/stubs/libcuda.so (a gcc-built stub) satisfies it."""
+    root = tmp_path / "cuda"
+    standins.nvcc_script(root, "13.0")
+    env = {"PATH": "/usr/bin:/bin", "CUDA_HOME": str(root), "LD_LIBRARY_PATH": str(tmp_path)}
+    providers = (cuda.CUDA, cuda.CUDA_DRIVER_LINK)
+    if any((d / "libcuda.so").exists() for d in search.system_lib_dirs(standins.context())):
+        pytest.skip("this host has a libcuda.so of its own")
+    missing = probe(providers, env=env, options=NVIDIA)["cuda-driver-link"]
+    assert missing.status == "missing" and "cuda-driver-dev" in (missing.hint or "")
+    stub = standins.shared_library(root / "lib64" / "stubs", "cuda", "", soname_major="1")
+    assert stub.name == "libcuda.so"
+    found = probe(providers, env=env, options=NVIDIA)["cuda-driver-link"]
+    assert found.status == "found" and found.path == str(stub)
+    assert found.origin == "cuda toolkit stubs"
+    without_ccl = probe(providers, env=env, options={"infinirt": {"WITH_NVIDIA": "ON"}})
+    assert without_ccl["cuda-driver-link"].status == "not checked"
 
 
 # -- linked providers ------------------------------------------------------------------------------
