@@ -396,7 +396,7 @@ TORCH = Provider(
 )
 
 
-# -- build time: a libcuda.so to link (InfiniCCL links CUDA::cuda_driver) --------------------------
+# -- build time: a libcuda.so to link (InfiniOps and InfiniCCL link CUDA::cuda_driver) -------------
 
 
 def _driver_link_candidates(ctx: ProbeContext, deps: Deps) -> Iterator[Candidate]:
@@ -415,9 +415,9 @@ def _driver_link_candidates(ctx: ProbeContext, deps: Deps) -> Iterator[Candidate
 
 CUDA_DRIVER_LINK = Provider(
     name="cuda-driver-link",
-    what="libcuda.so to link against (the toolkit's stub or the driver's): InfiniCCL",
+    what="libcuda.so to link against (the toolkit's stub or the driver's): InfiniOps, InfiniCCL",
     needed_for=BUILD,
-    rules=(Rule(names=frozenset({"infiniccl"}), options=("WITH_NVIDIA",)),),
+    rules=(Rule(names=frozenset({"infiniops", "infiniccl"}), options=("WITH_NVIDIA",)),),
     after=("cuda",),
     candidates=_driver_link_candidates,
     read=lambda ctx, candidate, deps: Reading(source=""),

@@ -261,11 +261,12 @@ def test_standin_cublas_wheel_is_found_with_header_version_and_explicit_library_
     )
 
 
-def test_standin_cuda_toolkit_without_driver_stubs_fails_infiniccl_link_check_until_it_has_them(
+def test_standin_cuda_toolkit_without_driver_stubs_fails_the_driver_link_check_until_it_has_them(
     tmp_path: Path,
 ) -> None:
-    """InfiniCCL links CUDA::cuda_driver: without a libcuda.so its configure fails, so preflight
-    must say so first; the toolkit's lib64/stubs/libcuda.so (a gcc-built stub) satisfies it."""
+    """InfiniOps and InfiniCCL link CUDA::cuda_driver: without a libcuda.so their configure fails,
+    so preflight must say so first; the toolkit's lib64/stubs/libcuda.so (a gcc-built stub)
+    satisfies it. InfiniRT does not link it."""
     root = tmp_path / "cuda"
     standins.nvcc_script(root, "13.0")
     env = {"PATH": "/usr/bin:/bin", "CUDA_HOME": str(root), "LD_LIBRARY_PATH": str(tmp_path)}
