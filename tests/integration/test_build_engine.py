@@ -32,9 +32,17 @@ def log_files(home: Path) -> set[Path]:
     return set(logs.rglob("*.log")) if logs.exists() else set()
 
 
+# ``python -m builder`` with Ctrl-C restored: a shell starts background jobs with SIGINT ignored,
+# and Python then leaves it ignored, so a suite run in the background would never see it.
+WITH_CTRL_C = (
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.argv[0] = 'builder'; runpy.run_module('builder', run_name='__main__', alter_sys=True)"
+)
+
+
 def builder_process(*args: str | Path, home: Path, **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "builder", *map(str, args)],
+        [sys.executable, "-c", WITH_CTRL_C, *map(str, args)],
         cwd=ROOT,
         env={**os.environ, "INFINI_STACK_HOME": str(home), **env},
         stdout=subprocess.PIPE,
