@@ -324,7 +324,7 @@ class Fetcher:
             self._git(["-C", str(tmp), "checkout", "--quiet", "--detach", source.rev], what)
             selection = component.submodules
             self._checkout_submodules(component.name, tmp, cache, source, selection, "")
-            self.verify(component.name, tmp, source.rev)
+            self.verify(component.name, tmp, source.rev, cache=cache)
             tmp.rename(tree)
         except CommandFailed as exc:
             raise SourceError(exc.message) from exc
@@ -360,8 +360,13 @@ class Fetcher:
                 owner, tree / sub.path, sub_cache, sub_source, None, f"{prefix}{sub.path}/"
             )
 
-    def verify(self, name: str, tree: Path, rev: str) -> None:
-        """HEAD must equal the pin, submodules their gitlinks, and nothing tracked may differ."""
+    def verify(self, name: str, tree: Path, rev: str, *, cache: Path | None = None) -> None:
+        """HEAD must equal the pin, submodules their gitlinks, and nothing tracked may differ.
+
+        ``cache``: the tree was just checked out from that git cache, so a difference is no
+        change underneath but a cache that lacks objects (git checks out around a missing blob
+        and still exits 0).
+        """
         head = self._git(["-C", str(tree), "rev-parse", "HEAD"], f"git in {tree}").strip()
         if head != rev:
             raise SourceError(
@@ -380,13 +385,26 @@ class Fetcher:
             ],
             f"git status in {tree}",
         )
-        if status.strip():
-            changed = ", ".join(line[3:] for line in status.splitlines()[:5])
+        if not status.strip():
+            return
+        lines = status.splitlines()
+        deleted = [line[3:] for line in lines if "D" in line[:2]]
+        modified = [line[3:] for line in lines if "D" not in line[:2]]
+        parts = [
+            f"{label} {', '.join(paths[:5])}" + (" ..." if len(paths) > 5 else "")
+            for label, paths in (("missing", deleted), ("modified", modified))
+            if paths
+        ]
+        if cache is not None:
             raise SourceError(
-                f"source tree of component '{name}' changed underneath: modified {changed} "
-                f"({tree})",
-                hint=f"remove {tree} to check it out again",
+                f"the checkout of component '{name}' at {rev} is incomplete ({'; '.join(parts)}): "
+                f"the git cache {cache} lacks objects of that commit (a partial clone or mirror?)",
+                hint=f"remove {cache} to fetch it again, from a complete repository or mirror",
             )
+        raise SourceError(
+            f"source tree of component '{name}' changed underneath: {'; '.join(parts)} ({tree})",
+            hint=f"remove {tree} to check it out again",
+        )
 
 
 def prepare(

@@ -3,6 +3,7 @@ mirrors, trees that changed underneath (submodules: test_submodules.py)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,29 @@ def test_tree_changed_underneath_is_refused(tmp_path: Path, home: Path, cli) -> 
     result = cli("fetch", "--manifest", stack, "--vendor", "cpu")
     assert result.code == 4
     assert f"the pin is {sha}" in result.err
+
+
+def test_checkout_from_a_cache_that_lacks_a_blob_names_the_cache_not_a_change_underneath(
+    tmp_path: Path, home: Path, cli
+) -> None:  # type: ignore[no-untyped-def]
+    """git checks out around a missing object and exits 0 (a mirror that left out its largest
+    files does this): the tree is then short of a file from the start."""
+    repo = tmp_path / "libfoo"
+    sha = init_repo(repo, cmake_library("foo"))
+    stack = stack_for(tmp_path / "s", {"foo": (str(repo), sha)})
+    tree = Path(cli("fetch", "--manifest", stack, "--vendor", "cpu").out.split()[-1])
+    (cache,) = (home / "git").iterdir()
+    blob = git(cache, "rev-parse", f"{sha}:foo.c")
+    loose = cache / "objects" / blob[:2] / blob[2:]
+    assert loose.is_file(), "a small fetch keeps its objects loose"
+    loose.unlink()
+    shutil.rmtree(tree)
+    result = cli("fetch", "--manifest", stack, "--vendor", "cpu")
+    assert result.code == 4
+    assert f"the checkout of component 'foo' at {sha} is incomplete (missing foo.c)" in result.err
+    assert f"the git cache {cache} lacks objects" in result.err
+    assert f"hint: remove {cache}" in result.err
+    assert not tree.exists() and "Traceback" not in result.err
 
 
 def test_build_from_git_pins_then_second_build_is_all_hits(tmp_path: Path, home: Path, cli) -> None:  # type: ignore[no-untyped-def]
