@@ -1310,7 +1310,7 @@ def _check_stranded(
             s.member,
             f"loads {s.library}, which needs {s.soname} ({s.lib.distribution}: {home}); its own "
             "search path does not reach it and nothing loaded with it loads it, so loading fails "
-            f"unless {s.lib.distribution} was imported first: {remedy}",
+            f"unless something loaded it before: {remedy}",
         )
 
 
