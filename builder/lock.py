@@ -234,6 +234,8 @@ def source_for(stack: Stack, component: str, vendor: str | None) -> GitSource:
     if component not in stack.components:
         raise UsageError(unknown_message("component", component, stack.components))
     entry = stack.components[component]
+    if vendor and not entry.in_stack(vendor):
+        raise UsageError(f"component '{component}' is not in {vendor}'s stack: nothing to lock")
     source = entry.source_for(vendor) if vendor else entry.source
     if not isinstance(source, GitSource):
         where = f" for vendor '{vendor}'" if vendor else ""

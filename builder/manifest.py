@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Collection
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
@@ -39,7 +40,7 @@ CMAKE_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 TOP_KEYS = ("schema", "name", "build_type", "recipes", "vendors", "components", "wheel", "mirrors")
 VENDOR_KEYS = ("cuda_architectures", "local_version", "providers", "linked", "ci")
 CI_KEYS = ("runs-on", "image")
-COMPONENT_KEYS = ("git", "rev", "path", "options", "recipe", "vendors")
+COMPONENT_KEYS = ("git", "rev", "path", "options", "recipe", "vendors", "only")
 OVERRIDE_KEYS = ("git", "rev", "path", "options")
 WHEEL_KEYS = (
     "name",
@@ -67,7 +68,7 @@ RECIPE_KEYS = (
     "source_var",
     "submodules",
 )
-RECIPE_VENDOR_KEYS = ("options",)
+RECIPE_VENDOR_KEYS = ("options", "depends")
 TEST_KEYS = ("options", "command")
 BUILD_TYPES = ("Release", "Debug", "RelWithDebInfo", "MinSizeRel")
 
@@ -122,7 +123,7 @@ def _read_stack(path: Path, doc: Doc, problems: Problems) -> Stack | None:
             components[name] = component
     _check_references(r, components, vendor_configs, recipe_docs)
     order = _order(r, components)
-    wheel = _read_wheel(r, components)
+    wheel = _read_wheel(r, components, vendor_configs)
     return Stack(
         file=path,
         label=doc.label,
@@ -287,7 +288,31 @@ def _read_component(
     if source is None or loaded is None:
         return None
     recipe, recipe_docs[name] = loaded
-    return Component(name=name, source=source, options=options, overrides=overrides, recipe=recipe)
+    return Component(
+        name=name,
+        source=source,
+        options=options,
+        overrides=overrides,
+        recipe=recipe,
+        only=_read_only(r, (*key, "only"), vendors),
+    )
+
+
+def _read_only(r: Reader, key: Key, vendors: set[str]) -> frozenset[str] | None:
+    """``only: [nvidia]``: the vendors whose stack has the component (default: all)."""
+    if not r.has(key):
+        return None
+    names = r.strings(key)
+    only: set[str] = set()
+    for i, raw in enumerate(names):
+        vendor = vendor_registry.canonical_name(raw) if vendor_registry.is_known(raw) else raw
+        if vendor in vendors:
+            only.add(vendor)
+        else:
+            r.error((*key, i), unknown_message("vendor", raw, vendors, ("vendors",)))
+    if not names:
+        r.error(key, "'only' must name at least one vendor (leave the component out instead)")
+    return frozenset(only) if only else None  # after an error: every stack, so as not to cascade
 
 
 def load_recipe(
@@ -305,6 +330,7 @@ def load_recipe(
         return None
     r.check_keys((), RECIPE_KEYS)
     vendors: dict[str, dict[str, str]] = {}
+    vendor_depends: dict[str, tuple[str, ...]] = {}
     for raw in r.mapping(("vendors",), required=True):
         if not vendor_registry.is_known(raw):
             known = list(vendor_registry.REGISTRY)
@@ -312,6 +338,8 @@ def load_recipe(
             continue
         r.check_keys(("vendors", raw), RECIPE_VENDOR_KEYS)
         vendors[vendor_registry.canonical_name(raw)] = r.cmake_options(("vendors", raw, "options"))
+        if extra := r.strings(("vendors", raw, "depends")):
+            vendor_depends[vendor_registry.canonical_name(raw)] = extra
     minimum = r.string(("cmake_minimum",), default="3.18") or "3.18"
     try:
         Version(minimum)
@@ -343,6 +371,7 @@ def load_recipe(
         project=project,
         source_var=source_var,
         submodules=_submodules(r),
+        vendor_depends=vendor_depends,
     )
     return recipe, doc
 
@@ -361,8 +390,12 @@ def _submodules(r: Reader) -> frozenset[str] | None:
 
 
 def _dependency_vars(r: Reader) -> dict[str, str]:
+    """Cache variables naming a dependency's install prefix; for a dependency of some vendors
+    only (``vendors.V.depends``), passed to those vendors' builds only."""
     out: dict[str, str] = {}
-    depends = r.strings(("depends",))
+    depends = set(r.strings(("depends",)))
+    for raw in r.mapping(("vendors",)):
+        depends.update(r.strings(("vendors", raw, "depends")))
     for var in r.mapping(("dependency_vars",)):
         dep = r.string(("dependency_vars", var), required=True) or ""
         if dep not in depends:
@@ -394,7 +427,14 @@ def _check_references(
         for i, dep in enumerate(recipe.depends):
             if dep not in components:
                 rr.error(("depends", i), unknown_message("component", dep, components))
+        for raw in rr.mapping(("vendors",)):
+            for i, dep in enumerate(rr.strings(("vendors", raw, "depends"))):
+                if dep not in components:
+                    key = ("vendors", raw, "depends", i)
+                    rr.error(key, unknown_message("component", dep, components))
         for vendor in vendors:
+            if not component.in_stack(vendor):
+                continue
             if vendor not in recipe.vendors:
                 supported = ", ".join(recipe.vendors) or "none"
                 r.error(
@@ -403,6 +443,14 @@ def _check_references(
                     f"(its recipe {recipe.file.name} supports: {supported})",
                     on_key=True,
                 )
+            for dep in recipe.depends_for(vendor):
+                if dep in components and not components[dep].in_stack(vendor):
+                    only = ", ".join(sorted(components[dep].only or ()))
+                    r.error(
+                        ("components", dep, "only"),
+                        f"component '{name}' depends on '{dep}' for {vendor}, but '{dep}' is "
+                        f"only in the stack of: {only}",
+                    )
 
 
 def _raw_vendor_key(r: Reader, vendor: str) -> str:
@@ -414,8 +462,9 @@ def _raw_vendor_key(r: Reader, vendor: str) -> str:
 
 def _order(r: Reader, components: dict[str, Component]) -> tuple[str, ...]:
     """Dependencies first; otherwise the manifest's own order, so plans read as the file does."""
-    graph = {
-        name: [d for d in c.recipe.depends if d in components] for name, c in components.items()
+    graph = {  # every vendor's dependencies: one order serves them all
+        name: [d for v in (None, *c.recipe.vendor_depends) for d in _deps(c, v) if d in components]
+        for name, c in components.items()
     }
     try:
         TopologicalSorter(graph).prepare()
@@ -429,7 +478,14 @@ def _order(r: Reader, components: dict[str, Component]) -> tuple[str, ...]:
     return tuple(order)
 
 
-def _read_wheel(r: Reader, components: dict[str, Component]) -> WheelSpec | None:
+def _deps(component: Component, vendor: str | None) -> tuple[str, ...]:
+    recipe = component.recipe
+    return recipe.depends if vendor is None else recipe.vendor_depends[vendor]
+
+
+def _read_wheel(
+    r: Reader, components: dict[str, Component], vendors: Collection[str]
+) -> WheelSpec | None:
     if not r.has(("wheel",)):
         return None
     key: Key = ("wheel",)
@@ -443,10 +499,14 @@ def _read_wheel(r: Reader, components: dict[str, Component]) -> WheelSpec | None
     component = r.string((*key, "component"), required=True) or ""
     if component and component not in components:
         r.error((*key, "component"), unknown_message("component", component, components))
+    elif component and not all(components[component].in_stack(v) for v in vendors):
+        r.error((*key, "component"), f"the wheel's component '{component}' is not in every stack")
     bundle = r.strings((*key, "bundle"))
     for i, name in enumerate(bundle):
         if name not in components:
             r.error((*key, "bundle", i), unknown_message("component", name, components))
+        elif not all(components[name].in_stack(v) for v in vendors):
+            r.error((*key, "bundle", i), f"bundled component '{name}' is not in every stack")
     requires_python = r.string((*key, "requires_python"), default=">=3.10") or ">=3.10"
     try:
         SpecifierSet(requires_python)

@@ -58,6 +58,16 @@ class Recipe:
     submodules: frozenset[str] | None = None
     project: Path | None = None  # a wrapper CMake project kept beside the recipe
     source_var: str | None = None  # the cache variable that tells ``project`` where the sources are
+    # Dependencies of one vendor only, on top of ``depends`` (InfiniOps needs CUTLASS on NVIDIA).
+    vendor_depends: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def depends_for(self, vendor: str) -> tuple[str, ...]:
+        return (*self.depends, *self.vendor_depends.get(vendor, ()))
+
+    def dependency_vars_for(self, vendor: str) -> dict[str, str]:
+        """The dependency variables whose component this vendor's build depends on."""
+        deps = self.depends_for(vendor)
+        return {var: dep for var, dep in self.dependency_vars.items() if dep in deps}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,6 +85,10 @@ class Component:
     options: Mapping[str, str]
     overrides: Mapping[str, VendorOverride]
     recipe: Recipe
+    only: frozenset[str] | None = None  # the vendors whose stack has it; None: every vendor
+
+    def in_stack(self, vendor: str) -> bool:
+        return self.only is None or vendor in self.only
 
     def source_for(self, vendor: str) -> Source:
         override = self.overrides.get(vendor)
@@ -135,13 +149,22 @@ class Stack:
     def root(self) -> Path:
         return self.file.parent
 
-    def closure(self, names: tuple[str, ...]) -> tuple[str, ...]:
-        """``names`` and everything they depend on, in dependency order."""
+    def names_for(self, vendor: str) -> tuple[str, ...]:
+        """The components of ``vendor``'s stack, in dependency order."""
+        return tuple(n for n in self.order if self.components[n].in_stack(vendor))
+
+    def closure(self, names: tuple[str, ...], vendor: str) -> tuple[str, ...]:
+        """``names`` and everything they depend on for ``vendor``, in dependency order."""
         wanted: set[str] = set()
         todo = list(names)
         while todo:
             name = todo.pop()
             if name not in wanted:
                 wanted.add(name)
-                todo.extend(self.components[name].recipe.depends)
+                todo.extend(self.components[name].recipe.depends_for(vendor))
         return tuple(n for n in self.order if n in wanted)
+
+    def selected(self, vendor: str, select: tuple[str, ...] = ()) -> tuple[str, ...]:
+        """What a command for ``vendor`` works on: ``select`` and its dependencies, else the
+        vendor's whole stack."""
+        return self.closure(select, vendor) if select else self.names_for(vendor)

@@ -100,7 +100,7 @@ def make_plan(
     tests: bool = False,
     jobs: int | None = None,
 ) -> Plan:
-    names = stack.closure(select) if select else stack.order
+    names = stack.selected(vendor, select)
     jobs = jobs or host.cpu_count
     planned: dict[str, ComponentPlan] = {}
     for name in names:
@@ -137,7 +137,7 @@ def plan_component(
     )
     vendor_defines = plugin.cmake_defines(own, settings)
     env = plugin.environment(host)
-    deps = recipe.depends
+    deps = recipe.depends_for(vendor)
     key_inputs: dict[str, Any] = {
         "tool": __version__,
         "component": component.name,
@@ -150,7 +150,7 @@ def plan_component(
         "vendor_defines": dict(sorted(vendor_defines.items())),
         "env": dict(sorted(env.items())),
         "dependencies": {d: done[d].key for d in deps},
-        "dependency_vars": dict(sorted(recipe.dependency_vars.items())),
+        "dependency_vars": dict(sorted(recipe.dependency_vars_for(vendor).items())),
         "compiler": [host.cxx, host.cxx_version],
         "compiler_env": {k: host.env[k] for k in COMPILER_ENV if host.env.get(k)},
         "toolkit": _toolkit_identity(host),
@@ -169,7 +169,9 @@ def plan_component(
         source_dir = layout.source_tree(component.name, key)
         build_dir = layout.build_dir(component.name, key)
     prefix = layout.entry_prefix(key)
-    defines = _defines(stack, component, host, options, vendor_defines, prefix, done, source_dir)
+    defines = _defines(
+        stack, component, vendor, host, options, vendor_defines, prefix, done, source_dir
+    )
     cmake_source = recipe.project if recipe.project else source_dir
     test_command = recipe.test.command if tests and recipe.test else None
     steps = _steps(cmake_source, build_dir, layout.staging_prefix(key), defines, jobs, test_command)
@@ -207,6 +209,7 @@ def hash_inputs(data: Mapping[str, Any]) -> str:
 def _defines(
     stack: Stack,
     component: Component,
+    vendor: str,
     host: HostFacts,
     options: Mapping[str, str],
     vendor_defines: Mapping[str, str],
@@ -221,10 +224,10 @@ def _defines(
         # GNUInstallDirs picks lib64 on some distributions; recipes name lib/.
         "CMAKE_INSTALL_LIBDIR": "lib",
     }
-    dep_prefixes = [str(done[d].prefix) for d in stack.closure(recipe.depends)]
+    dep_prefixes = [str(done[d].prefix) for d in stack.closure(recipe.depends_for(vendor), vendor)]
     if dep_prefixes:
         defines["CMAKE_PREFIX_PATH"] = ";".join(dep_prefixes)
-    for var, dep in recipe.dependency_vars.items():
+    for var, dep in recipe.dependency_vars_for(vendor).items():
         defines[var] = str(done[dep].prefix)
     if recipe.project is not None and recipe.source_var:
         defines[recipe.source_var] = str(source_dir)

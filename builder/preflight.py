@@ -173,7 +173,7 @@ class PreflightReport:
 def selection(
     stack: Stack, vendor: str, components: Sequence[str] = (), *, wheel: bool = False
 ) -> Selection:
-    names = stack.closure(tuple(components)) if components else stack.order
+    names = stack.selected(vendor, tuple(components))
     # The recipe says only "uses Python"; the wheel's component is the one whose install tree
     # holds the Python packages, i.e. the one building pybind11 extensions.
     extension = stack.wheel.component if stack.wheel is not None else None
@@ -184,7 +184,7 @@ def selection(
                 python=stack.components[name].recipe.python,
                 extension=stack.components[name].recipe.python and name == extension,
                 git=isinstance(stack.components[name].source_for(vendor), GitSource),
-                provided=frozenset(stack.components[name].recipe.dependency_vars),
+                provided=frozenset(stack.components[name].recipe.dependency_vars_for(vendor)),
             )
             for name in names
         },

@@ -64,10 +64,11 @@ def file_digest(path: Path) -> bytes:
 
 
 def gather(stack: Stack, vendor: str, names: tuple[str, ...] | None = None) -> Inputs:
-    """Read what planning needs from the disk: source identities and recipe digests."""
+    """Read what planning needs from the disk: source identities and recipe digests of
+    ``names`` (default: the vendor's whole stack)."""
     source_ids: dict[str, str] = {}
     recipe_digests: dict[str, str] = {}
-    for name in names or stack.order:
+    for name in names or stack.names_for(vendor):
         component = stack.components[name]
         source = component.source_for(vendor)
         if isinstance(source, PathSource):

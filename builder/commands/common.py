@@ -154,7 +154,7 @@ def require_preflight(ctx: Context, select: tuple[str, ...] = ()) -> None:
     if report is None:
         return
     preflight.record(report, ctx.layout)
-    failures = report.failures_for(ctx.stack.closure(select) if select else ())
+    failures = report.failures_for(ctx.stack.closure(select, ctx.vendor) if select else ())
     if failures:
         raise report.error(failures)
 
@@ -192,14 +192,20 @@ def fetcher_for(ctx: Context) -> Fetcher:
     return sources.Fetcher(ctx.layout, ctx.mirrors)
 
 
-def check_components(stack: Stack, names: Iterable[str]) -> None:
-    """Every one of ``names`` is a component of ``stack``; else a UsageError naming it."""
+def check_components(stack: Stack, vendor: str, names: Iterable[str]) -> None:
+    """Every one of ``names`` is a component of ``vendor``'s stack; else a UsageError naming it."""
+    from builder.errors import UsageError
+    from builder.schema import unknown_message
+
     for name in names:
         if name not in stack.components:
-            from builder.errors import UsageError
-            from builder.schema import unknown_message
-
             raise UsageError(unknown_message("component", name, stack.components))
+        if not stack.components[name].in_stack(vendor):
+            only = ", ".join(sorted(stack.components[name].only or ()))
+            raise UsageError(
+                f"component '{name}' is not in {vendor}'s stack ({stack.label} gives it only "
+                f"for {only})"
+            )
 
 
 def plan_from(args: argparse.Namespace, ctx: Context) -> Plan:
@@ -207,8 +213,8 @@ def plan_from(args: argparse.Namespace, ctx: Context) -> Plan:
     from builder.plan import make_plan
 
     select = tuple(args.component or ())
-    check_components(ctx.stack, select)
-    names = ctx.stack.closure(select) if select else ctx.stack.order
+    check_components(ctx.stack, ctx.vendor, select)
+    names = ctx.stack.selected(ctx.vendor, select)
     inputs = sources.gather(ctx.stack, ctx.vendor, names)
     return make_plan(
         ctx.stack,

@@ -78,7 +78,7 @@ def light_host(python: str | None) -> HostFacts:
 def run(args: argparse.Namespace) -> int:
     stack = stack_from(args)
     vendor = resolve_vendor(stack, args.vendor)
-    check_components(stack, args.component)
+    check_components(stack, vendor, args.component)
     specs = tuple(spec for path in args.linked for spec in linked.load(path))
     host = light_host(args.python)
     report = preflight.check(

@@ -134,6 +134,62 @@ def test_vendor_a_component_does_not_support_names_component_and_vendor(tmp_path
     assert "supports: cpu" in found
 
 
+RECIPE_BOTH = "vendors:\n  cpu: {}\n  nvidia: {}\n"
+ONLY_NVIDIA = (
+    "vendors:\n  cpu: {}\n  nvidia: {}\ncomponents:\n"
+    "  heads: {path: src, only: [nvidia]}\n  ops: {path: src}\n"
+)
+
+
+def test_component_only_in_some_stacks_and_a_vendor_dependency_plan_per_vendor(
+    tmp_path: Path,
+) -> None:
+    path = write_stack(
+        tmp_path,
+        ONLY_NVIDIA,
+        {
+            "heads": "vendors:\n  nvidia: {}\n",
+            "ops": "dependency_vars: {HEADS_DIR: heads}\n"
+            "vendors:\n  cpu: {}\n  nvidia: {depends: [heads]}\n",
+        },
+    )
+    stack = load_stack(path)
+    assert stack.names_for("cpu") == ("ops",) and stack.names_for("nvidia") == ("heads", "ops")
+    ops = stack.components["ops"].recipe
+    assert ops.depends_for("cpu") == () and ops.depends_for("nvidia") == ("heads",)
+    assert ops.dependency_vars_for("cpu") == {}
+    assert ops.dependency_vars_for("nvidia") == {"HEADS_DIR": "heads"}
+    assert stack.selected("nvidia", ("ops",)) == ("heads", "ops")
+
+
+def test_a_dependency_a_vendors_stack_leaves_out_is_located_at_its_only(tmp_path: Path) -> None:
+    path = write_stack(
+        tmp_path,
+        ONLY_NVIDIA.replace("only: [nvidia]", "only: [nvidai]"),
+        {"heads": RECIPE_BOTH, "ops": "depends: [heads]\n" + RECIPE_BOTH},
+    )
+    (found,) = problems(path)
+    assert ":5:29: unknown vendor 'nvidai' in 'vendors'; did you mean 'nvidia'?" in found
+    path = write_stack(
+        tmp_path, ONLY_NVIDIA, {"heads": RECIPE_BOTH, "ops": "depends: [heads]\n" + RECIPE_BOTH}
+    )
+    (found_once,) = problems(path)
+    assert ":5:28: component 'ops' depends on 'heads' for cpu, but 'heads' is only in the " in (
+        found_once
+    )
+    assert found_once.endswith("stack of: nvidia")
+
+
+def test_unknown_component_in_a_vendor_depends_is_located_in_the_recipe(tmp_path: Path) -> None:
+    path = write_stack(
+        tmp_path,
+        "vendors:\n  cpu: {}\ncomponents:\n  a: {path: src}\n",
+        {"a": "vendors:\n  cpu: {depends: [rtt]}\n"},
+    )
+    (found,) = problems(path)
+    assert "a.yaml:2:19: unknown component 'rtt'" in found
+
+
 def test_alias_ali_is_accepted_as_thead(tmp_path: Path) -> None:
     path = write_stack(
         tmp_path,

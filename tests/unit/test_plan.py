@@ -121,7 +121,9 @@ def test_key_follows_dependencies_and_toolkit_but_not_jobs() -> None:
 
 def test_selecting_a_component_plans_it_with_its_dependencies() -> None:
     plan = plan_for("cpu", select=("infiniops",))
-    assert [c.name for c in plan.components] == ["infinirt", "cutlass", "infiniops"]
+    assert [c.name for c in plan.components] == ["infinirt", "infiniops"]
+    nvidia = plan_for("nvidia", CUDA, select=("infiniops",))
+    assert [c.name for c in nvidia.components] == ["infinirt", "cutlass", "infiniops"]
 
 
 def test_plan_json_carries_the_same_commands() -> None:
@@ -144,6 +146,20 @@ def test_cli_plan_unknown_vendor_is_a_usage_error(cli) -> None:  # type: ignore[
     result = cli("plan", "--manifest", ROOT / "stack.yaml", "--vendor", "nvdia")
     assert result.code == 2
     assert "did you mean 'nvidia'" in result.err
+
+
+def test_selecting_or_locking_a_component_outside_the_vendors_stack_is_a_usage_error(cli) -> None:  # type: ignore[no-untyped-def]
+    from builder.errors import UsageError
+    from builder.lock import source_for
+    from builder.manifest import load_stack
+
+    result = cli("plan", "--manifest", ROOT / "stack.yaml", "--vendor", "cpu", "-c", "cutlass")
+    assert result.code == 2
+    assert "component 'cutlass' is not in cpu's stack" in result.err and "only for nvidia" in (
+        result.err
+    )
+    with pytest.raises(UsageError, match="not in moore's stack: nothing to lock"):
+        source_for(load_stack(ROOT / "stack.yaml"), "cutlass", "moore")
 
 
 def test_compiler_flags_from_the_environment_change_the_key() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from builder import preflight
 from builder.manifest import load_stack
-from builder.model import GitSource, PathSource
+from builder.model import GitSource
 from builder.plan import Plan
 from tests.planning import CUDA, PPU, ROOT, defines
 from tests.planning import plan_for as planned
@@ -38,7 +38,6 @@ def test_nvidia_infiniops_gets_cutlass_from_the_pinned_component_and_cannot_down
     assert cutlass.source.rev == CUTLASS_SHA
     assert cutlass.cmake_source == COMPONENTS / "cutlass"
     assert cutlass.defines["CUTLASS_SOURCE_DIR"] == str(cutlass.source_dir)
-    assert cutlass.defines["CUTLASS_REQUIRED"] == "ON"
     ops = defines(plan, "infiniops")
     assert ops["FETCHCONTENT_SOURCE_DIR_CUTLASS"] == str(cutlass.prefix)
     assert ops["FETCHCONTENT_FULLY_DISCONNECTED"] == "ON"
@@ -51,13 +50,14 @@ def test_cutlass_key_feeds_the_infiniops_key() -> None:
 
 
 @pytest.mark.parametrize("vendor", ["cpu", "moore", "thead"])
-def test_vendors_without_cuda_kernels_in_infiniops_carry_no_cutlass_repository(
+def test_vendors_without_cuda_kernels_in_infiniops_leave_cutlass_out_of_their_stack(
     vendor: str,
 ) -> None:
-    cutlass = plan_for(vendor).get("cutlass")
-    assert isinstance(cutlass.source, PathSource)
-    assert cutlass.source.path == COMPONENTS / "cutlass" / "absent"
-    assert cutlass.defines["CUTLASS_REQUIRED"] == "OFF"
+    plan = plan_for(vendor)
+    assert "cutlass" not in [c.name for c in plan.components]
+    assert plan.get("infiniops").depends == ("infinirt",)
+    assert "FETCHCONTENT_SOURCE_DIR_CUTLASS" not in defines(plan, "infiniops")
+    assert "cutlass" not in plan.get("infiniops").key_inputs["dependencies"]
 
 
 @pytest.mark.parametrize("vendor", VENDORS)
