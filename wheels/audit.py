@@ -1247,12 +1247,13 @@ def _group_scope(ctx: _Elves, group: _Group) -> _Scope:
         for soname in info.needed:
             if soname in loaded:
                 continue
-            if soname in stranded:
-                scope.stranded.append(_Stranded(member, label, soname, stranded[soname]))
-                scope.unverifiable.append(soname)
-                continue
-            hit = ctx.host.find(soname, info, search_path(key, info))
             loaded.add(soname)
+            if soname in stranded:
+                # ld.so would not find it; loaded first (as the fix does), it is this copy
+                scope.stranded.append(_Stranded(member, label, soname, stranded[soname]))
+                hit = installed_copy(stranded[soname], soname, ctx.site_dirs)
+            else:
+                hit = ctx.host.find(soname, info, search_path(key, info))
             node = (hit[0], hit[1], soname) if hit else (f"none:{soname}", None, soname)
             queue.append((*node, member))
     return scope
