@@ -403,11 +403,11 @@ def _driver_link_candidates(ctx: ProbeContext, deps: Deps) -> Iterator[Candidate
     """Where CMake's FindCUDAToolkit finds ``cuda_driver``: the toolkit's stubs, then the
     system's directories (a driver installed with its development link)."""
     root = toolkit_root(deps, "cuda")
-    stubs = [root / "lib64" / "stubs", root / "lib" / "stubs"] if root else []
-    stubs += sorted(root.glob("targets/*/lib/stubs")) if root else []
-    for directory in stubs:
+    libdirs = [root / "lib64", root / "lib", *sorted(root.glob("targets/*/lib"))] if root else []
+    for directory in [*(d / "stubs" for d in libdirs), *libdirs]:
         if (directory / "libcuda.so").exists():
-            yield Candidate(path=directory / "libcuda.so", origin="cuda toolkit stubs")
+            origin = "cuda toolkit stubs" if directory.name == "stubs" else "cuda toolkit"
+            yield Candidate(path=directory / "libcuda.so", origin=origin)
     for directory in search.system_lib_dirs(ctx):
         if (directory / "libcuda.so").exists():
             yield Candidate(path=directory / "libcuda.so", origin="system library path")
