@@ -45,7 +45,7 @@ from elftools.elf.sections import NoteSection
 from builder import __version__, proc
 from builder.errors import BuildError, UsageError
 from builder.model import GitSource, Source, WheelSpec
-from wheels.elf import ELF_MAGIC
+from wheels.elf import ELF_MAGIC, HostLibraries
 from wheels.loading import installed_copy, site_dirs, stranded_needs
 from wheels.naming import EXTENSION_NAME, WheelName
 from wheels.policy import DistLib
@@ -170,6 +170,7 @@ def fix_loading(
     every extension that loads the ELF (:func:`write_preloads`).
     """
     dirs = site_dirs() if dirs is None else dirs
+    host = HostLibraries(())  # reads each installed library once
     elves = {
         p: d for p in sorted(root.rglob("*")) if p.is_file() and (d := read_dynamic(p)) is not None
     }
@@ -180,7 +181,7 @@ def fix_loading(
     preloads: dict[Path, list[tuple[str, str]]] = {}
     tool = None
     for path, info in elves.items():
-        stranded = _stranded(info, supplied, dirs, loaded={*where, *info.needed})
+        stranded = _stranded(info, supplied, dirs, host, loaded={*where, *info.needed})
         added = [soname for soname, lib in stranded if lib.module is None]
         preloads[path] = [(lib.module, soname) for soname, lib in stranded if lib.module]
         requires += [lib.distribution for _, lib in stranded]
@@ -199,16 +200,20 @@ def fix_loading(
                 argv += ["--add-needed", need]
             proc.run([*argv, str(path)], what=f"patchelf on {path.relative_to(root)}")
     write_preloads(root, elves, where, preloads)
-    return sorted(set(requires), key=requires.index)
+    return list(dict.fromkeys(requires))
 
 
 def _stranded(
-    info: Dynamic, supplied: Mapping[str, DistLib], dirs: Sequence[Path], loaded: set[str]
+    info: Dynamic,
+    supplied: Mapping[str, DistLib],
+    dirs: Sequence[Path],
+    host: HostLibraries,
+    loaded: set[str],
 ) -> list[tuple[str, DistLib]]:
     """What the distribution libraries ``info`` needs will need and not find by themselves."""
     out: list[tuple[str, DistLib]] = []
     for need in info.needed:
-        hit = installed_copy(supplied[need], need, dirs) if need in supplied else None
+        hit = installed_copy(supplied[need], need, dirs, host) if need in supplied else None
         if hit is not None:
             out += [s for s in stranded_needs(*hit, supplied, dirs, loaded) if s not in out]
     return out
@@ -249,13 +254,13 @@ def _load_order(path: Path, elves: Mapping[Path, Dynamic], where: Mapping[str, P
 
 
 def _prepend_imports(init: Path, modules: Mapping[str, str]) -> None:
-    text = init.read_text(encoding="utf-8") if init.is_file() else ""
+    try:
+        text = init.read_text(encoding="utf-8") if init.is_file() else ""
+        body = ast.parse(text).body
+    except (OSError, UnicodeDecodeError, SyntaxError) as exc:
+        raise BuildError(f"cannot add imports to {init}: {exc}") from exc
     if PRELOAD_MARK in text:
         return
-    try:
-        body = ast.parse(text).body
-    except SyntaxError as exc:
-        raise BuildError(f"cannot add imports to {init}: {exc}") from exc
     # After the docstring and any `from __future__` import, which must come first.
     head = 0
     for i, node in enumerate(body):

@@ -1251,7 +1251,7 @@ def _group_scope(ctx: _Elves, group: _Group) -> _Scope:
             if soname in stranded:
                 # ld.so would not find it; loaded first (as the fix does), it is this copy
                 scope.stranded.append(_Stranded(member, label, soname, stranded[soname]))
-                hit = installed_copy(stranded[soname], soname, ctx.site_dirs)
+                hit = installed_copy(stranded[soname], soname, ctx.site_dirs, ctx.host)
             else:
                 hit = ctx.host.find(soname, info, search_path(key, info))
             node = (hit[0], hit[1], soname) if hit else (f"none:{soname}", None, soname)
@@ -1262,7 +1262,7 @@ def _group_scope(ctx: _Elves, group: _Group) -> _Scope:
 def _outside_node(ctx: _Elves, need: Need, like: ElfInfo) -> tuple[str, ElfInfo | None, str]:
     if need.kind == "distribution":
         lib = ctx.policy.supplier(need.soname)
-        hit = installed_copy(lib, need.soname, ctx.site_dirs) if lib else None
+        hit = installed_copy(lib, need.soname, ctx.site_dirs, ctx.host) if lib else None
         if hit is not None and like.is_compatible(hit[1]):
             return hit[0], hit[1], need.soname
     elif need.kind in ("system", "external"):

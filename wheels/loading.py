@@ -21,7 +21,7 @@ import sysconfig
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
-from wheels.elf import ElfError, ElfInfo, read_elf_file
+from wheels.elf import ElfInfo, HostLibraries
 from wheels.policy import DistLib
 
 ORIGIN = re.compile(r"\$(ORIGIN\b|\{ORIGIN\})")
@@ -49,15 +49,15 @@ def search_path(path: str, info: ElfInfo) -> list[str]:
     return [posixpath.normpath(ORIGIN.sub(origin, e)) for e in entries if e.startswith(("/", "$"))]
 
 
-def installed_copy(lib: DistLib, soname: str, dirs: Sequence[Path]) -> tuple[str, ElfInfo] | None:
-    """(real path, ELF data) of ``soname`` where ``lib``'s distribution installed it here."""
+def installed_copy(
+    lib: DistLib, soname: str, dirs: Sequence[Path], host: HostLibraries
+) -> tuple[str, ElfInfo] | None:
+    """(real path, ELF data) of ``soname`` where ``lib``'s distribution installed it here;
+    ``host`` reads each file once (these libraries can be hundreds of megabytes)."""
     for site_dir in dirs:
-        candidate = site_dir / lib.dir / soname
-        if candidate.is_file():
-            try:
-                return os.path.realpath(candidate), read_elf_file(candidate)
-            except ElfError:
-                return None
+        hit = host.locate(str(site_dir / lib.dir / soname))
+        if hit is not None:
+            return hit
     return None
 
 

@@ -155,3 +155,13 @@ def test_audit_rejects_a_standin_wheel_whose_distribution_library_is_stranded(
     good: CliResult = cli("audit", fixed, "--vendor", "nvidia")
     assert good.code == 0, good.out
     assert "stranded-need" not in good.out and "unverified" not in good.out
+
+
+def test_a_package_init_that_is_not_utf8_is_a_build_error_naming_it(tmp_path: Path) -> None:
+    from builder.errors import BuildError
+
+    site = standin_site(tmp_path)
+    init = tmp_path / "wheel" / "demo" / "__init__.py"
+    init.write_bytes(b"# caf\xe9\nfrom . import _ops\n")
+    with pytest.raises(BuildError, match=r"cannot add imports to .*__init__\.py"):
+        fix_loading(tmp_path / "wheel", dict(load_vendor_policy("nvidia").distributions), [site])
