@@ -462,8 +462,8 @@ def _raw_vendor_key(r: Reader, vendor: str) -> str:
 
 def _order(r: Reader, components: dict[str, Component]) -> tuple[str, ...]:
     """Dependencies first; otherwise the manifest's own order, so plans read as the file does."""
-    graph = {  # every vendor's dependencies: one order serves them all
-        name: [d for v in (None, *c.recipe.vendor_depends) for d in _deps(c, v) if d in components]
+    graph = {
+        name: [d for d in c.recipe.every_depends() if d in components]
         for name, c in components.items()
     }
     try:
@@ -476,11 +476,6 @@ def _order(r: Reader, components: dict[str, Component]) -> tuple[str, ...]:
     while len(order) < len(graph):
         order.append(next(n for n in graph if n not in order and set(graph[n]) <= set(order)))
     return tuple(order)
-
-
-def _deps(component: Component, vendor: str | None) -> tuple[str, ...]:
-    recipe = component.recipe
-    return recipe.depends if vendor is None else recipe.vendor_depends[vendor]
 
 
 def _read_wheel(

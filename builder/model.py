@@ -64,6 +64,11 @@ class Recipe:
     def depends_for(self, vendor: str) -> tuple[str, ...]:
         return (*self.depends, *self.vendor_depends.get(vendor, ()))
 
+    def every_depends(self) -> tuple[str, ...]:
+        """What it depends on for some vendor: one build order serves them all."""
+        extra = (d for deps in self.vendor_depends.values() for d in deps)
+        return tuple(dict.fromkeys((*self.depends, *extra)))
+
     def dependency_vars_for(self, vendor: str) -> dict[str, str]:
         """The dependency variables whose component this vendor's build depends on."""
         deps = self.depends_for(vendor)
