@@ -97,6 +97,10 @@ def add_plan_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--test", action="store_true", help="build with the recipes' tests enabled and run them"
     )
+    add_jobs(parser)
+
+
+def add_jobs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs",
         "-j",

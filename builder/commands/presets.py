@@ -7,7 +7,14 @@ import sys
 from pathlib import Path
 
 from builder.commands.build import launcher_for
-from builder.commands.common import add_home, add_manifest, add_vendor, context_from, plan_from
+from builder.commands.common import (
+    add_home,
+    add_jobs,
+    add_manifest,
+    add_vendor,
+    context_from,
+    plan_from,
+)
 
 NAME = "presets"
 HELP = "write CMakePresets.json and build.sh that build one component as the tool does"
@@ -30,13 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "hand build goes to DIR/build and installs to DIR/install",
     )
     parser.add_argument("--test", action="store_true", help="with the recipe's tests enabled")
-    parser.add_argument(
-        "--jobs",
-        "-j",
-        type=int,
-        default=None,
-        help="parallel compile jobs (default: the number of cores)",
-    )
+    add_jobs(parser)
     parser.add_argument(
         "--launcher",
         default="none",
