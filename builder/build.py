@@ -476,7 +476,8 @@ def execute(
         report.error = f"build failed: {', '.join(failed)}"
         independent = _explain_skipped(plan, results)
         hint = (
-            f"--keep-going builds what does not depend on the failure: {', '.join(independent)}"
+            "`infini-stack build --keep-going` builds what does not depend on the failure: "
+            + ", ".join(independent)
             if independent
             else None
         )

@@ -109,7 +109,7 @@ def summary_table(data: Mapping[str, Any], *, timed: bool = True) -> str:
     rows = [("component", "status", "key", "seconds", "steps")]
     for c in data["components"]:
         seconds = f"{c['seconds']:.1f}" if c["status"] in ("built", "failed") else "-"
-        steps = c.get("error") or "" if c["status"] == "skipped" else _steps_text(c)
+        steps = (c.get("error") or "") if c["status"] == "skipped" else _steps_text(c)
         rows.append((c["name"], c["status"], c["key"][:12], seconds, steps))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = [

@@ -175,16 +175,20 @@ def test_path_source_edit_rebuilds_it_and_its_dependents_only_recompiling_the_ed
 # --- parallel components and failures -----------------------------------------------------------
 
 
-def rt_waits_for_ccl_failure(tmp_path: Path) -> Path:
-    """A launcher under which MiniRT's compiles wait (up to 30 s) until a MiniCCL compile has
-    failed: MiniRT is still running when MiniCCL fails, however loaded the machine is."""
+def build_with_ccl_failing(mini: Path, tmp_path: Path) -> tuple[str | Path, ...]:
+    """Break MiniCCL's source; the arguments of a two-job build under a launcher that holds
+    MiniRT's compiles (up to 30 s) until a MiniCCL compile has failed, so that MiniRT is still
+    running when MiniCCL fails, however loaded the machine is."""
+    broken = mini.parent / "ccl" / "src" / "ccl.cpp"
+    broken.write_text(broken.read_text() + "\n#error broken on purpose\n")
     failed = tmp_path / "ccl-failed"
     body = f"""case "$*" in
   *mini-stack/ccl/*) "$@" || {{ rc=$?; touch {failed}; exit $rc; }}; exit 0;;
   *mini-stack/rt/*) i=0
     while [ ! -e {failed} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done;;
 esac"""
-    return write_launcher(tmp_path / "rt-waits.sh", body)
+    slow = write_launcher(tmp_path / "rt-waits.sh", body)
+    return ("build", "--manifest", mini, "--vendor", "cpu", "--jobs", "2", "--launcher", slow)
 
 
 def test_failing_component_in_a_parallel_build_is_reported_and_the_other_finishes_with_its_log(
@@ -193,10 +197,7 @@ def test_failing_component_in_a_parallel_build_is_reported_and_the_other_finishe
     tmp_path: Path,
     cli,  # type: ignore[no-untyped-def]
 ) -> None:
-    broken = mini.parent / "ccl" / "src" / "ccl.cpp"
-    broken.write_text(broken.read_text() + "\n#error broken on purpose\n")
-    slow = rt_waits_for_ccl_failure(tmp_path)
-    result = cli("build", "--manifest", mini, "--vendor", "cpu", "--jobs", "2", "--launcher", slow)
+    result = cli(*build_with_ccl_failing(mini, tmp_path))
     assert result.code == 5
     assert "component 'miniccl', step build" in result.err
     assert "broken on purpose" in result.err
@@ -226,10 +227,7 @@ def test_keep_going_builds_what_does_not_depend_on_the_failure_and_says_why_the_
     tmp_path: Path,
     cli,  # type: ignore[no-untyped-def]
 ) -> None:
-    broken = mini.parent / "ccl" / "src" / "ccl.cpp"
-    broken.write_text(broken.read_text() + "\n#error broken on purpose\n")
-    slow = rt_waits_for_ccl_failure(tmp_path)  # so MiniOps (needs MiniRT only) is not started
-    args = ("build", "--manifest", mini, "--vendor", "cpu", "--jobs", "2", "--launcher", slow)
+    args = build_with_ccl_failing(mini, tmp_path)  # MiniOps (needs MiniRT only) is not started
     stopped = cli(*args)
     assert stopped.code == 5
     assert statuses(home) == {
@@ -241,7 +239,8 @@ def test_keep_going_builds_what_does_not_depend_on_the_failure_and_says_why_the_
     reasons = {c["name"]: c["error"] for c in last_report(home)["components"]}
     assert reasons["miniops"] == "not started: the build stopped at the first failure"
     assert reasons["minilm"] == "not built: needs miniccl"
-    assert "hint: --keep-going builds what does not depend on the failure: miniops" in stopped.err
+    hint = "hint: `infini-stack build --keep-going` builds what does not depend on the failure"
+    assert f"{hint}: miniops" in stopped.err
     kept = cli(*args, "--keep-going")
     assert kept.code == 5 and "build failed: miniccl" in kept.err
     assert statuses(home) == {
@@ -251,7 +250,7 @@ def test_keep_going_builds_what_does_not_depend_on_the_failure_and_says_why_the_
         "minilm": "skipped",
     }
     assert re.search(r"minilm +skipped .*not built: needs miniccl", kept.err)
-    assert "hint: --keep-going" not in kept.err
+    assert hint not in kept.err
 
 
 # --- the compiler launcher ----------------------------------------------------------------------
