@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from builder.layout import default_home  # noqa: E402
+from builder.core.layout import default_home  # noqa: E402
 from wheels.audit import audit_wheel, infer_vendor  # noqa: E402
 from wheels.policy import load_vendor_policy  # noqa: E402
 

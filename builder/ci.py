@@ -14,9 +14,9 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from builder.errors import UsageError
-from builder.manifest import resolve_vendor
-from builder.model import Stack
+from builder.core.errors import UsageError
+from builder.manifest.loader import resolve_vendor
+from builder.manifest.model import Stack
 
 # One Python per vendor by default: the C++ libraries do not depend on it (their store entries
 # are shared between Pythons on a runner), so more Pythons only rebuild the engine's extension.

@@ -1,8 +1,9 @@
-"""The ``infini-stack`` entry point: parse, dispatch, and the one place errors become exit codes.
+"""The command line: the parser, dispatch, and the one place errors become exit codes.
 
-An unchanged ``build`` is settled by :mod:`builder.noop` before argparse or any subcommand is
-imported, so those imports live inside the functions that need them. ``bin/infini-stack`` may
-start the interpreter without ``site`` for that check; anything else runs again with it.
+The parser knows every command by its name and one-line help (:data:`builder.commands.COMMANDS`);
+only the command being run is imported and configured, so ``--version``, ``--help`` and a
+quick command pay for nothing else. :mod:`builder.__main__` is the entry point that calls
+:func:`run` once :mod:`builder.noop` has not settled the command line.
 """
 
 from __future__ import annotations
@@ -10,23 +11,21 @@ from __future__ import annotations
 import os
 import sys
 
-from builder import noop
-
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (and re) at run time
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
 
 # The line bin/infini-stack runs (it drops the working directory ``-c`` puts on sys.path).
-RUN = "import sys; del sys.path[0]; from builder.noop import main; main()"
+RUN = "import sys; del sys.path[0]; from builder.__main__ import main; main()"
 
 
-def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The parser; given ``argv``, only the subcommand it names is imported and configured."""
+def make_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser; only the command ``argv`` names (if any) is imported and configured."""
     import argparse
 
     from builder import __version__
-    from builder.commands import chosen, load
+    from builder.commands import COMMANDS, load
 
     parser = argparse.ArgumentParser(
         prog="infini-stack",
@@ -34,20 +33,24 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"infini-stack {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    names = chosen(list(sys.argv[1:] if argv is None else argv))
-    for command in load(names):
-        child = sub.add_parser(command.NAME, help=command.HELP, description=command.HELP)
-        command.configure(child)
-        child.set_defaults(handler=command.run)
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    for name, help_text in COMMANDS.items():
+        child = sub.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:
+            command = load(name)
+            command.configure(child)
+            child.set_defaults(handler=command.run)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``infini-stack ARGV`` (``sys.argv`` when None): the exit status."""
+    """``infini-stack ARGV`` in this process (``sys.argv`` when None): the exit status."""
+    from builder import noop
+
     words = list(sys.argv[1:] if argv is None else argv)
     if (settled := noop.settle(words)) is not None:
         return settled
-    return run(words, launched=argv is None)
+    return run(words)
 
 
 def run(words: list[str], *, launched: bool = False) -> int:
@@ -55,7 +58,12 @@ def run(words: list[str], *, launched: bool = False) -> int:
     is the command itself (it may re-run itself with ``site``)."""
     if sys.flags.no_site and launched:  # started for the fast path: the rest needs site
         os.execv(sys.executable, [sys.executable, "-c", RUN, *words])
-    from builder.errors import EXIT_INTERNAL, StackError
+    if words == ["--version"]:  # answered without argparse: the command line must start fast
+        from builder import __version__
+
+        print(f"infini-stack {__version__}")
+        return 0
+    from builder.core.errors import EXIT_INTERNAL, StackError
 
     args = make_parser(words).parse_args(words)
     args.argv = tuple(words)
@@ -74,7 +82,3 @@ def run(words: list[str], *, launched: bool = False) -> int:
         print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
         return EXIT_INTERNAL
     return code
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -10,8 +10,8 @@ it holds it writes its run report and exits without loading the manifest, probin
 running CMake or Ninja; anything else takes the full path, which plans, builds what is missing
 and leaves a new memo.
 
-This module runs first in every ``infini-stack`` process (:func:`main` is what the installed
-command runs), so it imports only ``os``, ``sys`` and built-in modules (``marshal``, ``time``):
+This module runs first in every ``infini-stack`` process (:mod:`builder.__main__` calls it), so
+it imports only ``os``, ``sys`` and built-in modules (``marshal``, ``time``):
 no json, re, pathlib, typing, argparse or even ``__future__``, which would cost more than the
 whole check. Memos are ``marshal`` data, read and written only here.
 """
@@ -199,13 +199,3 @@ def settle(argv: "Sequence[str]", environ: "Mapping[str, str] | None" = None) ->
     print(f"run report: {path}", file=sys.stderr)
     return 0
 
-
-def main() -> None:
-    """What ``bin/infini-stack`` runs: settle an unchanged build, else the whole command line."""
-    argv = sys.argv[1:]
-    code = settle(argv)
-    if code is None:
-        from builder.cli import run
-
-        code = run(argv, launched=True)
-    sys.exit(code)

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from builder import __version__
-from builder.layout import Layout
-from builder.model import Component, GitSource, PathSource, Source, Stack
+from builder.core.host import HostFacts
+from builder.core.layout import Layout
+from builder.manifest.model import Component, GitSource, PathSource, Source, Stack
 from builder.vendors import get as get_vendor
-from builder.vendors.base import HostFacts
 
 StepKind = Literal["configure", "build", "test", "install"]
 # Environment variables CMake reads on a first configure: they change what gets compiled.

@@ -23,10 +23,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from builder import proc
-from builder.errors import ManifestError, PreflightError, StackError
-from builder.layout import Layout
-from builder.model import GitSource, Stack
+from builder.core import proc
+from builder.core.errors import ManifestError, PreflightError, StackError
+from builder.core.fs import atomic_write
+from builder.core.host import HostFacts, Toolkit
+from builder.core.layout import Layout
+from builder.manifest.model import GitSource, Stack
 from builder.providers import linked as linked_providers
 from builder.providers import search
 from builder.providers.libs import STANDARD_INCLUDES, toolkit_root
@@ -43,7 +45,6 @@ from builder.providers.probe import (
     not_checked,
 )
 from builder.vendors import get as get_vendor
-from builder.vendors.base import HostFacts, Toolkit
 
 TOOLKITS = ("cuda", "musa", "ppu-sdk")  # the provider that is the vendor's toolkit, if any
 
@@ -373,13 +374,8 @@ def _tool_scripts() -> Path | None:
 def record(report: PreflightReport, layout: Layout) -> Path:
     """Keep the latest report per vendor and purpose (for people and run reports; never read
     back as a cache: every preflight probes afresh)."""
-    directory = layout.home / "preflight"
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{report.vendor}-{report.purpose}.json"
-    tmp = directory / f".{path.name}.{os.getpid()}"
-    tmp.write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return path
+    path = layout.home / "preflight" / f"{report.vendor}-{report.purpose}.json"
+    return atomic_write(path, json.dumps(report.to_json(), indent=2) + "\n")
 
 
 # -- the table -------------------------------------------------------------------------------------

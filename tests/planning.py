@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from builder.layout import Layout
-from builder.manifest import load_stack
+from builder.core.host import HostFacts, Toolkit
+from builder.core.layout import Layout
+from builder.manifest.loader import load_stack
 from builder.plan import Plan, make_plan
-from builder.sources import gather
-from builder.vendors.base import HostFacts, Toolkit
+from builder.sources.fetch import gather
 
 ROOT = Path(__file__).resolve().parent.parent
 CUDA = Toolkit(

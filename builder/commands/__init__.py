@@ -1,50 +1,50 @@
-"""CLI subcommands: one module each, exposing NAME, HELP, configure(parser) and run(args) -> int.
+"""The subcommands: one module each, with ``configure(parser)`` and ``run(args) -> int``.
 
-Add a subcommand by writing its module and naming it in ``MODULES``.
+The parser is built from :data:`COMMANDS` alone (names and one-line help); a command's module is
+imported only when it is the one being run, so ``--version``, ``--help`` and a quick command
+pay for nothing else. Add a subcommand by writing its module and naming it here.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import argparse
+
+COMMANDS: dict[str, str] = {
+    "validate": "check stack.yaml and the component recipes (every problem, located)",
+    "plan": "print the configure/build/test/install commands build would run, in order",
+    "preflight": "check, in seconds, that this host has what a vendor's build (or run) needs",
+    "fetch": "fetch and verify the pinned sources (shared bare cache, one checkout per build)",
+    "build": "build the stack for a vendor in dependency order (store hits cost nothing)",
+    "presets": "write CMakePresets.json and build.sh that build one component as the tool does",
+    "report": "print the last build's run report",
+    "gc": "remove store entries, build dirs, source trees and logs that no manifest uses",
+    "wheel": "build the stack, then package and audit the vendor's wheel into dist/",
+    "audit": (
+        "audit wheels: each ELF's needs and where they resolve, RUNPATH, libpython, symbols, "
+        "RECORD and platform tag (exit 6 on any violation)"
+    ),
+    "bundle": "write every pinned source of a vendor's stack (with submodules) into one file",
+    "lock": "resolve COMPONENT=REF (a branch or tag) to a full SHA and pin it in stack.yaml",
+    "ci": "CI support: `ci matrix` prints the vendor x Python job matrix as JSON",
+    "sbom": "write a CycloneDX SBOM (JSON) of the vendor's stack as built",
+    "smoke": "install a wheel into a fresh venv and import every extension with RTLD_NOW binding",
+    "release": (
+        "preflight, build, reproducible wheel, audit, smoke, SBOM and SHA256SUMS into a "
+        "directory, or nothing"
+    ),
+}
 
 
 class Command(Protocol):
-    NAME: str
-    HELP: str
-
     def configure(self, parser: argparse.ArgumentParser) -> None: ...
 
     def run(self, args: argparse.Namespace) -> int: ...
 
 
-MODULES: tuple[str, ...] = (
-    "validate",
-    "plan",
-    "preflight",
-    "fetch",
-    "build",
-    "presets",
-    "report",
-    "gc",
-    "wheel",
-    "audit",
-    "bundle",
-    "lock",
-    "ci",
-    "sbom",
-    "smoke",
-    "release",
-)
-
-
-def load(names: tuple[str, ...] = MODULES) -> list[Command]:
-    """Import the named subcommand modules (each costs its imports on every run)."""
-    return [importlib.import_module(f"builder.commands.{name}") for name in names]
-
-
-def chosen(argv: list[str]) -> tuple[str, ...]:
-    """Just the subcommand on the command line when there is a known one, else all of them."""
-    first = next((a for a in argv if not a.startswith("-")), None)
-    return (first,) if first in MODULES else MODULES
+def load(name: str) -> Command:
+    module: Command = importlib.import_module(f"builder.commands.{name}")
+    return module

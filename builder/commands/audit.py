@@ -8,13 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from builder.errors import EXIT_AUDIT, UsageError
-
-NAME = "audit"
-HELP = (
-    "audit wheels: each ELF's needs and where they resolve, RUNPATH, libpython, symbols, "
-    "RECORD and platform tag (exit 6 on any violation)"
-)
+from builder.core.errors import EXIT_AUDIT, UsageError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +46,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from builder.layout import default_home
+    from builder.core.layout import default_home
     from wheels.audit import audit_wheel, default_cache_dir, infer_vendor
     from wheels.audit_report import render_text, to_json
     from wheels.policy import load_vendor_policy

@@ -7,12 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from builder import bundle
-from builder.commands.common import add_mirror, add_plan_options, context_from, plan_from
-from builder.sources import Fetcher
-
-NAME = "bundle"
-HELP = "write every pinned source of a vendor's stack (with submodules) into one file"
+from builder.commands.common import add_mirror, add_plan_options, plan_request, stack_request
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -29,10 +24,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    ctx = context_from(args)
-    plan = plan_from(args, ctx)
+    from builder.pipeline.fetch import bundle_sources
+    from builder.sources import bundle
+
     out = args.output.expanduser().resolve()
-    index = bundle.write_bundle(plan, ctx.layout, Fetcher(ctx.layout, ctx.mirrors), out)
+    plan, index = bundle_sources(stack_request(args), plan_request(args), out)
     for line in bundle.describe(index):
         print(line)
     skipped = [c.name for c in plan.components if c.name not in {p.component for p in index.pins}]

@@ -6,10 +6,8 @@ import argparse
 import json
 
 from builder import ci
-from builder.commands.common import add_manifest, stack_from
-
-NAME = "ci"
-HELP = "CI support: `ci matrix` prints the vendor x Python job matrix as JSON"
+from builder.commands.common import add_manifest
+from builder.pipeline.context import load_stack
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +38,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    stack = stack_from(args)
+    stack = load_stack(args.manifest)
     data = ci.matrix(stack, args.vendor, args.python)
     print(json.dumps(data, indent=2 if args.pretty else None))
     return 0

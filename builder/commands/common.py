@@ -1,4 +1,4 @@
-"""Options shared by subcommands, and the context they build from them."""
+"""Options shared by subcommands, and the typed requests made from them (once, here)."""
 
 from __future__ import annotations
 
@@ -6,23 +6,14 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from builder import host as host_facts
-from builder.layout import Layout
+from builder.core.layout import Layout
+from builder.pipeline.context import layout_for
+from builder.pipeline.requests import BuildRequest, PlanRequest, StackRequest
 
-if TYPE_CHECKING:
-    from builder.model import Stack
-    from builder.plan import Plan
-    from builder.preflight import PreflightReport
-    from builder.sources import Fetcher
-    from builder.vendors.base import HostFacts
-
-# The manifest loader (PyYAML, packaging) and sources are imported where they are used: a no-op
-# build decided from its memo never needs them, and every command's import is paid on each run.
+LAUNCHER_ENV = "INFINI_STACK_LAUNCHER"
 
 
 def add_manifest(parser: argparse.ArgumentParser) -> None:
@@ -110,126 +101,68 @@ def add_jobs(parser: argparse.ArgumentParser) -> None:
     )
 
 
-@dataclass(frozen=True)
-class Context:
-    stack: Stack
-    vendor: str
-    layout: Layout
-    host: HostFacts
-    mirrors: dict[str, str]
-    bundle: Path | None = None  # sources come from this bundle only (no network)
-    preflight: PreflightReport | None = None  # what planning saw of the host's providers
-
-
-def stack_from(args: argparse.Namespace) -> Stack:
-    from builder.manifest import default_manifest, load_stack
-
-    return load_stack(args.manifest or default_manifest())
-
-
-def layout_from(args: argparse.Namespace) -> Layout:
-    return Layout.from_env(home=getattr(args, "home", None), store=getattr(args, "store", None))
-
-
-def detect_host(layout: Layout) -> HostFacts:
-    return host_facts.detect(os.environ, cache=layout.cache())
-
-
-def preflighted_host(
-    stack: Stack, vendor: str, layout: Layout
-) -> tuple[HostFacts, PreflightReport]:
-    """Host facts with every component's provider fingerprints and hints, as keys need them.
-
-    All components are probed whatever is selected, so a component's key never depends on
-    which others were asked for; only the failures that matter to the selection stop a build.
-    """
-    from builder import preflight
-
-    host = detect_host(layout)
-    report = preflight.check(stack, vendor, host)
-    return report.apply_to(host), report
-
-
-def require_preflight(ctx: Context, select: tuple[str, ...] = ()) -> None:
-    """Stop before any compile when a provider the selected components need is missing."""
-    from builder import preflight
-
-    report = ctx.preflight
-    if report is None:
-        return
-    preflight.record(report, ctx.layout)
-    failures = report.failures_for(ctx.stack.closure(select, ctx.vendor) if select else ())
-    if failures:
-        raise report.error(failures)
-
-
-def context_from(args: argparse.Namespace) -> Context:
-    from builder import sources
-    from builder.manifest import resolve_vendor
-
-    stack = stack_from(args)
-    vendor = resolve_vendor(stack, args.vendor)
-    layout = layout_from(args)
-    mirrors = dict(stack.mirrors)
-    mirrors.update(sources.parse_mirrors(getattr(args, "mirror", []) or []))
-    bundle = getattr(args, "bundle", None)
-    host, report = preflighted_host(stack, vendor, layout)
-    return Context(
-        stack=stack,
-        vendor=vendor,
-        layout=layout,
-        host=host,
-        mirrors=mirrors,
-        bundle=bundle.expanduser().resolve() if bundle else None,
-        preflight=report,
+def add_build_options(parser: argparse.ArgumentParser) -> None:
+    """What ``build``, ``wheel`` and ``release`` take: the plan, sources, launcher, progress."""
+    add_plan_options(parser)
+    add_mirror(parser)
+    add_bundle(parser)
+    parser.add_argument(
+        "--launcher",
+        default=os.environ.get(LAUNCHER_ENV, "auto"),
+        help="compiler launcher for C, C++ and CUDA: auto (ccache, else sccache, when found), "
+        f"none, or a program (default: ${LAUNCHER_ENV} or auto); not part of any cache key",
+    )
+    parser.add_argument(
+        "--progress",
+        choices=("auto", "plain", "live", "github", "quiet"),
+        default="auto",
+        help="progress output on stderr: auto (live lines on a terminal, fold groups under "
+        "GitHub Actions, plain lines otherwise)",
     )
 
 
-def fetcher_for(ctx: Context) -> Fetcher:
-    """The fetcher for this context: from its bundle (imported first, no network) or online."""
-    from builder import sources
-
-    if ctx.bundle is not None:
-        from builder.bundle import offline_fetcher
-
-        return offline_fetcher(ctx.bundle, ctx.layout)
-    return sources.Fetcher(ctx.layout, ctx.mirrors)
+def add_repair(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--repair",
+        action="store_true",
+        help="retag the wheel manylinux with auditwheel repair, never grafting the vendor's "
+        "external or distribution-supplied libraries, and audit it again",
+    )
 
 
-def check_components(stack: Stack, vendor: str, names: Iterable[str]) -> None:
-    """Every one of ``names`` is a component of ``vendor``'s stack; else a UsageError naming it."""
-    from builder.errors import UsageError
-    from builder.schema import unknown_message
-
-    for name in names:
-        if name not in stack.components:
-            raise UsageError(unknown_message("component", name, stack.components))
-        if not stack.components[name].in_stack(vendor):
-            only = ", ".join(sorted(stack.components[name].only or ()))
-            raise UsageError(
-                f"component '{name}' is not in {vendor}'s stack ({stack.label} gives it only "
-                f"for {only})"
-            )
+def stack_request(args: argparse.Namespace) -> StackRequest:
+    return StackRequest(
+        vendor=args.vendor,
+        manifest=args.manifest,
+        home=getattr(args, "home", None),
+        store=getattr(args, "store", None),
+        mirrors=tuple(getattr(args, "mirror", ()) or ()),
+        bundle=getattr(args, "bundle", None),
+    )
 
 
-def plan_from(args: argparse.Namespace, ctx: Context) -> Plan:
-    from builder import sources
-    from builder.plan import make_plan
-
-    select = tuple(args.component or ())
-    check_components(ctx.stack, ctx.vendor, select)
-    names = ctx.stack.selected(ctx.vendor, select)
-    inputs = sources.gather(ctx.stack, ctx.vendor, names)
-    return make_plan(
-        ctx.stack,
-        ctx.vendor,
-        ctx.host,
-        inputs,
-        ctx.layout,
-        select=select,
+def plan_request(args: argparse.Namespace) -> PlanRequest:
+    return PlanRequest(
+        components=tuple(args.component or ()),
         tests=bool(getattr(args, "test", False)),
         jobs=getattr(args, "jobs", None),
     )
+
+
+def build_request(args: argparse.Namespace) -> BuildRequest:
+    return BuildRequest(
+        stack=stack_request(args),
+        plan=plan_request(args),
+        launcher=args.launcher,
+        progress=args.progress,
+        keep_going=getattr(args, "keep_going", False),
+        memo=getattr(args, "memo", True),
+        argv=getattr(args, "argv", None),
+    )
+
+
+def layout_from(args: argparse.Namespace) -> Layout:
+    return layout_for(getattr(args, "home", None), getattr(args, "store", None))
 
 
 def print_json(data: Any) -> None:

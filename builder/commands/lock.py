@@ -6,7 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from builder import lock, sources
 from builder.commands.common import (
     add_home,
     add_json,
@@ -15,13 +14,12 @@ from builder.commands.common import (
     layout_from,
     print_json,
 )
-from builder.errors import SourceError, UsageError
-from builder.layout import Layout
-from builder.manifest import default_manifest, load_stack, resolve_vendor
-from builder.model import GitSource, Stack
-
-NAME = "lock"
-HELP = "resolve COMPONENT=REF (a branch or tag) to a full SHA and pin it in stack.yaml"
+from builder.core.errors import SourceError, UsageError
+from builder.core.layout import Layout
+from builder.manifest.loader import default_manifest, load_stack, resolve_vendor
+from builder.manifest.model import GitSource, Stack
+from builder.sources import fetch as sources
+from builder.sources import lock
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

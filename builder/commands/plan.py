@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from builder.commands.common import add_json, add_plan_options, context_from, plan_from, print_json
+from builder.commands.common import (
+    add_json,
+    add_plan_options,
+    plan_request,
+    print_json,
+    stack_request,
+)
+from builder.core.proc import quote
 from builder.plan import Plan, source_label, to_json
-from builder.proc import quote
-
-NAME = "plan"
-HELP = "print the configure/build/test/install commands build would run, in order"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -18,8 +21,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    ctx = context_from(args)
-    plan = plan_from(args, ctx)
+    from builder.pipeline.context import open_context, plan_for
+
+    plan = plan_for(open_context(stack_request(args)), plan_request(args))
     if args.json:
         print_json(to_json(plan))
     else:

@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from pathlib import Path
 
-from builder import preflight
 from builder.commands.common import (
     add_home,
     add_json,
     add_manifest,
     add_vendor,
-    check_components,
-    layout_from,
     print_json,
-    stack_from,
+    stack_request,
 )
-from builder.manifest import resolve_vendor
-from builder.providers import linked
-from builder.vendors.base import HostFacts
-
-NAME = "preflight"
-HELP = "check, in seconds, that this host has what a vendor's build (or run) needs"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -62,35 +51,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def light_host(python: str | None) -> HostFacts:
-    """The host facts preflight reads (interpreter, environment): no compiler or toolkit runs
-    here, the providers do that themselves."""
-    return HostFacts(
-        python=python or sys.executable,
-        python_version=f"{sys.version_info.major}.{sys.version_info.minor}",
-        soabi="",
-        pybind11_dir=None,
-        cpu_count=os.cpu_count() or 1,
-        env=dict(os.environ),
-    )
-
-
 def run(args: argparse.Namespace) -> int:
-    stack = stack_from(args)
-    vendor = resolve_vendor(stack, args.vendor)
-    check_components(stack, vendor, args.component)
-    specs = tuple(spec for path in args.linked for spec in linked.load(path))
-    host = light_host(args.python)
-    report = preflight.check(
-        stack,
-        vendor,
-        host,
+    from builder.pipeline.preflight import run_preflight
+
+    report = run_preflight(
+        stack_request(args),
         tuple(args.component),
         purpose=args.purpose,
-        linked=specs,
-        wheel=not args.component,
+        python=args.python,
+        linked_files=args.linked,
     )
-    preflight.record(report, layout_from(args))
     if args.json:
         print_json(report.to_json())
     else:

@@ -6,18 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from builder.commands.build import launcher_for
 from builder.commands.common import (
     add_home,
     add_jobs,
     add_manifest,
     add_vendor,
-    context_from,
-    plan_from,
+    stack_request,
 )
-
-NAME = "presets"
-HELP = "write CMakePresets.json and build.sh that build one component as the tool does"
+from builder.pipeline.requests import PlanRequest
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -46,33 +42,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from builder import presets
-    from builder.store import Store
+    from builder.engine import presets
+    from builder.pipeline.presets import write_presets
 
-    args.component = [args.component]
-    ctx = context_from(args)
-    plan = plan_from(args, ctx)
-    component = plan.get(args.component[0])
-    out = (args.out or ctx.layout.presets(ctx.vendor, component.name)).resolve()
-    hand = presets.HandBuild(
-        component=component, out=out, jobs=plan.jobs, launcher=launcher_for(args.launcher)
-    )
-    preset_file, script_file = presets.write(hand)
+    selection = PlanRequest(components=(args.component,), tests=args.test, jobs=args.jobs)
+    written = write_presets(stack_request(args), selection, args.out, args.launcher)
+    hand, name = written.hand, written.hand.component.name
     sys.stdout.write(presets.script(hand))
     sys.stdout.flush()
-    store = Store(ctx.layout)
-    missing = [d.name for d in plan.components if d.name != component.name and not store.has(d.key)]
-    print(f"wrote {preset_file}\nwrote {script_file}", file=sys.stderr)
+    print(f"wrote {written.preset_file}\nwrote {written.script_file}", file=sys.stderr)
     print(
-        f"use: sh {script_file}, or put {preset_file.name} in {component.cmake_source} "
-        f"(as CMakeUserPresets.json) and run `cmake --preset {hand.name}`; a file added to a "
-        "path source changes its key",
+        f"use: sh {written.script_file}, or put {written.preset_file.name} in "
+        f"{hand.component.cmake_source} (as CMakeUserPresets.json) and run "
+        f"`cmake --preset {hand.name}`; a file added to a path source changes its key",
         file=sys.stderr,
     )
-    if missing:
+    if written.unbuilt:
         print(
-            f"note: not in the store yet: {', '.join(missing)}; build them first with "
-            f"`infini-stack build --vendor {ctx.vendor} --component {component.name}`",
+            f"note: not in the store yet: {', '.join(written.unbuilt)}; build them first with "
+            f"`infini-stack build --vendor {written.vendor} --component {name}`",
             file=sys.stderr,
         )
     return 0

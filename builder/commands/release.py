@@ -5,18 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from builder.commands.build import configure as configure_build
-from builder.release import run_release
-
-NAME = "release"
-HELP = (
-    "preflight, build, reproducible wheel, audit, smoke, SBOM and SHA256SUMS into a "
-    "directory, or nothing"
-)
+from builder.commands.common import add_build_options, add_repair, build_request
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    configure_build(parser)
+    add_build_options(parser)
     parser.add_argument(
         "--output",
         "-o",
@@ -26,12 +19,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="the release directory: must not exist or be empty",
     )
-    parser.add_argument(
-        "--repair",
-        action="store_true",
-        help="release the manylinux wheel auditwheel repair makes (never "
-        "grafting the vendor's libraries), audited again",
-    )
+    add_repair(parser)
     parser.add_argument(
         "--no-verify",
         dest="verify",
@@ -47,6 +35,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    out = run_release(args, args.release_dir)
-    print(out)
+    from builder.pipeline.release import run_release
+    from builder.pipeline.requests import ReleaseRequest
+
+    request = ReleaseRequest(
+        build=build_request(args),
+        output=args.release_dir,
+        verify=args.verify,
+        repair=args.repair,
+        strict=args.strict,
+    )
+    print(run_release(request))
     return 0

@@ -7,9 +7,6 @@ import time
 
 from builder.commands.common import add_home, add_json, layout_from, print_json
 
-NAME = "report"
-HELP = "print the last build's run report"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_home(parser)
@@ -17,7 +14,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from builder import report
+    from builder.engine import report
 
     data = report.read_last(layout_from(args))
     if args.json:

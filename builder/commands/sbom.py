@@ -4,18 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 
-from builder import sbom
-from builder.commands.common import add_mirror, add_plan_options, context_from
-from builder.commands.wheel import epoch_for, wheel_inputs, wheel_plan
-from builder.errors import UsageError
-from builder.store import Store
-from wheels.assemble import stage
-
-NAME = "sbom"
-HELP = "write a CycloneDX SBOM (JSON) of the vendor's stack as built"
+from builder.commands.common import add_mirror, add_plan_options, plan_request, stack_request
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -31,26 +22,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    sbom.require()
-    ctx = context_from(args)
-    plan = wheel_plan(args, ctx)
-    store = Store(ctx.layout)
-    missing = [c.name for c in plan.components if not store.has(c.key)]
-    if missing:
-        raise UsageError(
-            f"not built for {ctx.vendor}: {', '.join(missing)} (an SBOM describes the stack "
-            "as built)",
-            hint=f"run `infini-stack build --vendor {ctx.vendor}` (or `wheel`) first",
-        )
-    inputs = wheel_inputs(ctx, plan, epoch_for(ctx, plan))
-    with tempfile.TemporaryDirectory(prefix="infini-sbom-") as tmp:
-        root = Path(tmp)
-        requires = stage(inputs, root)  # exactly what the wheel would carry
-        document = sbom.document(plan, inputs, root, requires)
+    from builder.core.fs import atomic_write
+    from builder.pipeline.wheel import built_sbom
+
+    document = built_sbom(stack_request(args), plan_request(args))
     if args.output is None:
         sys.stdout.write(document)
     else:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(document, encoding="utf-8")
+        atomic_write(args.output, document)
         print(args.output)
     return 0

@@ -6,12 +6,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from builder.checks.smoke import smoke
 from builder.commands.common import print_json
-from builder.errors import EXIT_AUDIT
-from builder.smoke import smoke
-
-NAME = "smoke"
-HELP = "install a wheel into a fresh venv and import every extension with RTLD_NOW binding"
+from builder.core.errors import EXIT_AUDIT
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

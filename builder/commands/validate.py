@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from builder.commands.common import add_manifest, stack_from
-
-NAME = "validate"
-HELP = "check stack.yaml and the component recipes (every problem, located)"
+from builder.commands.common import add_manifest
+from builder.pipeline.context import load_stack
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -15,7 +13,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    stack = stack_from(args)
+    stack = load_stack(args.manifest)
     vendors = ", ".join(stack.vendors)
     print(
         f"{stack.label}: ok ({len(stack.components)} components: {', '.join(stack.order)}; "

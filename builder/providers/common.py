@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from builder import proc
+from builder.core import proc
 from builder.providers import search
 from builder.providers.probe import (
     BOTH,

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from builder.errors import ManifestError
+from builder.core.errors import ManifestError
 from builder.providers import search
 from builder.providers.probe import (
     BOTH,

@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from builder import proc
-from builder.errors import StackError
+from builder.core import proc
+from builder.core.errors import StackError
 from builder.providers.probe import Candidate, ProbeContext
 
 TOOL_TIMEOUT = 20.0

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import difflib
 
-from builder.errors import UsageError
-from builder.vendors.base import HostFacts, Vendor
+from builder.core.errors import UsageError
+from builder.core.host import HostFacts
+from builder.vendors.base import Vendor
 from builder.vendors.cpu import CPU
 from builder.vendors.moore import MOORE
 from builder.vendors.nvidia import NVIDIA

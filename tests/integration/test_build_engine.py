@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from builder import build as engine
-from builder import memo
+from builder.engine import executor as engine
+from builder.engine import memo
 from tests.conftest import HAVE_NVCC, ROOT, last_report, pause_launcher, wait_for, write_launcher
 from tests.standins import script
 
@@ -79,13 +79,13 @@ def test_noop_memo_settles_an_unchanged_build_without_planning_and_misses_after_
     assert cli("build", "--manifest", mini, "--vendor", "cpu").code == 0
     assert not last_report(shared_home)["fast_path"]
 
-    from builder.commands import common
+    from builder.pipeline import context
 
     def no_planning(*args: object) -> None:
         raise AssertionError("planned although nothing changed")
 
     with monkeypatch.context() as m:
-        m.setattr(common, "stack_from", no_planning)
+        m.setattr(context, "load_stack", no_planning)
         result = cli("build", "--manifest", mini, "--vendor", "cpu")
     assert result.code == 0, result.err
     report = last_report(shared_home)
@@ -282,7 +282,7 @@ def test_launcher_wraps_c_cxx_and_cuda_compilers_and_is_not_part_of_the_key(
 def test_auto_launcher_prefers_ccache_then_sccache_on_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from builder.commands.build import launcher_for
+    from builder.pipeline.build import launcher_for
 
     monkeypatch.setenv("PATH", str(tmp_path))
     assert launcher_for("auto") is None

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.bundle import read_index
+from builder.sources.bundle import read_index
 from tests.gitrepos import (
     PUBLIC,
     add_submodule,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.lock import set_pin
+from builder.sources.lock import set_pin
 from tests.gitrepos import PUBLIC, cmake_library, commit, git, init_repo, mirror
 
 OLD = "0" * 40
@@ -105,7 +105,7 @@ def test_inline_vendor_mapping_gets_the_rev_inside_its_braces() -> None:
 
 
 def test_path_sources_have_nothing_to_lock() -> None:
-    from builder.errors import UsageError
+    from builder.core.errors import UsageError
 
     with pytest.raises(UsageError, match="path source"):
         set_pin(MANIFEST.format(foo=OLD, bar=OLD), "baz", NEW)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from builder import host as host_facts
 from builder import preflight
-from builder.manifest import load_stack
+from builder.core import host as host_facts
+from builder.manifest.loader import load_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 WHEELS = ("nvidia-cublas", "nvidia-nccl-cu13")

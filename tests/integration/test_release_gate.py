@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from builder import sbom
-from builder.release import sbom_of
+from builder.pipeline import sbom
+from builder.pipeline.release import sbom_of
 from tests.standins import compile_library
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.release import sbom_of
+from builder.pipeline.release import sbom_of
 from tests.conftest import HAVE_NVCC
 from tests.wheelmaker import EXT, Compiler, make_wheel
 from wheels.policy import load_vendor_policy

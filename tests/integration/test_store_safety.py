@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from builder import build
-from builder.layout import Layout
-from builder.store import Store
+from builder.core.layout import Layout
+from builder.engine import executor as build
+from builder.engine.store import Store
 from tests.conftest import MINI, ROOT, last_report, pause_launcher, wait_for
 
 pytestmark = pytest.mark.integration
@@ -97,7 +97,8 @@ def test_two_concurrent_builds_into_one_store_leave_one_consistent_entry_per_key
 # Runs the CLI in a subprocess after patching a stage to SIGKILL the process right there.
 KILLER = textwrap.dedent("""
     import os, signal, sys
-    from builder import build, store
+    from builder.engine import executor as build
+    from builder.engine import store
     from builder.cli import main
     stage = os.environ["KILL_AT"]
 
@@ -112,12 +113,12 @@ KILLER = textwrap.dedent("""
                 die()
         build.Progress.step_done = step_done
     elif stage == "after-configure":
-        real_write = build._write_atomically
-        def write(path, text):
-            real_write(path, text)
+        real_write = build.atomic_write
+        def write(path, text, **kw):
+            real_write(path, text, **kw)
             if path.name == build.STAMP:
                 die()
-        build._write_atomically = write
+        build.atomic_write = write
     elif stage == "before-record":
         store.write_record = lambda directory, record: die()
     elif stage == "after-record-before-rename":

@@ -158,7 +158,7 @@ def test_audit_rejects_a_standin_wheel_whose_distribution_library_is_stranded(
 
 
 def test_a_package_init_that_is_not_utf8_is_a_build_error_naming_it(tmp_path: Path) -> None:
-    from builder.errors import BuildError
+    from builder.core.errors import BuildError
 
     site = standin_site(tmp_path)
     init = tmp_path / "wheel" / "demo" / "__init__.py"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.errors import UsageError
+from builder.core.errors import UsageError
 from wheels.audit import _extension_module, _runpath_dir, infer_vendor
 from wheels.elf import ElfInfo, read_elf_file
 from wheels.policy import (

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from builder.ci import matrix, session_name
-from builder.manifest import load_stack
+from builder.manifest.loader import load_stack
 from tests.conftest import MINI, ROOT
 
 STACK = ROOT / "stack.yaml"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from builder.errors import ManifestError
-from builder.manifest import load_stack
-from builder.model import PathSource
+from builder.core.errors import ManifestError
+from builder.manifest.loader import load_stack
+from builder.manifest.model import PathSource
 
 ROOT = Path(__file__).resolve().parents[2]
 SHA = "a" * 40

@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 
-from builder import memo, noop
-from builder.layout import Layout
+from builder import noop
+from builder.core.layout import Layout
+from builder.engine import memo
+from builder.engine.report import ComponentResult, RunReport
+from builder.engine.store import RECORD
 from builder.plan import COMPILER_ENV
-from builder.report import ComponentResult, RunReport
-from builder.store import RECORD
 from tests import planning
 from tests.conftest import ROOT
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from builder.core.host import Toolkit
 from builder.plan import ComponentPlan, to_json
-from builder.vendors.base import Toolkit
 from tests.planning import CUDA, PPU, ROOT, defines, host, plan_for
 
 
@@ -149,9 +149,9 @@ def test_cli_plan_unknown_vendor_is_a_usage_error(cli) -> None:  # type: ignore[
 
 
 def test_selecting_or_locking_a_component_outside_the_vendors_stack_is_a_usage_error(cli) -> None:  # type: ignore[no-untyped-def]
-    from builder.errors import UsageError
-    from builder.lock import source_for
-    from builder.manifest import load_stack
+    from builder.core.errors import UsageError
+    from builder.manifest.loader import load_stack
+    from builder.sources.lock import source_for
 
     result = cli("plan", "--manifest", ROOT / "stack.yaml", "--vendor", "cpu", "-c", "cutlass")
     assert result.code == 2

@@ -14,16 +14,16 @@ from typing import Any
 
 import pytest
 
-from builder import host as host_facts
 from builder import preflight
-from builder.errors import EXIT_PREFLIGHT, ManifestError, PreflightError
-from builder.layout import Layout
-from builder.manifest import load_stack
-from builder.model import Stack
+from builder.core import host as host_facts
+from builder.core.errors import EXIT_PREFLIGHT, ManifestError, PreflightError
+from builder.core.host import HostFacts
+from builder.core.layout import Layout
+from builder.manifest.loader import load_stack
+from builder.manifest.model import Stack
 from builder.providers import cuda
 from builder.providers.linked import load as load_linked
 from builder.providers.probe import ProviderResult, evaluate
-from builder.vendors.base import HostFacts
 from builder.vendors.nvidia import NVIDIA
 from tests import standins
 

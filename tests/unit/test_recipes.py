@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from builder import preflight
-from builder.manifest import load_stack
-from builder.model import GitSource
+from builder.manifest.loader import load_stack
+from builder.manifest.model import GitSource
 from builder.plan import Plan
 from tests.planning import CUDA, PPU, ROOT, defines
 from tests.planning import plan_for as planned

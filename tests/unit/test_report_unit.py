@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from builder import report
-from builder.errors import UsageError
-from builder.layout import Layout
-from builder.report import ComponentResult, RunReport
+from builder.core.errors import UsageError
+from builder.core.layout import Layout
+from builder.engine import report
+from builder.engine.report import ComponentResult, RunReport
 
 
 def sample() -> RunReport:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from builder import sbom
-from builder.layout import Layout
-from builder.model import GitSource
+from builder.core.layout import Layout
+from builder.manifest.model import GitSource
+from builder.pipeline import sbom
 from builder.plan import Plan
 from tests import planning
 from wheels.naming import wheel_name

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from builder.errors import SourceError
-from builder.layout import Layout, default_home
-from builder.sources import parse_mirrors, rewrite, tree_digest
+from builder.core.digest import tree_digest
+from builder.core.errors import SourceError
+from builder.core.layout import Layout, default_home
+from builder.sources.fetch import parse_mirrors, rewrite
 
 
 def test_tree_digest_changes_with_content_names_and_exec_bits(tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from builder import build
-from builder.layout import Layout
-from builder.store import (
+from builder.core.layout import Layout
+from builder.engine import executor as build
+from builder.engine.store import (
     RECORD,
     Store,
     disk_usage,

@@ -25,8 +25,8 @@ from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Any
 
-from builder import proc
-from builder.errors import EXIT_AUDIT, CommandFailed, UsageError
+from builder.core import proc
+from builder.core.errors import EXIT_AUDIT, CommandFailed, UsageError
 from wheels.assemble import read_dynamic
 
 _RUNNER = r"""

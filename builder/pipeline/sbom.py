@@ -23,8 +23,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from builder import __version__
-from builder.errors import StackError
-from builder.model import GitSource
+from builder.core.errors import StackError
+from builder.manifest.model import GitSource
 from builder.plan import ComponentPlan, Plan
 from wheels.assemble import WheelInputs, read_dynamic
 from wheels.naming import WheelName

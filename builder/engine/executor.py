@@ -30,9 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from builder import __version__, proc
-from builder.errors import BuildError, CommandFailed, StackError
-from builder.layout import Layout
+from builder import __version__
+from builder.core import proc
+from builder.core.errors import BuildError, CommandFailed, StackError
+from builder.core.fs import atomic_write
+from builder.core.layout import Layout
+from builder.engine.report import ComponentResult, Progress, RunReport
+from builder.engine.store import Store, file_lock, lock_path
 from builder.plan import (
     COMPILER_ENV,
     ComponentPlan,
@@ -42,8 +46,6 @@ from builder.plan import (
     launcher_defines,
     source_label,
 )
-from builder.report import ComponentResult, Progress, RunReport
-from builder.store import Store, file_lock, lock_path
 
 __all__ = ["Builder", "Interrupted", "Progress", "Store", "execute", "interrupts"]
 
@@ -133,9 +135,7 @@ class TrackedChildren(proc.Children):
         if not self.pids:
             self.record.unlink(missing_ok=True)
             return
-        tmp = self.record.with_name(self.record.name + f".{os.getpid()}")
-        tmp.write_text("".join(f"{pid} {start}\n" for pid, start in self.pids.items()))
-        tmp.replace(self.record)
+        atomic_write(self.record, "".join(f"{pid} {start}\n" for pid, start in self.pids.items()))
 
 
 def stop_orphans(record: Path, grace: float = 5.0) -> list[int]:
@@ -291,9 +291,7 @@ class Builder:
             result.steps[step.kind] = round(done.seconds, 3)
             self.progress.step_done(component.name, step.kind, done.seconds)
             if step.kind == "configure":
-                _write_atomically(
-                    component.build_dir / STAMP, json.dumps(self._stamp(component, argv))
-                )
+                atomic_write(component.build_dir / STAMP, json.dumps(self._stamp(component, argv)))
         prefix = staging / "prefix"
         missing = [o for o in component.outputs if not (prefix / o).exists()]
         if missing:
@@ -411,12 +409,6 @@ def _read_stamp(stamp: Path) -> dict[str, str] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
 
 
 def _clear_dir(path: Path) -> None:

@@ -18,13 +18,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from builder import noop
-from builder.host import compiler_path
-from builder.layout import Layout
+from builder.core.digest import SKIP_DIRS
+from builder.core.host import HostFacts, compiler_path
+from builder.core.layout import Layout
+from builder.engine.report import ComponentResult, RunReport, summary_table
+from builder.engine.store import RECORD
 from builder.plan import Plan
-from builder.report import ComponentResult, RunReport, summary_table
-from builder.sources import SKIP_DIRS
-from builder.store import RECORD
-from builder.vendors.base import HostFacts
 
 RACY_NS = 1_000_000_000
 

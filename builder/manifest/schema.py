@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from builder.errors import ManifestError
+from builder.core.errors import ManifestError
 
 Key = tuple[str | int, ...]
 

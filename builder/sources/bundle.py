@@ -25,12 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from builder import __version__, proc
-from builder.errors import EXIT_SOURCES, CommandFailed, SourceError
-from builder.layout import Layout
-from builder.model import GitSource
+from builder import __version__
+from builder.core import proc
+from builder.core.digest import file_digest
+from builder.core.errors import EXIT_SOURCES, CommandFailed, SourceError
+from builder.core.layout import Layout
+from builder.manifest.model import GitSource
 from builder.plan import ComponentPlan, Plan
-from builder.sources import Fetcher, file_digest, git_env
+from builder.sources.fetch import Fetcher, git_env
 
 FORMAT = "infini-stack-bundle"
 VERSION = 1

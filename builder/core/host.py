@@ -12,10 +12,48 @@ import os
 import sys
 import sysconfig
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from builder import proc
-from builder.vendors.base import HostFacts
+from builder.core import proc
+from builder.core.fs import atomic_write
+
+
+@dataclass(frozen=True, kw_only=True)
+class Toolkit:
+    """A vendor toolkit found on the host (or the default place it would be)."""
+
+    root: Path
+    compiler: Path | None
+    version: str | None
+    found: bool
+    source: str  # where the root came from: an env var name, "default path" or "PATH"
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostFacts:
+    """Everything about the host that planning may depend on; detected once, passed in."""
+
+    python: str
+    python_version: str
+    soabi: str
+    pybind11_dir: str | None
+    cpu_count: int
+    pybind11_version: str | None = None
+    cxx: str = ""
+    cxx_version: str = ""
+    cmake: str = "cmake"
+    toolkit: Toolkit | None = None
+    env: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    # Provider fingerprints (name -> "version@path") recorded by preflight; part of cache keys.
+    providers: Mapping[str, str] = field(default_factory=dict)
+    # CMake cache variables preflight found (NCCL_LIB, FETCHCONTENT_SOURCE_DIR_CUTLASS, ...);
+    # vendors pass them on in cmake_defines, so they are part of cache keys too.
+    hints: Mapping[str, str] = field(default_factory=dict)
+    # The same, narrowed to what each component uses: an NCCL upgrade must not change the key
+    # of a component that never looks at NCCL. Planning prefers these when present.
+    component_providers: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    component_hints: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 def compiler_path(env: Mapping[str, str]) -> str | None:
@@ -84,10 +122,7 @@ class _VersionMemo:
         data = self._load()
         data[self.program] = [stat, version]
         with contextlib.suppress(OSError):
-            self.file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.file.with_name(f".{self.file.name}.{os.getpid()}")
-            tmp.write_text(json.dumps(data), encoding="utf-8")
-            tmp.replace(self.file)
+            atomic_write(self.file, json.dumps(data))
 
 
 def pybind11_facts() -> tuple[str | None, str | None]:

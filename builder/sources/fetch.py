@@ -10,57 +10,17 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import stat
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from builder import proc
-from builder.errors import EXIT_SOURCES, CommandFailed, SourceError
-from builder.layout import Layout
-from builder.model import GitSource, PathSource, Stack
+from builder.core import proc
+from builder.core.digest import tree_digest
+from builder.core.errors import EXIT_SOURCES, CommandFailed, SourceError
+from builder.core.layout import Layout
+from builder.manifest.model import GitSource, PathSource, Stack
 from builder.plan import ComponentPlan, Inputs
-
-SKIP_DIRS = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache"})
-
-
-# --- identities ---------------------------------------------------------------------------------
-
-
-def tree_digest(root: Path) -> str:
-    """A hash of a directory's contents: relative paths, executable bits, bytes; links by target."""
-    h = hashlib.sha256()
-    for rel, full in _walk(root):
-        info = full.lstat()
-        h.update(rel.encode() + b"\0")
-        if stat.S_ISLNK(info.st_mode):
-            h.update(b"L" + str(full.readlink()).encode())
-        else:
-            h.update(b"X" if info.st_mode & 0o111 else b"F")
-            h.update(file_digest(full))
-        h.update(b"\n")
-    return h.hexdigest()
-
-
-def _walk(root: Path) -> Iterator[tuple[str, Path]]:
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-        base = Path(dirpath)
-        for name in sorted(filenames):
-            if name.endswith(".pyc"):
-                continue
-            full = base / name
-            yield full.relative_to(root).as_posix(), full
-
-
-def file_digest(path: Path) -> bytes:
-    """The SHA-256 of a file's bytes, read in chunks."""
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.digest()
 
 
 def gather(stack: Stack, vendor: str, names: tuple[str, ...] | None = None) -> Inputs:

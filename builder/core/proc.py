@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from builder.errors import EXIT_BUILD, CommandFailed, StackError
+from builder.core.errors import EXIT_BUILD, CommandFailed, StackError
 
 TAIL_LINES = 40
 

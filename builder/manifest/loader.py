@@ -15,8 +15,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from builder import vendors as vendor_registry
-from builder.errors import UsageError
-from builder.model import (
+from builder.core.errors import UsageError
+from builder.manifest.model import (
     CiSettings,
     Component,
     GitSource,
@@ -27,10 +27,10 @@ from builder.model import (
     TestSpec,
     VendorConfig,
     VendorOverride,
+    VendorSettings,
     WheelSpec,
 )
-from builder.schema import Doc, Key, Problems, Reader, load_doc, unknown_message
-from builder.vendors.base import VendorSettings
+from builder.manifest.schema import Doc, Key, Problems, Reader, load_doc, unknown_message
 
 MANIFEST_ENV = "INFINI_STACK_MANIFEST"
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from builder import noop
-from builder.errors import UsageError
-from builder.layout import Layout
+from builder.core.errors import UsageError
+from builder.core.layout import Layout
 
 Status = Literal["hit", "built", "failed", "skipped", "interrupted"]
 STATUSES: tuple[Status, ...] = ("hit", "built", "failed", "skipped", "interrupted")

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from builder.layout import Layout
+from builder.core.fs import atomic_write
+from builder.core.layout import Layout
 
 RECORD = "record.json"
 DOOMED = ".doomed-"
@@ -122,12 +123,7 @@ def read_record(entry: Path) -> dict[str, Any]:
 
 def write_record(directory: Path, record: dict[str, Any]) -> None:
     """Write ``record.json`` durably: a temporary file, fsync, rename."""
-    tmp = directory / (RECORD + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        json.dump(record, f, indent=2, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.rename(directory / RECORD)
+    atomic_write(directory / RECORD, json.dumps(record, indent=2, sort_keys=True), durable=True)
 
 
 def fsync_dir(path: Path) -> None:

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import yaml
 
-from builder import proc
 from builder import vendors as vendor_registry
-from builder.errors import EXIT_SOURCES, CommandFailed, SourceError, UsageError
-from builder.layout import Layout
-from builder.model import GitSource, Stack
-from builder.schema import unknown_message
-from builder.sources import Fetcher, git_env, rewrite
+from builder.core import proc
+from builder.core.errors import EXIT_SOURCES, CommandFailed, SourceError, UsageError
+from builder.core.fs import atomic_write
+from builder.core.layout import Layout
+from builder.manifest.model import GitSource, Stack
+from builder.manifest.schema import unknown_message
+from builder.sources.fetch import Fetcher, git_env, rewrite
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 
@@ -216,9 +217,7 @@ def write_pin(manifest: Path, component: str, sha: str, vendor: str | None = Non
     new = set_pin(text, component, sha, vendor)
     if new == text:
         return False
-    partial = manifest.with_name(manifest.name + ".partial")
-    partial.write_text(new, encoding="utf-8")
-    partial.replace(manifest)
+    atomic_write(manifest, new)
     return True
 
 

@@ -1,0 +1,4 @@
+"""The bottom layer: errors, the subprocess wrapper, where state lives, host facts, digests.
+
+Nothing here imports any other part of the tool.
+"""

@@ -1,0 +1,33 @@
+"""Sources alone: check out a plan's pinned sources, or write them into a bundle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from builder.pipeline.context import fetcher_for, open_context, plan_for
+from builder.pipeline.requests import PlanRequest, StackRequest
+from builder.plan import Plan
+from builder.sources import bundle
+from builder.sources.fetch import Fetcher, prepare
+
+
+def fetch_sources(stack: StackRequest, selection: PlanRequest) -> tuple[Plan, dict[str, Path]]:
+    """Every planned component's source tree, checked out and verified (from the bundle, if the
+    request names one: every SHA it lacks is named at once)."""
+    ctx = open_context(stack)
+    plan = plan_for(ctx, selection)
+    offline = None
+    if ctx.bundle is not None:
+        fetcher = fetcher_for(ctx)
+        bundle.needed_pins(plan, fetcher)
+        offline = fetcher.offline
+    return plan, prepare(plan.components, ctx.layout, ctx.mirrors, offline=offline)
+
+
+def bundle_sources(
+    stack: StackRequest, selection: PlanRequest, out: Path
+) -> tuple[Plan, bundle.BundleIndex]:
+    """Every pinned source of the plan (with its submodules) written into the bundle ``out``."""
+    ctx = open_context(stack)
+    plan = plan_for(ctx, selection)
+    return plan, bundle.write_bundle(plan, ctx.layout, Fetcher(ctx.layout, ctx.mirrors), out)

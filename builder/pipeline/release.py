@@ -1,0 +1,219 @@
+"""The release gate: preflight, build, a reproducible wheel, its audit, the runtime checks,
+the SBOM, then the release directory (the wheel, its SBOM, SHA256SUMS and the reports).
+
+Everything is assembled in a temporary directory beside the output and renamed into place at the
+end: when any step fails, nothing is written to the output directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from builder.core.digest import file_digest
+from builder.core.errors import AuditError, StackError, UsageError
+from builder.pipeline.build import build_plan, launcher_for
+from builder.pipeline.context import Context, open_context, plan_for, require_preflight
+from builder.pipeline.requests import PlanRequest, ReleaseRequest
+from builder.pipeline.wheel import (
+    Built,
+    assemble,
+    epoch_for,
+    pending_dir,
+    repair_and_audit,
+    verify_rebuild,
+    wheel_selection,
+)
+
+if TYPE_CHECKING:
+    from builder.engine.report import RunReport
+    from builder.plan import Plan
+
+SUMS = "SHA256SUMS"
+REPORT = "release-report.json"
+BUILD_REPORT = "build-report.json"
+
+
+# --- the release directory ----------------------------------------------------------------------
+
+
+def sha256_file(path: Path) -> str:
+    return file_digest(path).hex()
+
+
+def write_sums(directory: Path) -> Path:
+    """``SHA256SUMS`` over every other file in ``directory``, in ``sha256sum -c`` format."""
+    lines = [
+        f"{sha256_file(p)}  {p.name}"
+        for p in sorted(directory.iterdir())
+        if p.is_file() and p.name != SUMS
+    ]
+    target = directory / SUMS
+    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return target
+
+
+def check_output_dir(out: Path) -> None:
+    """The output directory must not exist yet, or be empty: it is replaced as a whole."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(
+            f"the release directory {out} exists and is not empty",
+            hint="give a new or empty directory; a release is written whole or not at all",
+        )
+
+
+@contextlib.contextmanager
+def staged_output(out: Path) -> Iterator[Path]:
+    """A temporary directory beside ``out``, renamed to ``out`` when the block succeeds."""
+    check_output_dir(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        yield staging
+        if out.exists():
+            out.rmdir()  # empty: checked above
+        staging.rename(out)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+@dataclass
+class ReleaseReport:
+    vendor: str
+    manifest: str
+    steps: dict[str, dict[str, Any]] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)  # name -> sha256
+    ok: bool = False
+
+    def step(self, name: str, **data: Any) -> None:
+        self.steps[name] = data
+
+    def write(self, directory: Path) -> Path:
+        target = directory / REPORT
+        target.write_text(json.dumps(self.__dict__, indent=2, default=str) + "\n", encoding="utf-8")
+        return target
+
+
+# --- the gate -----------------------------------------------------------------------------------
+
+
+def run_release(request: ReleaseRequest) -> Path:
+    """Preflight, build, wheel (verified reproducible), audit, smoke, SBOM, SHA256SUMS -> the
+    request's output directory, written whole at the end or not at all."""
+    from builder.pipeline import sbom
+
+    out = request.output
+    check_output_dir(out)
+    sbom.require()
+    gate = Gate(request, open_context(request.build.stack, wheel=True))
+    selection = gate.preflight()
+    plan, build_report = gate.build(selection)
+    with pending_dir(gate.ctx) as work, staged_output(out) as staging:
+        built = gate.package(selection, plan, work)
+        gate.smoke(built.path)
+        gate.write(built.path, build_report, staging)
+    return out
+
+
+class Gate:
+    """The release's steps, each recorded in the report with its time and findings."""
+
+    def __init__(self, request: ReleaseRequest, ctx: Context) -> None:
+        self.request = request
+        self.ctx = ctx
+        self.report = ReleaseReport(vendor=ctx.vendor, manifest=ctx.stack.label)
+        self._clock = time.monotonic()
+
+    def done(self, step: str, **data: Any) -> None:
+        self.report.step(step, seconds=round(time.monotonic() - self._clock, 3), **data)
+        self._clock = time.monotonic()
+
+    def preflight(self) -> PlanRequest:
+        """Every provider the wheel's components need, checked before any compile (the probe
+        ran once, when the context was opened)."""
+        selection = wheel_selection(self.ctx, self.request.build.plan)
+        require_preflight(self.ctx, selection.components, wheel=True)
+        report = self.ctx.preflight
+        self.done("preflight", ok=True, providers=report.fingerprints() if report else {})
+        return selection
+
+    def build(self, selection: PlanRequest) -> tuple[Plan, RunReport]:
+        plan = plan_for(self.ctx, selection)
+        built = build_plan(
+            self.ctx, plan, launcher=launcher_for(self.request.build.launcher), command="release"
+        )
+        self.done("build", ok=True, components={c.name: c.status for c in built.components})
+        return plan, built
+
+    def package(self, selection: PlanRequest, plan: Plan, work: Path) -> Built:
+        """The wheel, audited; built twice and compared; repaired and audited again if asked."""
+        epoch = epoch_for(self.ctx, plan)
+        built = assemble(self.ctx, plan, work / "first", epoch=epoch)
+        self.done("wheel", ok=True, wheel=built.path.name, epoch=epoch, audit="passed")
+        if self.request.verify:
+            verify_rebuild(self.ctx, selection, plan, built, work / "second")
+            self.done("verify", ok=True, identical=True)
+        if self.request.repair:
+            built = repair_and_audit(self.ctx, plan, built, work / "repaired")
+            self.done("repair", ok=True, wheel=built.path.name, audit="passed")
+        return built
+
+    def smoke(self, wheel: Path) -> None:
+        from builder.checks.smoke import smoke
+
+        result = smoke(wheel, self.ctx.vendor)
+        print(result.render(), file=sys.stderr)
+        if not result.ok or (self.request.strict and not result.complete):
+            raise AuditError(f"the import smoke test of {wheel.name} failed:\n{result.render()}")
+        self.done("smoke", **result.to_json())
+
+    def write(self, built: Path, build_report: RunReport, staging: Path) -> None:
+        """Wheel, SBOM (checked against CycloneDX's schema), reports, then SHA256SUMS."""
+        from builder.pipeline import sbom
+
+        wheel = staging / built.name
+        shutil.copyfile(built, wheel)
+        document = sbom_of(wheel)
+        problems = sbom.validate(document)
+        if problems:
+            raise AuditError(f"the SBOM in {wheel.name} is not valid CycloneDX: {problems[0]}")
+        sbom_file = staging / (wheel.name.removesuffix(".whl") + ".cdx.json")
+        sbom_file.write_text(document, encoding="utf-8")
+        self.done(
+            "sbom", ok=True, file=sbom_file.name, components=sbom.component_versions(document)
+        )
+        (staging / BUILD_REPORT).write_text(
+            json.dumps(build_report.to_json(), indent=2, default=str) + "\n", encoding="utf-8"
+        )
+        self.report.files = {p.name: sha256_file(p) for p in sorted(staging.iterdir())}
+        self.report.ok = True
+        self.report.write(staging)
+        write_sums(staging)
+
+
+def sbom_of(wheel: Path) -> str:
+    """The SBOM a wheel carries in ``.dist-info/sboms/``."""
+    from builder.pipeline.sbom import SBOM_PATH
+
+    with zipfile.ZipFile(wheel) as zf:
+        name = next(
+            (
+                n
+                for n in zf.namelist()
+                if n.split("/", 1)[0].endswith(".dist-info") and n.split("/", 1)[-1] == SBOM_PATH
+            ),
+            None,
+        )
+        if name is None:
+            raise StackError(f"{wheel.name} carries no SBOM ({SBOM_PATH} in its .dist-info)")
+        return zf.read(name).decode()

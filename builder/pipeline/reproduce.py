@@ -1,0 +1,123 @@
+"""Reproducibility: the wheel built twice, the second time from fresh directories, compared
+byte for byte.
+
+The second build runs under a fresh state home and store whose paths are as long as those the
+first build ran under (read from its store records): build directories and store entries are
+new, sources come from the same git caches. The same length matters: CMake reserves room in each
+binary for its build-tree RUNPATH (absolute store paths), so binaries built under homes of
+different path lengths differ in layout however deterministic the compiler is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import string
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from builder.core.errors import EXIT_AUDIT, StackError
+from builder.core.layout import Layout
+
+
+class ReproducibilityError(StackError):
+    """Two builds from the same inputs gave different wheels."""
+
+    exit_code = EXIT_AUDIT
+
+
+def first_difference(a: Path, b: Path) -> str | None:
+    """None when the two wheels are byte-identical, else which member differs first, and how."""
+    if a.read_bytes() == b.read_bytes():
+        return None
+    with zipfile.ZipFile(a) as za, zipfile.ZipFile(b) as zb:
+        left, right = za.infolist(), zb.infolist()
+        for i, (x, y) in enumerate(zip(left, right, strict=False)):
+            if x.filename != y.filename:
+                return (
+                    f"member {i + 1}: {x.filename} in the first wheel, {y.filename} in the second"
+                )
+            if za.read(x) != zb.read(y):
+                return f"{x.filename}: contents differ ({_content_note(za.read(x), zb.read(y))})"
+            for attr in ("date_time", "external_attr", "compress_type", "create_system"):
+                if getattr(x, attr) != getattr(y, attr):
+                    return (
+                        f"{x.filename}: {attr} differs ({getattr(x, attr)} vs {getattr(y, attr)})"
+                    )
+        if len(left) != len(right):
+            longer, which = (left, "first") if len(left) > len(right) else (right, "second")
+            return f"{longer[min(len(left), len(right))].filename}: only in the {which} wheel"
+    return "the zip archives differ outside their members (headers or comments)"
+
+
+def _content_note(x: bytes, y: bytes) -> str:
+    if len(x) != len(y):
+        return f"{len(x)} vs {len(y)} bytes"
+    offset = next(i for i, (p, q) in enumerate(zip(x, y, strict=True)) if p != q)
+    return f"same size, first difference at byte {offset}"
+
+
+def dir_of_length(near: Path, length: int) -> Path:
+    """Create a new directory whose absolute path is ``length`` characters long, beside ``near``
+    when that is possible, else under the temporary directory or ``/``."""
+    alphabet = string.ascii_lowercase + string.digits
+    for parent in (near.parent, Path(tempfile.gettempdir()), Path("/")):
+        room = length - len(str(parent)) - 1
+        if room < 1 or not os.access(parent, os.W_OK):
+            continue
+        for _ in range(1000):
+            # Path components stay under 200 characters: a long name becomes nested ones.
+            name = "".join(secrets.choice(alphabet) for _ in range(room))
+            parts = [name[i : i + 200] for i in range(0, len(name), 201)]
+            candidate = parent.joinpath(*parts) if len(parts) > 1 else parent / name
+            if len(str(candidate)) != length:
+                continue
+            with contextlib.suppress(FileExistsError):
+                candidate.parent.mkdir(parents=True, exist_ok=True)
+                candidate.mkdir()
+                return candidate
+    raise StackError(f"cannot create a directory with a path of {length} characters near {near}")
+
+
+def built_under(record: dict[str, Any]) -> tuple[Path, Path] | None:
+    """The (home, store root) a store entry was built under, read from its record."""
+    build_dir = record.get("build_dir")
+    prefix = None
+    for command in record.get("commands", []):
+        argv = command.get("argv", command) if isinstance(command, dict) else command
+        prefix = next(
+            (
+                a.split("=", 1)[1]
+                for a in argv
+                if isinstance(a, str) and a.startswith("-DCMAKE_INSTALL_PREFIX=")
+            ),
+            prefix,
+        )
+    if not build_dir or not prefix:
+        return None
+    return Path(build_dir).parent.parent, Path(prefix).parent.parent
+
+
+@contextlib.contextmanager
+def fresh_layout(layout: Layout, like: tuple[Path, Path] | None = None) -> Iterator[Layout]:
+    """A fresh home and store, removed afterwards, whose paths are as long as ``like``'s (the home
+    and store the first build ran under), or else as ``layout``'s."""
+    home_like, store_like = like or (layout.home, layout.store_root)
+    made: list[Path] = []
+    try:
+        home = dir_of_length(layout.home, len(str(home_like)))
+        made.append(home)
+        if store_like == home_like / "store":
+            store = home / "store"
+        else:
+            store = dir_of_length(layout.store_root, len(str(store_like)))
+            made.append(store)
+        yield Layout(home=home, store_root=store)
+    finally:
+        for path in made:
+            shutil.rmtree(path, ignore_errors=True)

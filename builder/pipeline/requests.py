@@ -1,0 +1,63 @@
+"""What a command asks of the pipeline: frozen requests, made once from the parsed arguments.
+
+Nothing in the pipeline reads an ``argparse.Namespace``; the command layer builds these (see
+:mod:`builder.commands.common`), and tests and other tools can build them directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from builder.engine.report import ProgressKind
+
+
+@dataclass(frozen=True, kw_only=True)
+class StackRequest:
+    """Which manifest and vendor, and where state lives."""
+
+    vendor: str
+    manifest: Path | None = None  # None: $INFINI_STACK_MANIFEST, ./stack.yaml, the mini stack
+    home: Path | None = None
+    store: Path | None = None
+    mirrors: tuple[str, ...] = ()  # URL=DIR, as --mirror takes them
+    bundle: Path | None = None  # sources from this bundle only (no network)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanRequest:
+    """What to plan: the selected components (and their dependencies), tests, parallelism."""
+
+    components: tuple[str, ...] = ()  # empty: the vendor's whole stack
+    tests: bool = False
+    jobs: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildRequest:
+    stack: StackRequest
+    plan: PlanRequest = field(default_factory=PlanRequest)
+    launcher: str = "auto"  # auto, none, or a program
+    progress: ProgressKind = "auto"
+    keep_going: bool = False
+    memo: bool = True  # leave a no-op memo for the next identical command line
+    argv: tuple[str, ...] | None = None  # the command line, which identifies a memo
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelRequest:
+    build: BuildRequest
+    out: Path = Path("dist")
+    verify: bool = False  # build everything again from fresh directories, compare the wheels
+    repair: bool = False  # retag manylinux with auditwheel repair, audit again
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReleaseRequest:
+    build: BuildRequest
+    output: Path
+    verify: bool = True
+    repair: bool = False
+    strict: bool = False  # the smoke test must load every file

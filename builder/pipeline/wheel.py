@@ -1,0 +1,256 @@
+"""The vendor's wheel: assembled from the store, audited, and only then published.
+
+``verify`` builds the stack and the wheel a second time from fresh directories and requires the
+two wheels to be byte-identical; ``repair`` retags the wheel manylinux with auditwheel, never
+grafting the vendor's external libraries, and audits the result again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from builder.core.errors import AuditError, UsageError
+from builder.manifest.model import GitSource
+from builder.pipeline.build import build_plan, launcher_for
+from builder.pipeline.context import (
+    Context,
+    open_context,
+    plan_for,
+    require_preflight,
+    wheel_components,
+)
+from builder.pipeline.requests import PlanRequest, StackRequest, WheelRequest
+from builder.plan import Plan
+from builder.vendors import get as get_vendor
+from wheels.assemble import (
+    Finisher,
+    WheelInputs,
+    build_wheel,
+    commit_time,
+    pack,
+    wheel_epoch,
+)
+from wheels.naming import wheel_name
+from wheels.policy import DistLib, load_vendor_policy
+
+
+def run_wheel(request: WheelRequest) -> Path:
+    """Build, assemble, audit (verify, repair), then write the wheel to ``request.out``."""
+    ctx = open_context(request.build.stack, wheel=True)
+    selection = wheel_selection(ctx, request.build.plan)
+    require_preflight(ctx, selection.components, wheel=True)
+    plan = plan_for(ctx, selection)
+    build_plan(ctx, plan, launcher=launcher_for(request.build.launcher), command="wheel")
+    epoch = epoch_for(ctx, plan)
+    with pending_dir(ctx) as work:
+        built = assemble(ctx, plan, work / "first", epoch=epoch)
+        if request.verify:
+            verify_rebuild(ctx, selection, plan, built, work / "second")
+        if request.repair:
+            built = repair_and_audit(ctx, plan, built, work / "repaired")
+        return publish(built.path, request.out)
+
+
+def wheel_selection(ctx: Context, request: PlanRequest) -> PlanRequest:
+    """What the wheel is made of: its component and the bundled ones (unless the request
+    names components)."""
+    return dataclasses.replace(request, components=request.components or wheel_components(ctx))
+
+
+@dataclass(frozen=True)
+class Built:
+    path: Path
+    inputs: WheelInputs
+    requires: tuple[str, ...]  # Requires-Dist added for libraries other distributions supply
+
+
+def supplied_libraries(vendor: str) -> dict[str, DistLib]:
+    return dict(load_vendor_policy(vendor).distributions)
+
+
+def epoch_for(ctx: Context, plan: Plan) -> int:
+    """SOURCE_DATE_EPOCH, else the newest commit time of the wheel's pinned sources."""
+    times = []
+    if not os.environ.get("SOURCE_DATE_EPOCH"):
+        for c in plan.components:
+            cache = ctx.layout.git_cache(c.source.url) if isinstance(c.source, GitSource) else None
+            times.append(commit_time(c.source, cache))
+    return wheel_epoch(os.environ, times)
+
+
+def wheel_inputs(ctx: Context, plan: Plan, epoch: int) -> WheelInputs:
+    spec = ctx.stack.wheel
+    assert spec is not None
+    settings = ctx.stack.vendors[ctx.vendor].settings
+    local = get_vendor(ctx.vendor).local_version(ctx.host, settings)
+    return WheelInputs(
+        spec=spec,
+        name=wheel_name(spec.name, spec.version, local),
+        prefixes={c.name: c.prefix for c in plan.components},
+        supplied=supplied_libraries(ctx.vendor),
+        epoch=epoch,
+    )
+
+
+def sbom_finisher(plan: Plan, inputs: WheelInputs) -> Finisher | None:
+    """Puts the SBOM of exactly what was staged into ``.dist-info/sboms/`` (PEP 770)."""
+    from builder.pipeline import sbom
+
+    if not sbom.available():
+        print(f"warning: no SBOM in the wheel: {sbom.INSTALL_HINT}", file=sys.stderr)
+        return None
+
+    def finish(root: Path, requires: list[str]) -> dict[str, bytes]:
+        return {sbom.SBOM_PATH: sbom.document(plan, inputs, root, requires).encode()}
+
+    return finish
+
+
+def assemble(ctx: Context, plan: Plan, dest: Path, *, epoch: int) -> Built:
+    """Assemble the wheel (with its SBOM) into ``dest`` and audit it."""
+    inputs = wheel_inputs(ctx, plan, epoch)
+    requires: list[str] = []
+    finish = sbom_finisher(plan, inputs)
+
+    def remember(root: Path, found: list[str]) -> dict[str, bytes]:
+        requires.extend(found)
+        return dict(finish(root, found)) if finish else {}
+
+    wheel = build_wheel(inputs, dest, remember)
+    audit_or_keep(wheel, ctx.vendor, ctx.layout.home / "wheels")
+    return Built(path=wheel, inputs=inputs, requires=tuple(requires))
+
+
+@contextlib.contextmanager
+def pending_dir(ctx: Context) -> Iterator[Path]:
+    pending = ctx.layout.home / "wheels"
+    pending.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=pending) as tmp:
+        yield Path(tmp)
+
+
+def publish(wheel: Path, out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / wheel.name
+    shutil.move(str(wheel), target)
+    return target
+
+
+def audit_or_keep(wheel: Path, vendor: str, keep_dir: Path) -> None:
+    from wheels.audit import audit_wheel
+    from wheels.audit_report import render_text
+    from wheels.policy import load_vendor_policy
+
+    result = audit_wheel(wheel, load_vendor_policy(vendor))
+    if not result.ok:
+        # Kept under its own name (installable for inspection), in a folder that says why.
+        rejected = keep_dir / "rejected"
+        rejected.mkdir(parents=True, exist_ok=True)
+        kept = rejected / wheel.name
+        shutil.copyfile(wheel, kept)
+        raise AuditError(
+            render_text([result]) + f"\nthe wheel failed its audit; it was kept at {kept}",
+        )
+
+
+# --- --verify -----------------------------------------------------------------------------------
+
+
+def verify_rebuild(
+    ctx: Context, selection: PlanRequest, plan: Plan, built: Built, work: Path
+) -> Path:
+    """Build stack and wheel again under a fresh home; raise unless the wheels are identical."""
+    from builder.engine.store import Store
+    from builder.pipeline.reproduce import (
+        ReproducibilityError,
+        built_under,
+        first_difference,
+        fresh_layout,
+    )
+
+    spec = ctx.stack.wheel
+    assert spec is not None
+    first = Store(ctx.layout).record(plan.get(spec.component).key)
+    with fresh_layout(ctx.layout, built_under(first)) as layout:
+        mirrors = dict(ctx.mirrors)
+        for c in ctx.stack.components.values():  # the second build fetches from our caches
+            source = c.source_for(ctx.vendor)
+            if isinstance(source, GitSource) and ctx.layout.git_cache(source.url).exists():
+                mirrors[source.url] = str(ctx.layout.git_cache(source.url))
+        again = dataclasses.replace(ctx, layout=layout, mirrors=mirrors)
+        fresh = plan_for(again, selection)
+        print(f"verify: building again under {layout.home}", file=sys.stderr)
+        build_plan(again, fresh, launcher=None, command="wheel-verify")
+        inputs = wheel_inputs(again, fresh, built.inputs.epoch)
+        second = build_wheel(inputs, work, sbom_finisher(fresh, inputs))
+        difference = first_difference(built.path, second)
+    if difference is not None:
+        raise ReproducibilityError(
+            f"{built.path.name} is not reproducible: two builds from the same inputs differ: "
+            f"{difference}",
+            hint="something in the build depends on the time, the path or the machine "
+            "(timestamps, random values, absolute paths)",
+        )
+    print(f"verify: {built.path.name}: two builds are byte-identical", file=sys.stderr)
+    return second
+
+
+# --- --repair -----------------------------------------------------------------------------------
+
+
+def repair_and_audit(ctx: Context, plan: Plan, built: Built, work: Path) -> Built:
+    """auditwheel repair (excluding what the vendor supplies), packed again by us, audited."""
+    from wheels import repair
+    from wheels.policy import load_vendor_policy
+
+    policy = load_vendor_policy(ctx.vendor)
+    exclude = repair.never_graft(policy.external, policy.distributions)
+    repaired = repair.repair(built.path, work / "auditwheel", exclude, epoch=built.inputs.epoch)
+    root = work / "root"
+    root.mkdir(parents=True)
+    repair.unpack_payload(repaired, root)
+    name = dataclasses.replace(built.inputs.name, platform_tag=repair.platform_tag(repaired))
+    inputs = dataclasses.replace(built.inputs, name=name, extra_files=None)
+    finish = sbom_finisher(plan, inputs)
+    if finish is not None:
+        inputs = dataclasses.replace(inputs, extra_files=finish(root, list(built.requires)))
+    out = work / "wheel"
+    out.mkdir()
+    wheel = pack(root, inputs, list(built.requires), out / inputs.name.filename)
+    audit_or_keep(wheel, ctx.vendor, ctx.layout.home / "wheels")
+    return Built(path=wheel, inputs=inputs, requires=built.requires)
+
+
+# --- the SBOM of the stack as built -------------------------------------------------------------
+
+
+def built_sbom(stack: StackRequest, selection: PlanRequest) -> str:
+    """The CycloneDX SBOM the vendor's wheel would carry, of what the store holds now."""
+    from builder.engine.store import Store
+    from builder.pipeline import sbom
+    from wheels.assemble import stage
+
+    sbom.require()
+    ctx = open_context(stack)
+    plan = plan_for(ctx, wheel_selection(ctx, selection))
+    store = Store(ctx.layout)
+    missing = [c.name for c in plan.components if not store.has(c.key)]
+    if missing:
+        raise UsageError(
+            f"not built for {ctx.vendor}: {', '.join(missing)} (an SBOM describes the stack "
+            "as built)",
+            hint=f"run `infini-stack build --vendor {ctx.vendor}` (or `wheel`) first",
+        )
+    inputs = wheel_inputs(ctx, plan, epoch_for(ctx, plan))
+    with tempfile.TemporaryDirectory(prefix="infini-sbom-") as tmp:
+        root = Path(tmp)
+        requires = stage(inputs, root)  # exactly what the wheel would carry
+        return sbom.document(plan, inputs, root, requires)
