@@ -42,9 +42,10 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import NoteSection
 
-from builder import __version__, proc
-from builder.errors import BuildError, UsageError
-from builder.model import GitSource, Source, WheelSpec
+from builder import __version__
+from builder.core import proc
+from builder.core.errors import BuildError, UsageError
+from builder.manifest.model import GitSource, Source, WheelSpec
 from wheels.elf import ELF_MAGIC, HostLibraries
 from wheels.loading import installed_copy, site_dirs, stranded_needs
 from wheels.naming import EXTENSION_NAME, WheelName

@@ -29,7 +29,7 @@ from typing import Any
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from builder.errors import StackError
+from builder.core.errors import StackError
 from wheels.elf import ElfInfo, HostLibraries
 
 VENDORS = ("cpu", "nvidia", "moore", "thead")

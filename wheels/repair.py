@@ -18,8 +18,8 @@ from pathlib import Path, PurePosixPath
 
 from packaging.utils import parse_wheel_filename
 
-from builder import proc
-from builder.errors import EXIT_AUDIT, AuditError, CommandFailed
+from builder.core import proc
+from builder.core.errors import EXIT_AUDIT, AuditError, CommandFailed
 
 
 def never_graft(external: Iterable[str], distributions: Iterable[str]) -> list[str]:
