@@ -125,7 +125,6 @@ def plan_component(
 ) -> ComponentPlan:
     recipe = component.recipe
     plugin = get_vendor(vendor)
-    settings = stack.vendors[vendor].settings
     options = component.options_for(vendor)
     if tests and recipe.test:
         options.update(recipe.test.options)
@@ -135,39 +134,15 @@ def plan_component(
         hints=host.component_hints.get(component.name, host.hints),
         providers=host.component_providers.get(component.name, host.providers),
     )
-    vendor_defines = plugin.cmake_defines(own, settings)
+    vendor_defines = plugin.cmake_defines(own, stack.vendors[vendor].settings)
     env = plugin.environment(host)
     deps = recipe.depends_for(vendor)
-    key_inputs: dict[str, Any] = {
-        "tool": __version__,
-        "component": component.name,
-        "vendor": vendor,
-        "source": inputs.source_ids[component.name],
-        "recipe": inputs.recipe_digests[component.name],
-        "submodules": sorted(recipe.submodules) if recipe.submodules is not None else "all",
-        "build_type": stack.build_type,
-        "options": dict(sorted(options.items())),
-        "vendor_defines": dict(sorted(vendor_defines.items())),
-        "env": dict(sorted(env.items())),
-        "dependencies": {d: done[d].key for d in deps},
-        "dependency_vars": dict(sorted(recipe.dependency_vars_for(vendor).items())),
-        "compiler": [host.cxx, host.cxx_version],
-        "compiler_env": {k: host.env[k] for k in COMPILER_ENV if host.env.get(k)},
-        "toolkit": _toolkit_identity(host),
-        "providers": dict(sorted(own.providers.items())),
-        "tests": bool(tests and recipe.test),
-    }
-    if recipe.python:
-        key_inputs["python"] = [host.python, host.soabi, host.pybind11_version]
+    key_inputs = _key_inputs(
+        stack, component, vendor, own, inputs, options, vendor_defines, env, done, tests
+    )
     key = hash_inputs(key_inputs)
     source = component.source_for(vendor)
-    incremental = isinstance(source, PathSource)
-    if isinstance(source, PathSource):
-        source_dir = source.path
-        build_dir = layout.incremental_build_dir(component.name, vendor, source.path)
-    else:
-        source_dir = layout.source_tree(component.name, key)
-        build_dir = layout.build_dir(component.name, key)
+    source_dir, build_dir = _directories(component.name, vendor, source, key, layout)
     prefix = layout.entry_prefix(key)
     defines = _defines(
         stack, component, vendor, host, options, vendor_defines, prefix, done, source_dir
@@ -190,10 +165,59 @@ def plan_component(
         env=env,
         steps=steps,
         outputs=recipe.outputs,
-        incremental=incremental,
+        incremental=isinstance(source, PathSource),
         submodules=recipe.submodules,
         key_inputs=key_inputs,
     )
+
+
+def _key_inputs(
+    stack: Stack,
+    component: Component,
+    vendor: str,
+    own: HostFacts,
+    inputs: Inputs,
+    options: Mapping[str, str],
+    vendor_defines: Mapping[str, str],
+    env: Mapping[str, str],
+    done: Mapping[str, ComponentPlan],
+    tests: bool,
+) -> dict[str, Any]:
+    """Everything that can change what the component's build produces (``own``: the host as
+    this component sees it, with its own provider fingerprints)."""
+    recipe = component.recipe
+    key_inputs: dict[str, Any] = {
+        "tool": __version__,
+        "component": component.name,
+        "vendor": vendor,
+        "source": inputs.source_ids[component.name],
+        "recipe": inputs.recipe_digests[component.name],
+        "submodules": sorted(recipe.submodules) if recipe.submodules is not None else "all",
+        "build_type": stack.build_type,
+        "options": dict(sorted(options.items())),
+        "vendor_defines": dict(sorted(vendor_defines.items())),
+        "env": dict(sorted(env.items())),
+        "dependencies": {d: done[d].key for d in recipe.depends_for(vendor)},
+        "dependency_vars": dict(sorted(recipe.dependency_vars_for(vendor).items())),
+        "compiler": [own.cxx, own.cxx_version],
+        "compiler_env": {k: own.env[k] for k in COMPILER_ENV if own.env.get(k)},
+        "toolkit": _toolkit_identity(own),
+        "providers": dict(sorted(own.providers.items())),
+        "tests": bool(tests and recipe.test),
+    }
+    if recipe.python:
+        key_inputs["python"] = [own.python, own.soabi, own.pybind11_version]
+    return key_inputs
+
+
+def _directories(
+    name: str, vendor: str, source: Source, key: str, layout: Layout
+) -> tuple[Path, Path]:
+    """The source tree and build directory: a path source is built in place, incrementally; a
+    git source gets a checkout and a build directory of its own per key."""
+    if isinstance(source, PathSource):
+        return source.path, layout.incremental_build_dir(name, vendor, source.path)
+    return layout.source_tree(name, key), layout.build_dir(name, key)
 
 
 def _toolkit_identity(host: HostFacts) -> list[str] | None:

@@ -6,6 +6,7 @@ file or capture it, and turn a failure into :class:`CommandFailed` holding the t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -15,7 +16,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -96,71 +97,94 @@ def run(
     The child gets its own process group so that an interrupt stops everything it started.
     """
     resolved = _resolve(argv, env)
-    full_env = dict(env) if env is not None else None
     if echo is not None:
         print(f"+ {quote(argv)}", file=echo, flush=True)
     start = time.monotonic()
-    tail: deque[str] = deque(maxlen=TAIL_LINES)
-    captured: list[str] = []
-    timed_out = threading.Event()
-    sink = log.open("a", encoding="utf-8", errors="replace") if log else None
     try:
-        if sink is not None:
-            sink.write(f"+ {quote(argv)}\n")
-            if cwd is not None:
-                sink.write(f"  (in {cwd})\n")
-            sink.flush()
-        proc = subprocess.Popen(
-            resolved,
-            cwd=cwd,
-            env=full_env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-            start_new_session=True,
-        )
-        if children is not None:
-            children.add(proc)
-        watchdog = _watchdog(proc, timeout, timed_out)
-        try:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                tail.append(line.rstrip("\n"))
-                if sink is not None:
-                    sink.write(line)
-                else:
-                    captured.append(line)
-            returncode = proc.wait()
-        except BaseException:
-            terminate(proc)
-            raise
-        finally:
-            if watchdog is not None:
-                watchdog.cancel()
-            if proc.stdout is not None:
-                proc.stdout.close()
-            if children is not None:
-                children.discard(proc)
+        with _log_sink(log, argv, cwd) as sink:
+            ran = _communicate(resolved, cwd, env, sink, timeout, children)
     except OSError as exc:
         raise StackError(f"cannot run {quote(argv)}: {exc}") from exc
-    finally:
-        if sink is not None:
-            sink.close()
-    seconds = time.monotonic() - start
-    output = "".join(captured)
-    if check and returncode != 0:
+    if check and ran.returncode != 0:
         what = what or Path(resolved[0]).name
         raise CommandFailed(
-            f"{what} (timed out after {timeout:g}s)" if timed_out.is_set() else what,
+            f"{what} (timed out after {timeout:g}s)" if ran.timed_out else what,
             argv,
-            returncode,
-            "\n".join(tail),
+            ran.returncode,
+            "\n".join(ran.tail),
             log,
             exit_code=exit_code,
         )
-    return Result(argv=tuple(argv), returncode=returncode, output=output, seconds=seconds)
+    seconds = time.monotonic() - start
+    return Result(argv=tuple(argv), returncode=ran.returncode, output=ran.output, seconds=seconds)
+
+
+@dataclass(frozen=True)
+class _Ran:
+    returncode: int
+    output: str  # empty when it went to a log
+    tail: tuple[str, ...]
+    timed_out: bool
+
+
+@contextlib.contextmanager
+def _log_sink(log: Path | None, argv: Sequence[str], cwd: Path | None) -> Iterator[IO[str] | None]:
+    """The log, opened for appending with the command line first (None: capture instead)."""
+    if log is None:
+        yield None
+        return
+    with log.open("a", encoding="utf-8", errors="replace") as sink:
+        sink.write(f"+ {quote(argv)}\n")
+        if cwd is not None:
+            sink.write(f"  (in {cwd})\n")
+        sink.flush()
+        yield sink
+
+
+def _communicate(
+    resolved: list[str],
+    cwd: Path | None,
+    env: Mapping[str, str] | None,
+    sink: IO[str] | None,
+    timeout: float | None,
+    children: Children | None,
+) -> _Ran:
+    """Start the child in a session of its own, stream its output to ``sink`` (or capture it)
+    keeping the last lines, and wait; a timeout or an interrupt stops it."""
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    captured: list[str] = []
+    timed_out = threading.Event()
+    proc = subprocess.Popen(
+        resolved,
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
+    if children is not None:
+        children.add(proc)
+    watchdog = _watchdog(proc, timeout, timed_out)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            tail.append(line.rstrip("\n"))
+            (sink.write if sink is not None else captured.append)(line)
+        returncode = proc.wait()
+    except BaseException:
+        terminate(proc)
+        raise
+    finally:
+        if watchdog is not None:
+            watchdog.cancel()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        if children is not None:
+            children.discard(proc)
+    return _Ran(returncode, "".join(captured), tuple(tail), timed_out.is_set())
 
 
 def capture(

@@ -21,21 +21,19 @@ from builder.manifest.model import (
     Component,
     GitSource,
     PathSource,
-    Recipe,
     Source,
     Stack,
-    TestSpec,
     VendorConfig,
     VendorOverride,
     VendorSettings,
     WheelSpec,
 )
+from builder.manifest.recipes import load_recipe
 from builder.manifest.schema import Doc, Key, Problems, Reader, load_doc, unknown_message
 
 MANIFEST_ENV = "INFINI_STACK_MANIFEST"
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 NAME_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
-CMAKE_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 TOP_KEYS = ("schema", "name", "build_type", "recipes", "vendors", "components", "wheel", "mirrors")
 VENDOR_KEYS = ("cuda_architectures", "local_version", "providers", "linked", "ci")
@@ -54,22 +52,6 @@ WHEEL_KEYS = (
     "requires_python",
     "summary",
 )
-RECIPE_KEYS = (
-    "description",
-    "cmake_minimum",
-    "depends",
-    "options",
-    "dependency_vars",
-    "python",
-    "vendors",
-    "outputs",
-    "test",
-    "project",
-    "source_var",
-    "submodules",
-)
-RECIPE_VENDOR_KEYS = ("options", "depends")
-TEST_KEYS = ("options", "command")
 BUILD_TYPES = ("Release", "Debug", "RelWithDebInfo", "MinSizeRel")
 
 
@@ -313,106 +295,6 @@ def _read_only(r: Reader, key: Key, vendors: set[str]) -> frozenset[str] | None:
     if not names:
         r.error(key, "'only' must name at least one vendor (leave the component out instead)")
     return frozenset(only) if only else None  # after an error: every stack, so as not to cascade
-
-
-def load_recipe(
-    name: str, path: Path, parent: Reader, parent_key: Key
-) -> tuple[Recipe, Doc] | None:
-    if not path.is_file():
-        parent.error(parent_key, f"component '{name}' has no recipe: {path} does not exist")
-        return None
-    doc = load_doc(path, parent.problems)
-    if doc is None:
-        return None
-    r = Reader(doc, parent.problems)
-    if not isinstance(doc.data, dict):
-        r.error((), "a recipe must be a mapping")
-        return None
-    r.check_keys((), RECIPE_KEYS)
-    vendors: dict[str, dict[str, str]] = {}
-    vendor_depends: dict[str, tuple[str, ...]] = {}
-    for raw in r.mapping(("vendors",), required=True):
-        if not vendor_registry.is_known(raw):
-            known = list(vendor_registry.REGISTRY)
-            r.error(("vendors", raw), unknown_message("vendor", raw, known), on_key=True)
-            continue
-        r.check_keys(("vendors", raw), RECIPE_VENDOR_KEYS)
-        vendors[vendor_registry.canonical_name(raw)] = r.cmake_options(("vendors", raw, "options"))
-        if extra := r.strings(("vendors", raw, "depends")):
-            vendor_depends[vendor_registry.canonical_name(raw)] = extra
-    minimum = r.string(("cmake_minimum",), default="3.18") or "3.18"
-    try:
-        Version(minimum)
-    except InvalidVersion:
-        r.error(("cmake_minimum",), f"'{minimum}' is not a version")
-    options = r.cmake_options(("options",))
-    for var in options:
-        if not CMAKE_VAR_RE.match(var):
-            r.error(("options", var), f"'{var}' is not a CMake variable name", on_key=True)
-    project_raw = r.string(("project",))
-    project = (path.parent / project_raw).resolve() if project_raw else None
-    if project is not None and not (project / "CMakeLists.txt").is_file():
-        r.error(("project",), f"project '{project_raw}' has no CMakeLists.txt")
-    source_var = r.string(("source_var",))
-    if project is not None and not source_var:
-        r.error(("project",), "a recipe with 'project' must name its 'source_var'")
-    recipe = Recipe(
-        name=name,
-        file=path.resolve(),
-        description=r.string(("description",), default="") or "",
-        cmake_minimum=minimum,
-        depends=r.strings(("depends",)),
-        options=options,
-        dependency_vars=_dependency_vars(r),
-        python=r.boolean(("python",)),
-        vendors=vendors,
-        outputs=r.strings(("outputs",)),
-        test=_read_test(r),
-        project=project,
-        source_var=source_var,
-        submodules=_submodules(r),
-        vendor_depends=vendor_depends,
-    )
-    return recipe, doc
-
-
-def _submodules(r: Reader) -> frozenset[str] | None:
-    """``submodules: all`` (the default), ``none``, or a list of paths."""
-    value = r.get(("submodules",))
-    if value is None or value == "all":
-        return None
-    if value == "none":
-        return frozenset()
-    if isinstance(value, str):
-        r.error(("submodules",), f"'submodules' must be all, none or a list, not '{value}'")
-        return None
-    return frozenset(p.strip("/") for p in r.strings(("submodules",)))
-
-
-def _dependency_vars(r: Reader) -> dict[str, str]:
-    """Cache variables naming a dependency's install prefix; for a dependency of some vendors
-    only (``vendors.V.depends``), passed to those vendors' builds only."""
-    out: dict[str, str] = {}
-    depends = set(r.strings(("depends",)))
-    for raw in r.mapping(("vendors",)):
-        depends.update(r.strings(("vendors", raw, "depends")))
-    for var in r.mapping(("dependency_vars",)):
-        dep = r.string(("dependency_vars", var), required=True) or ""
-        if dep not in depends:
-            r.error(("dependency_vars", var), f"'{dep}' is not among this recipe's depends")
-        out[var] = dep
-    return out
-
-
-def _read_test(r: Reader) -> TestSpec | None:
-    if not r.has(("test",)):
-        return None
-    r.mapping(("test",))
-    r.check_keys(("test",), TEST_KEYS)
-    command = r.strings(("test", "command"))
-    if not command:
-        r.error(("test",), "a test needs a 'command'")
-    return TestSpec(options=r.cmake_options(("test", "options")), command=command)
 
 
 def _check_references(

@@ -17,6 +17,7 @@ from builder.core.host import HostFacts
 from builder.core.layout import Layout
 from builder.engine import executor, memo
 from builder.engine import report as run_report
+from builder.engine.store import Store
 from builder.pipeline.context import (
     Context,
     fetcher_for,
@@ -127,7 +128,7 @@ def _fetch(ctx: Context, plan: Plan) -> None:
     """Every source first: a bad pin fails before any compile."""
     from builder.manifest.model import GitSource
 
-    store = executor.Store(ctx.layout)
+    store = Store(ctx.layout)
     missing = [
         c for c in plan.components if isinstance(c.source, GitSource) and not store.has(c.key)
     ]

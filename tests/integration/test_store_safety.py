@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from builder.core.layout import Layout
-from builder.engine import executor as build
+from builder.core.orphans import session_members as orphans_of
 from builder.engine.store import Store
 from tests.conftest import MINI, ROOT, last_report, pause_launcher, wait_for
 
@@ -97,7 +97,7 @@ def test_two_concurrent_builds_into_one_store_leave_one_consistent_entry_per_key
 # Runs the CLI in a subprocess after patching a stage to SIGKILL the process right there.
 KILLER = textwrap.dedent("""
     import os, signal, sys
-    from builder.engine import executor as build
+    from builder.engine import component as build
     from builder.engine import store
     from builder.cli import main
     stage = os.environ["KILL_AT"]
@@ -190,7 +190,7 @@ def test_build_killed_with_sigkill_leaves_no_partial_entry_and_the_next_build_su
             p.send_signal(signal.SIGKILL)
             p.wait(30)
         flag.unlink()
-        assert build._session(orphans)  # its children run on: they have sessions of their own
+        assert orphans_of(orphans)  # its children run on: they have sessions of their own
         if stage == "mid-install":
             staged = list((home / "store" / ".incoming").glob("*/prefix/lib/libminirt.so"))
             assert staged and not list((home / "store" / ".incoming").glob("*/prefix/include"))
@@ -228,7 +228,7 @@ def test_build_killed_with_sigkill_leaves_no_partial_entry_and_the_next_build_su
     assert visible(store_root / ".incoming") == []
     assert last_report(home)["components"][0]["status"] == "built"
     if orphans is not None:  # the next build stopped what the killed one left running
-        assert not build._session(orphans)
+        assert not orphans_of(orphans)
 
 
 # --- gc -----------------------------------------------------------------------------------------

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from builder.core import orphans
 from builder.core.layout import Layout
-from builder.engine import executor as build
+from builder.engine import executor
 from builder.engine.store import (
     RECORD,
     Store,
@@ -120,7 +121,7 @@ def test_entry_locks_live_with_the_store_so_homes_sharing_it_share_them(tmp_path
 def test_job_shares_never_exceed_the_budget_and_give_each_at_least_one(
     free: int, ready: int
 ) -> None:
-    shares = build.shares(free, ready)
+    shares = executor.shares(free, ready)
     assert sum(shares) <= free
     assert all(s >= 1 for s in shares)
     assert len(shares) == min(free, ready)
@@ -134,13 +135,13 @@ def test_stop_orphans_stops_a_dead_builders_children_session(tmp_path: Path) -> 
         start_new_session=True,
     )
     record = tmp_path / "x.running"
-    start = build._start_time(child.pid)
+    start = orphans.start_time(child.pid)
     record.write_text(f"{child.pid} {start}\n")
     time.sleep(0.1)
-    assert build._session(child.pid)
-    assert build.stop_orphans(record, grace=2) == [child.pid]
+    assert orphans.session_members(child.pid)
+    assert orphans.stop_orphans(record, grace=2) == [child.pid]
     child.wait(5)
-    assert build._session(child.pid) == []
+    assert orphans.session_members(child.pid) == []
     assert not record.exists()
 
 
@@ -149,7 +150,7 @@ def test_stop_orphans_leaves_a_reused_pid_alone(tmp_path: Path) -> None:
     try:
         record = tmp_path / "x.running"
         record.write_text(f"{child.pid} 1\n")  # another start time: not the process we started
-        assert build.stop_orphans(record) == []
+        assert orphans.stop_orphans(record) == []
         assert child.poll() is None
     finally:
         child.kill()

@@ -1,0 +1,274 @@
+"""One component built into the store: configure, build, test, install, then commit the entry.
+
+Safety against being killed at any moment (SIGKILL included):
+
+- an entry is staged aside and renamed into the store with its record written last (store.py);
+- the entry lock and the build-directory lock are flocks, released by the kernel on death;
+- children run in their own sessions, so a SIGKILLed builder leaves them running: their process
+  groups are written beside the build-directory lock, and the next build stops them first
+  (builder.core.orphans);
+- the configure stamp is removed before configure runs and written (atomically) after it
+  succeeds, so a build directory whose configure never finished is configured from scratch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from builder import __version__
+from builder.core import orphans, proc
+from builder.core.errors import BuildError, CommandFailed
+from builder.core.fs import atomic_write
+from builder.core.layout import Layout
+from builder.engine.report import ComponentResult, Progress
+from builder.engine.store import Store, file_lock, lock_path
+from builder.plan import (
+    COMPILER_ENV,
+    ComponentPlan,
+    Plan,
+    Step,
+    hash_inputs,
+    launcher_defines,
+    source_label,
+)
+
+STAMP = ".infini-stack-configured"
+
+
+class Cancelled(Exception):
+    """A worker noticed the run was interrupted; not an error of its component."""
+
+
+@dataclass
+class Builder:
+    plan: Plan
+    layout: Layout
+    run_id: str
+    progress: Progress = field(default_factory=Progress)
+    env: Mapping[str, str] | None = None
+    launcher: str | None = None
+    children: proc.Children = field(default_factory=proc.Children)
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    started: float = field(default_factory=time.monotonic)
+    verify_sources: Callable[[ComponentPlan], str | None] | None = None
+
+    @property
+    def store(self) -> Store:
+        return Store(self.layout)
+
+    def log_path(self, component: ComponentPlan, step: str) -> Path:
+        logs = self.layout.logs(self.run_id) / component.name
+        logs.mkdir(parents=True, exist_ok=True)
+        return logs / f"{step}.log"
+
+    def build_one(self, component: ComponentPlan, jobs: int, result: ComponentResult) -> None:
+        start = time.monotonic()
+        result.prefix = str(component.prefix)
+        result.jobs = jobs
+        if self.store.has(component.key):
+            result.status = "hit"
+            return
+
+        waits: list[float] = []
+
+        def on_wait(holder: str) -> None:
+            waits.append(time.monotonic())
+            self.progress.waiting(component.name, holder)
+
+        with self.store.lock(component.key, on_wait=on_wait):
+            if waits:
+                result.waited = round(time.monotonic() - waits[0], 3)
+            if self.store.has(component.key):  # another process built it while we waited
+                result.status = "hit"
+                return
+            build_lock = lock_path(self.layout.locks(), f"build:{component.build_dir}")
+            with file_lock(build_lock, on_wait=on_wait):
+                if waits:
+                    result.waited = round(time.monotonic() - waits[0], 3)
+                running = build_lock.with_suffix(".running")
+                orphans.stop_orphans(running)
+                children = orphans.TrackedChildren(self.children, running)
+                try:
+                    self._build_locked(component, jobs, result, children)
+                finally:  # failed builds report their time too
+                    result.seconds = round(time.monotonic() - start - result.waited, 3)
+        result.status = "built"
+
+    def _build_locked(
+        self,
+        component: ComponentPlan,
+        jobs: int,
+        result: ComponentResult,
+        children: proc.Children,
+    ) -> None:
+        staging = self.store.begin(component.key)
+        env = self._env(component)
+        commands: list[dict[str, Any]] = []
+        for step in component.steps:
+            if self.cancelled.is_set():
+                raise Cancelled
+            argv = self._argv(step, jobs)
+            if step.kind == "configure" and self._prepare_configure(component, argv):
+                result.reused.append(step.kind)
+                continue
+            log = self.log_path(component, step.kind)
+            result.logs[step.kind] = str(log)
+            self.progress.step(component.name, step.kind)
+            try:
+                done = proc.run(
+                    argv,
+                    what=f"{component.name}: {step.kind}",
+                    cwd=step.cwd,
+                    env=env,
+                    log=log,
+                    children=children,
+                )
+            except CommandFailed as exc:
+                if self.cancelled.is_set():
+                    raise Cancelled from exc
+                raise BuildError(
+                    f"component '{component.name}', step {step.kind}: " + exc.message
+                ) from exc
+            commands.append(
+                {"step": step.kind, "argv": list(argv), "cwd": str(step.cwd) if step.cwd else None}
+            )
+            result.steps[step.kind] = round(done.seconds, 3)
+            self.progress.step_done(component.name, step.kind, done.seconds)
+            if step.kind == "configure":
+                atomic_write(component.build_dir / STAMP, json.dumps(self._stamp(component, argv)))
+        prefix = staging / "prefix"
+        missing = [o for o in component.outputs if not (prefix / o).exists()]
+        if missing:
+            raise BuildError(
+                f"component '{component.name}' installed without its declared outputs: "
+                + ", ".join(missing),
+                hint=f"install log: {result.logs.get('install')}",
+            )
+        changed = self._source_changed(component)
+        result.outputs = sorted(
+            str(p.relative_to(prefix)) for p in prefix.rglob("*") if p.is_file() or p.is_symlink()
+        )
+        record = self._record(component, result, commands)
+        record["source_changed_during_build"] = changed
+        self.store.commit(component.key, record)
+
+    def _prepare_configure(self, component: ComponentPlan, argv: tuple[str, ...]) -> bool:
+        """True when the build dir is configured with exactly these inputs (configure skipped).
+
+        Otherwise the stamp goes first, so that a configure killed halfway is never trusted. A
+        build dir is configured again in place when only cache variables changed (a path
+        source's next key: Ninja then rebuilds only what changed), and from scratch when what
+        CMake reads only on a first configure changed (the compiler, its flags from the
+        environment), or when it holds a cache but no stamp: its configure was interrupted or
+        failed, and its cache may be half-written.
+        """
+        build_dir = component.build_dir
+        stamp = build_dir / STAMP
+        wanted = self._stamp(component, argv)
+        found = _read_stamp(stamp)
+        if (
+            found == wanted
+            and (build_dir / "CMakeCache.txt").is_file()
+            and (build_dir / "build.ninja").is_file()
+        ):
+            return True
+        configured = (build_dir / "CMakeCache.txt").exists() or (build_dir / "CMakeFiles").exists()
+        if configured and (found is None or found.get("fresh") != wanted["fresh"]):
+            _clear_dir(build_dir)
+        stamp.unlink(missing_ok=True)
+        return False
+
+    def _stamp(self, component: ComponentPlan, argv: tuple[str, ...]) -> dict[str, str]:
+        env = self._env(component)
+        first = {n: env[n] for n in COMPILER_ENV if n in env}  # CMake reads them once
+        host = self.plan.host
+        return {
+            "argv": hash_inputs({"argv": list(argv), "env": dict(component.env)}),
+            "fresh": hash_inputs({"env": first, "cxx": [host.cxx, host.cxx_version]}),
+        }
+
+    def _source_changed(self, component: ComponentPlan) -> bool:
+        """Whether a path source's content differs from what its key was computed from.
+
+        An edit made during the build, or a project that writes into its own sources at
+        configure time (upstream's generated/): said, and recorded in the entry, not fatal.
+        """
+        if self.verify_sources is None or not component.incremental:
+            return False
+        now = self.verify_sources(component)
+        if now is None or now == component.source_id:
+            return False
+        self.progress.say(
+            component.name,
+            f"warning: its path source {component.source_dir} changed while it was being built "
+            "(an edit, or the build writing into its sources); the entry is keyed by the content "
+            "at the start",
+        )
+        return True
+
+    def _argv(self, step: Step, jobs: int) -> tuple[str, ...]:
+        argv = step.argv
+        if step.kind == "build":  # the job budget is shared between concurrent components
+            argv = (*argv[:-1], str(jobs))
+        if step.kind == "configure" and self.launcher:
+            # The launcher does not change outputs, so it is not part of the cache key.
+            argv = (*argv, *(f"-D{k}={v}" for k, v in launcher_defines(self.launcher).items()))
+        return argv
+
+    def _env(self, component: ComponentPlan) -> dict[str, str]:
+        env = dict(self.env if self.env is not None else self.plan.host.env or os.environ)
+        env.update(component.env)
+        return env
+
+    def _record(
+        self,
+        component: ComponentPlan,
+        result: ComponentResult,
+        commands: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        return {
+            "name": component.name,
+            "vendor": component.vendor,
+            "key": component.key,
+            "tool": __version__,
+            "source": source_label(component.source),
+            "source_id": component.source_id,
+            "inputs": dict(component.key_inputs),
+            "env": dict(component.env),
+            "launcher": self.launcher,
+            "commands": commands,
+            "steps": result.steps,
+            "reused": result.reused,
+            "logs": result.logs,
+            "outputs": result.outputs,
+            "build_dir": str(component.build_dir),
+            "run": self.run_id,
+            "created": time.time(),
+        }
+
+
+def _read_stamp(stamp: Path) -> dict[str, str] | None:
+    try:
+        data = json.loads(stamp.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _clear_dir(path: Path) -> None:
+
+    for child in path.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+
+
