@@ -33,6 +33,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from builder.checks.venv import make as make_venv
+
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "examples" / "mini-stack" / "stack.yaml"
 
@@ -56,11 +58,7 @@ def medians(runs: int, *measures: Callable[[], float]) -> list[float]:
 
 def install(venv: Path) -> Path:
     """This checkout, installed (not editable) into a new venv; returns the venv's bin dir."""
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
-        check=True,
-    )
-    python = venv / "bin" / "python"
+    python = make_venv(venv, sys.executable)  # sees this interpreter's packages, a venv's too
     subprocess.run(
         [python, "-m", "pip", "install", "-q", "--no-deps", str(ROOT)],
         check=True,

@@ -198,4 +198,3 @@ def settle(argv: "Sequence[str]", environ: "Mapping[str, str] | None" = None) ->
     print(f"{memo['summary']} in {seconds:.1f}s", file=sys.stderr)
     print(f"run report: {path}", file=sys.stderr)
     return 0
-

@@ -270,5 +270,3 @@ def _clear_dir(path: Path) -> None:
             shutil.rmtree(child)
         else:
             child.unlink()
-
-

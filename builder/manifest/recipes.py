@@ -29,6 +29,7 @@ RECIPE_KEYS = (
 RECIPE_VENDOR_KEYS = ("options", "depends")
 TEST_KEYS = ("options", "command")
 
+
 def load_recipe(
     name: str, path: Path, parent: Reader, parent_key: Key
 ) -> tuple[Recipe, Doc] | None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from builder.checks.venv import make as make_venv
 from tests.conftest import ROOT, last_report
 
 pytestmark = pytest.mark.integration
@@ -20,10 +21,7 @@ pytestmark = pytest.mark.integration
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A venv holding a regular (not editable) install of this checkout; its bin directory."""
     venv = tmp_path_factory.mktemp("launcher") / "venv"
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
-        check=True,
-    )
+    make_venv(venv, sys.executable)  # sees this interpreter's packages, a venv's too
     subprocess.run(
         [venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", str(ROOT)],
         check=True,
