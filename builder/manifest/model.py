@@ -6,13 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
-@dataclass(frozen=True, kw_only=True)
-class VendorSettings:
-    """Per-vendor settings from stack.yaml (``vendors.<name>``)."""
-
-    cuda_architectures: tuple[str, ...] = ()
-    local_version: str | None = None  # overrides the vendor's own wheel local version
+from builder.vendors.base import VendorSettings
 
 
 @dataclass(frozen=True, kw_only=True)

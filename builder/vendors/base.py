@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from builder.core.host import HostFacts
-    from builder.manifest.model import VendorSettings
     from builder.providers.probe import Provider
+
+
+@dataclass(frozen=True, kw_only=True)
+class VendorSettings:
+    """Per-vendor settings from stack.yaml (``vendors.<name>``)."""
+
+    cuda_architectures: tuple[str, ...] = ()
+    local_version: str | None = None  # overrides the vendor's own wheel local version
 
 
 class Vendor(Protocol):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from builder.core.host import HostFacts
-from builder.manifest.model import VendorSettings
+from builder.vendors.base import VendorSettings
 
 if TYPE_CHECKING:
     from builder.providers.probe import Provider

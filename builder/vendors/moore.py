@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from builder.core.host import HostFacts
-from builder.manifest.model import VendorSettings
+from builder.vendors.base import VendorSettings
 from builder.vendors.places import MUSA_DEFAULTS, MUSA_ENV_VARS
 
 if TYPE_CHECKING:

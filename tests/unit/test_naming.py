@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from builder.core.host import HostFacts, Toolkit
-from builder.manifest.model import VendorSettings
 from builder.vendors import get
+from builder.vendors.base import VendorSettings
 from wheels.naming import WheelName, vendor_of_local, wheel_name, with_local
 
 
