@@ -47,6 +47,16 @@ class Inputs:
 
     source_ids: Mapping[str, str]  # component -> "git:<sha>" or "path:<content hash>"
     recipe_digests: Mapping[str, str]  # component -> hash of its recipe (and project files)
+    patch_digests: Mapping[Path, str] = field(default_factory=dict)  # patch file -> sha256
+
+
+@dataclass(frozen=True)
+class PlannedPatch:
+    """A recipe patch as planned: its content hash is part of the component's key."""
+
+    name: str
+    path: Path
+    sha256: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +77,7 @@ class ComponentPlan:
     outputs: tuple[str, ...]
     incremental: bool  # a path source keeps its build directory across keys
     submodules: frozenset[str] | None = None  # the submodule paths to check out; None: all
+    patches: tuple[PlannedPatch, ...] = ()  # applied in order to the checkout
     key_inputs: Mapping[str, Any] = field(compare=False)
 
     @property
@@ -137,9 +148,15 @@ def plan_component(
     vendor_defines = plugin.cmake_defines(own, stack.vendors[vendor].settings)
     env = plugin.environment(host)
     deps = recipe.depends_for(vendor)
+    patches = tuple(
+        PlannedPatch(p.name, p.path, inputs.patch_digests[p.path])
+        for p in recipe.patches_for(vendor)
+    )
     key_inputs = _key_inputs(
         stack, component, vendor, own, inputs, options, vendor_defines, env, done, tests
     )
+    if patches:  # absent when there are none, so that unpatched keys stay as they were
+        key_inputs["patches"] = [[p.name, p.sha256] for p in patches]
     key = hash_inputs(key_inputs)
     source = component.source_for(vendor)
     source_dir, build_dir = _directories(component.name, vendor, source, key, layout)
@@ -167,6 +184,7 @@ def plan_component(
         outputs=recipe.outputs,
         incremental=isinstance(source, PathSource),
         submodules=recipe.submodules,
+        patches=patches,
         key_inputs=key_inputs,
     )
 
@@ -328,6 +346,9 @@ def to_json(plan: Plan) -> dict[str, Any]:
                     for s in c.steps
                 ],
                 "outputs": list(c.outputs),
+                "patches": [
+                    {"name": p.name, "path": str(p.path), "sha256": p.sha256} for p in c.patches
+                ],
             }
             for c in plan.components
         ],

@@ -39,6 +39,8 @@ def render(plan: Plan) -> str:
         lines.append(f"#  source: {source_label(c.source)}")
         if c.depends:
             lines.append(f"#  after: {', '.join(c.depends)}")
+        for patch in c.patches:
+            lines.append(f"#  patch: {patch.name} (sha256 {patch.sha256[:12]}), applied in order")
         if c.env:
             lines.append("#  env: " + " ".join(f"{k}={v}" for k, v in c.env.items()))
         for step in c.steps:

@@ -333,6 +333,12 @@ def _check_references(
                         f"component '{name}' depends on '{dep}' for {vendor}, but '{dep}' is "
                         f"only in the stack of: {only}",
                     )
+            if recipe.patches_for(vendor) and isinstance(component.source_for(vendor), PathSource):
+                rr.error(
+                    ("patches",),
+                    f"component '{name}' has patches, but its {vendor} source is a path "
+                    "source, which is built in place: patches apply to a git checkout",
+                )
 
 
 def _raw_vendor_key(r: Reader, vendor: str) -> str:

@@ -37,6 +37,14 @@ class TestSpec:
     command: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Patch:
+    """A recipe patch: ``name`` as the recipe writes it, ``path`` the file it names."""
+
+    name: str  # patches/NAME.patch, relative to components/<component>/
+    path: Path
+
+
 @dataclass(frozen=True, kw_only=True)
 class Recipe:
     """How to build one component: ``components/<name>.yaml``."""
@@ -60,9 +68,16 @@ class Recipe:
     source_var: str | None = None  # the cache variable that tells ``project`` where the sources are
     # Dependencies of one vendor only, on top of ``depends`` (InfiniOps needs CUTLASS on NVIDIA).
     vendor_depends: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Applied in order to the per-build checkout, after its submodules: these first, then the
+    # vendor's own (``vendors.<v>.patches``).
+    patches: tuple[Patch, ...] = ()
+    vendor_patches: Mapping[str, tuple[Patch, ...]] = field(default_factory=dict)
 
     def depends_for(self, vendor: str) -> tuple[str, ...]:
         return (*self.depends, *self.vendor_depends.get(vendor, ()))
+
+    def patches_for(self, vendor: str) -> tuple[Patch, ...]:
+        return (*self.patches, *self.vendor_patches.get(vendor, ()))
 
     def every_depends(self) -> tuple[str, ...]:
         """What it depends on for some vendor: one build order serves them all."""

@@ -8,7 +8,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from builder import vendors as vendor_registry
-from builder.manifest.model import Recipe, TestSpec
+from builder.manifest.model import Patch, Recipe, TestSpec
 from builder.manifest.schema import Doc, Key, Reader, load_doc, unknown_message
 
 CMAKE_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -25,8 +25,9 @@ RECIPE_KEYS = (
     "project",
     "source_var",
     "submodules",
+    "patches",
 )
-RECIPE_VENDOR_KEYS = ("options", "depends")
+RECIPE_VENDOR_KEYS = ("options", "depends", "patches")
 TEST_KEYS = ("options", "command")
 
 
@@ -46,6 +47,8 @@ def load_recipe(
     r.check_keys((), RECIPE_KEYS)
     vendors: dict[str, dict[str, str]] = {}
     vendor_depends: dict[str, tuple[str, ...]] = {}
+    vendor_patches: dict[str, tuple[Patch, ...]] = {}
+    patch_dir = path.parent / path.stem  # components/<name>/ beside components/<name>.yaml
     for raw in r.mapping(("vendors",), required=True):
         if not vendor_registry.is_known(raw):
             known = list(vendor_registry.REGISTRY)
@@ -55,6 +58,8 @@ def load_recipe(
         vendors[vendor_registry.canonical_name(raw)] = r.cmake_options(("vendors", raw, "options"))
         if extra := r.strings(("vendors", raw, "depends")):
             vendor_depends[vendor_registry.canonical_name(raw)] = extra
+        if own := _patches(r, ("vendors", raw, "patches"), patch_dir):
+            vendor_patches[vendor_registry.canonical_name(raw)] = own
     minimum = r.string(("cmake_minimum",), default="3.18") or "3.18"
     try:
         Version(minimum)
@@ -87,8 +92,22 @@ def load_recipe(
         source_var=source_var,
         submodules=_submodules(r),
         vendor_depends=vendor_depends,
+        patches=_patches(r, ("patches",), patch_dir),
+        vendor_patches=vendor_patches,
     )
     return recipe, doc
+
+
+def _patches(r: Reader, key: Key, base: Path) -> tuple[Patch, ...]:
+    """Patch files named relative to ``base`` (components/<name>/); each must exist."""
+    out: list[Patch] = []
+    for i, name in enumerate(r.strings(key)):
+        path = (base / name).resolve()
+        if not path.is_file():
+            r.error((*key, i), f"patch '{name}' does not exist (looked for {path})")
+            continue
+        out.append(Patch(name=name, path=path))
+    return tuple(out)
 
 
 def _submodules(r: Reader) -> frozenset[str] | None:

@@ -203,6 +203,7 @@ def _stack_component(c: ComponentPlan) -> Any:
                 ExternalReference(type=ExternalReferenceType.VCS, url=XsUri(source.url))
             ],
             properties=_properties(props),
+            pedigree=_pedigree(c),
         )
     digest = c.source_id.removeprefix("path:")
     props["source"] = "path"
@@ -214,6 +215,26 @@ def _stack_component(c: ComponentPlan) -> Any:
         hashes=[HashType(alg=HashAlgorithm.SHA_256, content=digest)],
         purl=PackageURL(type="generic", name=c.name, version=f"sha256:{digest}"),
         properties=_properties(props),
+    )
+
+
+def _pedigree(c: ComponentPlan) -> Any:
+    """The recipe's patches, applied on top of the pinned commit (CycloneDX pedigree)."""
+    if not c.patches:
+        return None
+    from cyclonedx.model import AttachedText
+    from cyclonedx.model.component import Diff, Patch, PatchClassification, Pedigree
+
+    return Pedigree(
+        patches=[
+            Patch(
+                type=PatchClassification.UNOFFICIAL,
+                diff=Diff(text=AttachedText(content=p.path.read_text(encoding="utf-8"))),
+            )
+            for p in c.patches
+        ],
+        notes="patches applied in order: "
+        + ", ".join(f"{p.name} (sha256 {p.sha256})" for p in c.patches),
     )
 
 

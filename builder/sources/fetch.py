@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from builder.core import proc
-from builder.core.digest import tree_digest
+from builder.core.digest import file_digest, tree_digest
 from builder.core.errors import EXIT_SOURCES, CommandFailed, SourceError
 from builder.core.layout import Layout
 from builder.manifest.model import GitSource, PathSource, Stack
 from builder.plan import ComponentPlan, Inputs
+from builder.sources import patches
 
 
 def gather(stack: Stack, vendor: str, names: tuple[str, ...] | None = None) -> Inputs:
@@ -28,6 +29,7 @@ def gather(stack: Stack, vendor: str, names: tuple[str, ...] | None = None) -> I
     ``names`` (default: the vendor's whole stack)."""
     source_ids: dict[str, str] = {}
     recipe_digests: dict[str, str] = {}
+    patch_digests: dict[Path, str] = {}
     for name in names or stack.names_for(vendor):
         component = stack.components[name]
         source = component.source_for(vendor)
@@ -42,7 +44,9 @@ def gather(stack: Stack, vendor: str, names: tuple[str, ...] | None = None) -> I
         if recipe.project is not None:
             h.update(tree_digest(recipe.project).encode())
         recipe_digests[name] = h.hexdigest()
-    return Inputs(source_ids=source_ids, recipe_digests=recipe_digests)
+        for patch in recipe.patches_for(vendor):
+            patch_digests[patch.path] = file_digest(patch.path).hex()
+    return Inputs(source_ids=source_ids, recipe_digests=recipe_digests, patch_digests=patch_digests)
 
 
 # --- mirrors ------------------------------------------------------------------------------------
@@ -273,7 +277,7 @@ class Fetcher:
         assert isinstance(source, GitSource)
         tree = component.source_dir
         if tree.exists():
-            self.verify(component.name, tree, source.rev)
+            self.verify(component.name, tree, source.rev, patched=bool(component.patches))
             return tree
         cache = self.ensure_commit(component.name, source)
         tree.parent.mkdir(parents=True, exist_ok=True)
@@ -286,6 +290,8 @@ class Fetcher:
             selection = component.submodules
             self._checkout_submodules(component.name, tmp, cache, source, selection, "")
             self.verify(component.name, tmp, source.rev, cache=cache)
+            env = git_env(self.mirrors)
+            patches.apply(component.name, source.rev, tmp, component.patches, env)
             tmp.rename(tree)
         except CommandFailed as exc:
             raise SourceError(exc.message) from exc
@@ -321,8 +327,17 @@ class Fetcher:
                 owner, tree / sub.path, sub_cache, sub_source, None, f"{prefix}{sub.path}/"
             )
 
-    def verify(self, name: str, tree: Path, rev: str, *, cache: Path | None = None) -> None:
-        """HEAD must equal the pin, submodules their gitlinks, and nothing tracked may differ.
+    def verify(
+        self,
+        name: str,
+        tree: Path,
+        rev: str,
+        *,
+        cache: Path | None = None,
+        patched: bool = False,
+    ) -> None:
+        """HEAD must equal the pin, submodules their gitlinks, and nothing tracked may differ
+        (from the patched tree, when the recipe has ``patched`` it).
 
         ``cache``: the tree was just checked out from that git cache, so a difference is no
         change underneath but a cache that lacks objects (git checks out around a missing blob
@@ -335,6 +350,14 @@ class Fetcher:
                 f"the pin is {rev} ({tree})",
                 hint=f"remove {tree} to check it out again",
             )
+        if patched:
+            if problem := patches.changed(tree, git_env(self.mirrors)):
+                raise SourceError(
+                    f"patched source tree of component '{name}' changed underneath: {problem} "
+                    f"({tree})",
+                    hint=f"remove {tree} to check it out and patch it again",
+                )
+            return
         status = self._git(
             [
                 "-C",
