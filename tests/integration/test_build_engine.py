@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.engine import executor as engine
+from builder.core.orphans import session_members
 from builder.engine import memo
 from tests.conftest import HAVE_NVCC, ROOT, last_report, pause_launcher, wait_for, write_launcher
 from tests.standins import script
@@ -297,7 +297,7 @@ def test_auto_launcher_prefers_ccache_then_sccache_on_path(
 
 
 def session_alive(sid: int) -> bool:
-    return bool(engine._session(sid))
+    return bool(session_members(sid))
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
