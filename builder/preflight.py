@@ -315,8 +315,10 @@ def check(
     purpose: Purpose = "build",
     linked: Sequence[linked_providers.LinkedSpec] = (),
     wheel: bool = False,
+    cache: Path | None = None,
 ) -> PreflightReport:
-    """Probe every provider the vendor declares for ``components`` (all when empty).
+    """Probe every provider the vendor declares for ``components`` (all when empty);
+    ``cache``: where probes keep what they found, keyed by the programs' files.
 
     ``linked`` adds linked providers to those the manifest declares for the vendor (a name
     given in both is the one from ``linked``).
@@ -336,6 +338,8 @@ def check(
         cuda_architectures=stack.vendors[vendor].settings.cuda_architectures,
         constraints=wanted,
         tool_scripts=_tool_scripts(),
+        shared_cxx_runtime=stack.cxx_runtime == "shared",
+        cache=cache,
     )
     results = run_providers(providers, ctx)
     return PreflightReport(

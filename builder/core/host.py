@@ -76,9 +76,9 @@ def compiler_identity(env: Mapping[str, str], cache: Path | None = None) -> tupl
         return "", ""
     resolved = str(Path(cxx).resolve())
     memo = (
-        _VersionMemo(cache / "compilers.json", proc.which(cxx, env.get("PATH"))) if cache else None
+        ProgramMemo(cache / "compilers.json", proc.which(cxx, env.get("PATH"))) if cache else None
     )
-    if memo is not None and (known := memo.get()) is not None:
+    if memo is not None and isinstance(known := memo.get(), str):
         return resolved, known
     out = proc.capture([cxx, "--version"], check=False, env=env, timeout=30)
     version = out.splitlines()[0].strip() if out else ""
@@ -87,12 +87,14 @@ def compiler_identity(env: Mapping[str, str], cache: Path | None = None) -> tupl
     return resolved, version
 
 
-class _VersionMemo:
-    """``--version`` output of a program, keyed by its resolved path and that file's stat."""
+class ProgramMemo:
+    """What running a program found (its ``--version``, a link probe), kept in ``file`` and
+    keyed by the program's resolved path, that file's stat, and ``extra`` (the flags used)."""
 
-    def __init__(self, file: Path, program: str | None) -> None:
+    def __init__(self, file: Path, program: str | None, extra: str = "") -> None:
         self.file = file
         self.program = os.path.realpath(program) if program else None
+        self.key = f"{self.program}\0{extra}" if extra else (self.program or "")
 
     def _stat(self) -> list[int] | None:
         try:
@@ -108,19 +110,19 @@ class _VersionMemo:
             return {}
         return data if isinstance(data, dict) else {}
 
-    def get(self) -> str | None:
+    def get(self) -> object | None:
         stat = self._stat()
-        entry = self._load().get(self.program or "")
+        entry = self._load().get(self.key)
         if stat is None or not isinstance(entry, list) or entry[0] != stat:
             return None
-        return str(entry[1])
+        return entry[1]
 
-    def put(self, version: str) -> None:
+    def put(self, value: object) -> None:
         stat = self._stat()
         if stat is None or self.program is None:
             return
         data = self._load()
-        data[self.program] = [stat, version]
+        data[self.key] = [stat, value]
         with contextlib.suppress(OSError):
             atomic_write(self.file, json.dumps(data))
 

@@ -35,7 +35,18 @@ MANIFEST_ENV = "INFINI_STACK_MANIFEST"
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 NAME_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
 
-TOP_KEYS = ("schema", "name", "build_type", "recipes", "vendors", "components", "wheel", "mirrors")
+TOP_KEYS = (
+    "schema",
+    "name",
+    "build_type",
+    "cxx_runtime",
+    "recipes",
+    "vendors",
+    "components",
+    "wheel",
+    "mirrors",
+)
+CXX_RUNTIMES = ("shared", "any")
 VENDOR_KEYS = ("cuda_architectures", "local_version", "providers", "linked", "ci")
 CI_KEYS = ("runs-on", "image")
 COMPONENT_KEYS = ("git", "rev", "path", "options", "recipe", "vendors", "only")
@@ -89,6 +100,9 @@ def _read_stack(path: Path, doc: Doc, problems: Problems) -> Stack | None:
     build_type = r.string(("build_type",), default="Release") or "Release"
     if build_type not in BUILD_TYPES:
         r.error(("build_type",), unknown_message("build_type", build_type, BUILD_TYPES))
+    cxx_runtime = r.string(("cxx_runtime",), default="any") or "any"
+    if cxx_runtime not in CXX_RUNTIMES:
+        r.error(("cxx_runtime",), unknown_message("cxx_runtime", cxx_runtime, CXX_RUNTIMES))
     vendor_configs = _read_vendors(r, path.parent)
     mirrors = _read_mirrors(r, path.parent)
     recipes_dir = path.parent / (r.string(("recipes",), default="components") or "components")
@@ -110,6 +124,7 @@ def _read_stack(path: Path, doc: Doc, problems: Problems) -> Stack | None:
         file=path,
         label=doc.label,
         build_type=build_type,
+        cxx_runtime=cxx_runtime,
         vendors=vendor_configs,
         components=components,
         order=order,

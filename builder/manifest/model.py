@@ -164,6 +164,9 @@ class Stack:
     order: tuple[str, ...]  # dependency order (dependencies first)
     wheel: WheelSpec | None
     mirrors: Mapping[str, str]  # repository URL -> local directory or URL
+    # "shared": the stack's libraries pass C++ objects to each other (and to torch), so every
+    # one must use the shared C++ runtime (libstdc++.so.6); "any": no such constraint.
+    cxx_runtime: str = "any"
 
     @property
     def root(self) -> Path:

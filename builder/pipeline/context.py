@@ -63,7 +63,7 @@ def preflighted_host(
     from builder import preflight
 
     host = detect_host(layout)
-    report = preflight.check(stack, vendor, host, wheel=wheel)
+    report = preflight.check(stack, vendor, host, wheel=wheel, cache=layout.cache())
     return report.apply_to(host), report
 
 

@@ -43,6 +43,7 @@ def run_preflight(
     vendor = resolve_vendor(stack, request.vendor)
     check_components(stack, vendor, components)
     specs = tuple(spec for path in linked_files for spec in linked.load(path))
+    layout = layout_for(request.home, request.store)
     report = preflight.check(
         stack,
         vendor,
@@ -51,6 +52,7 @@ def run_preflight(
         purpose=purpose,
         linked=specs,
         wheel=not components,
+        cache=layout.cache(),
     )
-    preflight.record(report, layout_for(request.home, request.store))
+    preflight.record(report, layout)
     return report

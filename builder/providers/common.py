@@ -9,6 +9,7 @@ from pathlib import Path
 
 from builder.core import proc
 from builder.providers import search
+from builder.providers.cxxruntime import CXX_RUNTIME
 from builder.providers.probe import (
     BOTH,
     BUILD,
@@ -259,5 +260,15 @@ GIT = Provider(
     hint="apt-get install git",
 )
 
-TOOLS: tuple[Provider, ...] = (CMAKE, NINJA, CXX, PYTHON, PYTHON_HEADERS, PYBIND11, PATCHELF, GIT)
+TOOLS: tuple[Provider, ...] = (
+    CMAKE,
+    NINJA,
+    CXX,
+    CXX_RUNTIME,
+    PYTHON,
+    PYTHON_HEADERS,
+    PYBIND11,
+    PATCHELF,
+    GIT,
+)
 __all__ = ["EVERY", "TOOLS", "compiler_version", "tool_version_reader"]

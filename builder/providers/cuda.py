@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from builder.providers import search
+from builder.providers.cxxruntime import CUDA_HOST_RUNTIME
 from builder.providers.libs import (
     LibrarySpec,
     dist_candidates,
@@ -476,8 +477,12 @@ NVIDIA_SMI = device_tool(
     CUDA_OPTIONS,
 )
 
+# What nvcc's host compiler links into shared libraries, for the builds that compile CUDA.
+CUDA_HOST = replace(CUDA_HOST_RUNTIME, rules=(Rule(options=CUDA_OPTIONS),))
+
 NVIDIA_PROVIDERS: tuple[Provider, ...] = (
     CUDA,
+    CUDA_HOST,
     CUDA_ARCH,
     CUDART,
     CUBLAS,

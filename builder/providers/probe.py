@@ -147,6 +147,8 @@ class ProbeContext:
     purpose: Purpose = "build"
     cuda_architectures: tuple[str, ...] = ()
     constraints: Mapping[str, str] = field(default_factory=dict)  # provider -> specifier
+    shared_cxx_runtime: bool = False  # the stack's libraries exchange C++ types
+    cache: Path | None = None  # where probes keep what they found (keyed by program stat)
 
     def getenv(self, name: str) -> str | None:
         value = self.env.get(name)

@@ -1,0 +1,126 @@
+"""Which C++ runtime an ELF file uses: the shared ``libstdc++.so.6``, or a private copy.
+
+A shared object linked with ``-static-libstdc++`` (or by a compiler whose library directory
+holds only ``libstdc++.a``) carries its own copy of the C++ runtime: its own ``std::locale``
+facets, its own exception machinery and RTTI. That is harmless for a self-contained extension
+whose C++ never leaves it (common manylinux practice, usually with the copy's symbols hidden),
+and fatal for libraries that pass C++ objects to each other: a locale facet of one runtime read
+by another's code, an exception thrown by one runtime's ``__cxa_throw`` that the other's
+personality routine never catches, ``typeid`` comparisons that fail across the line.
+
+This module classifies one ELF from what the dynamic linker sees (its DT_NEEDED and its exported
+definitions); the audit and preflight decide what the classification means for a wheel or a
+compiler.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from wheels.elf import ElfInfo
+
+SHARED_RUNTIMES = frozenset({"libstdc++.so.6", "libc++.so.1"})
+UNWINDERS = frozenset({"libgcc_s.so.1", "libunwind.so.1", "libunwind.so.8"})
+
+# Definitions only the C++ runtime itself has: locales and iostreams' base, the C++ ABI
+# (exceptions, RTTI vtables, guards), the personality routine and the unwinder. Code that uses
+# the shared runtime references these; a private copy defines them.
+_RUNTIME = re.compile(
+    r"\0("
+    r"_ZN(?:K)?St6locale\w*|_ZNSt8ios_base\w*|_ZN(?:K)?St7codecvt\w*|_ZN(?:K)?St5ctype\w*"
+    r"|_ZTVN10__cxxabiv\w*|_ZTIN10__cxxabiv\w*|__cxa_\w+|__gxx_personality_v0"
+    r"|_ZSt9terminatev|_ZSt13set_terminate\w*|_ZSt17__throw_\w+|_ZSt19__throw_\w+"
+    r")(?=\0|$)"
+)
+
+Runtime = Literal["shared", "private", "none"]
+
+
+@dataclass(frozen=True)
+class CxxRuntime:
+    """How one ELF gets its C++ runtime."""
+
+    runtime: Runtime  # shared: needs libstdc++.so.6 (or libc++); private: carries a copy
+    internals: tuple[str, ...]  # runtime definitions it exports (a private copy that shows)
+
+    @property
+    def private(self) -> bool:
+        return self.runtime == "private"
+
+
+def classify(info: ElfInfo) -> CxxRuntime:
+    """What ``info`` links: the shared runtime, a private copy, or no C++ runtime at all.
+
+    A copy whose symbols are hidden (``-Wl,--exclude-libs,ALL``) leaves no definitions to see;
+    such an ELF is "private" when it has C++ symbols at its interface and needs no shared
+    runtime, and "none" when nothing C++ shows at all (then nothing C++ can cross either).
+    """
+    internals = tuple(sorted(set(info.exported_like(_RUNTIME))))
+    if set(info.needed) & SHARED_RUNTIMES:
+        runtime: Runtime = "shared"
+    elif internals or cxx_interface(info):
+        runtime = "private"
+    else:
+        runtime = "none"
+    return CxxRuntime(runtime=runtime, internals=internals)
+
+
+def cxx_interface(info: ElfInfo) -> bool:
+    """Whether C++ symbols (Itanium-mangled names) are at the ELF's dynamic interface."""
+    return "\0_Z" in "\0" + info.export_names or any(n.startswith("_Z") for n in info.undefined)
+
+
+def cxx_exports(info: ElfInfo) -> frozenset[str]:
+    return frozenset(n for n in info.exports if n.startswith("_Z"))
+
+
+def cxx_imports(info: ElfInfo) -> frozenset[str]:
+    return frozenset(n for n in info.undefined if n.startswith("_Z"))
+
+
+def describe(result: CxxRuntime, shown: int = 4) -> str:
+    """``defines 38 C++ runtime symbols (std::locale, __cxa_throw, ...) and needs no
+    libstdc++.so.6: a private copy of the C++ runtime`` and the like, for messages."""
+    if result.runtime == "shared":
+        return "needs the shared C++ runtime"
+    if result.runtime == "none":
+        return "uses no C++ runtime at its interface"
+    if not result.internals:
+        return (
+            "has C++ symbols at its interface but needs no libstdc++.so.6: a private, hidden "
+            "copy of the C++ runtime"
+        )
+    labels = list(dict.fromkeys(_readable(n) for n in sorted(result.internals, key=_rank)))
+    more = ", ..." if len(labels) > shown else ""
+    return (
+        f"defines {len(result.internals)} C++ runtime symbols ({', '.join(labels[:shown])}"
+        f"{more}) and needs no libstdc++.so.6: a private copy of the C++ runtime"
+    )
+
+
+_READABLE = (
+    ("_ZNSt6locale", "std::locale"),
+    ("_ZNKSt6locale", "std::locale"),
+    ("_ZNSt8ios_base", "std::ios_base"),
+    ("_ZNSt7codecvt", "std::codecvt"),
+    ("_ZNKSt7codecvt", "std::codecvt"),
+    ("_ZNSt5ctype", "std::ctype"),
+    ("_ZNKSt5ctype", "std::ctype"),
+    ("_ZTVN10__cxxabiv", "the RTTI vtables"),
+    ("_ZTIN10__cxxabiv", "the RTTI types"),
+    ("_ZSt9terminatev", "std::terminate"),
+)
+
+
+_FIRST = ("_ZNSt6locale", "__cxa_throw", "_ZNSt8ios_base", "__gxx_personality_v0", "_ZTVN10")
+
+
+def _rank(name: str) -> tuple[int, str]:
+    """The best-known runtime parts first, so that a message names them."""
+    return next((i for i, p in enumerate(_FIRST) if name.startswith(p)), len(_FIRST)), name
+
+
+def _readable(name: str) -> str:
+    return next((label for prefix, label in _READABLE if name.startswith(prefix)), name)
