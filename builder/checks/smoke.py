@@ -25,6 +25,7 @@ from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Any
 
+from builder.checks import venv
 from builder.core import proc
 from builder.core.errors import EXIT_AUDIT, CommandFailed, UsageError
 from wheels.assemble import read_dynamic
@@ -167,7 +168,10 @@ def smoke(wheel: Path, vendor: str | None = None, *, python: str | None = None) 
         vendor = vendor_of_local(wheel.name.partition("-")[2].partition("-")[0])  # the version
     with tempfile.TemporaryDirectory(prefix="infini-smoke-") as tmp:
         work = Path(tmp)
-        interpreter = _install(wheel, work, python or sys.executable)
+        # The venv sees what an install into the target interpreter would (torch, nvidia-*).
+        interpreter = str(
+            venv.install(wheel, venv.make(work / "venv", python or sys.executable), work)
+        )
         site = Path(
             proc.capture(
                 [interpreter, "-c", "import sysconfig; print(sysconfig.get_path('platlib'))"],
@@ -177,36 +181,6 @@ def smoke(wheel: Path, vendor: str | None = None, *, python: str | None = None) 
         elves = _elves(wheel, site)
         report = _run(interpreter, work, site, elves)
     return _classify(wheel.name, vendor, elves, report)
-
-
-def _install(wheel: Path, work: Path, python: str) -> str:
-    env_dir = work / "venv"
-    proc.run(
-        [python, "-m", "venv", "--without-pip", str(env_dir)],
-        what="creating a venv",
-        exit_code=EXIT_AUDIT,
-    )
-    interpreter = str(env_dir / "bin" / "python")
-    proc.run(
-        [
-            python,
-            "-m",
-            "pip",
-            "--python",
-            interpreter,
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--no-index",
-            "--no-compile",
-            "--disable-pip-version-check",
-            str(wheel.resolve()),
-        ],
-        what=f"installing {wheel.name} into a fresh venv",
-        cwd=work,
-        exit_code=EXIT_AUDIT,
-    )
-    return interpreter
 
 
 def _elves(wheel: Path, site: Path) -> list[_Elf]:

@@ -13,6 +13,7 @@ upgrade in place would.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from builder.core import proc
@@ -52,4 +53,29 @@ def make(root: Path, python: str, *, inherit: bool = True) -> Path:
         own = Path(proc.capture([str(interpreter), "-c", query], exit_code=EXIT_AUDIT).strip())
         lines = [f"import site; site.addsitedir({d!r})" for d in site_dirs(python)]
         (own / PTH_NAME).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return interpreter
+
+
+def install(wheel: Path, interpreter: Path, cwd: Path) -> Path:
+    """``wheel`` installed into the venv of ``interpreter``, without its dependencies (those the
+    venv sees already are what an install would use); returns ``interpreter``."""
+    proc.run(
+        [
+            sys.executable,  # this tool's pip, pointed at the venv
+            "-m",
+            "pip",
+            "--python",
+            str(interpreter),
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--no-compile",
+            "--disable-pip-version-check",
+            str(wheel.resolve()),
+        ],
+        what=f"installing {wheel.name} into a fresh venv",
+        cwd=cwd,
+        exit_code=EXIT_AUDIT,
+    )
     return interpreter

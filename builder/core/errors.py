@@ -13,6 +13,7 @@ EXIT_PREFLIGHT = 3
 EXIT_SOURCES = 4
 EXIT_BUILD = 5
 EXIT_AUDIT = 6
+EXIT_CHECK = 7  # the vendor's runtime check of the installed wheel failed
 
 
 class StackError(Exception):
@@ -61,6 +62,10 @@ class SourceError(StackError):
 
 class BuildError(StackError):
     exit_code = EXIT_BUILD
+
+
+class CheckError(StackError):
+    exit_code = EXIT_CHECK
 
 
 class AuditError(StackError):

@@ -47,7 +47,7 @@ TOP_KEYS = (
     "mirrors",
 )
 CXX_RUNTIMES = ("shared", "any")
-VENDOR_KEYS = ("cuda_architectures", "local_version", "providers", "linked", "ci")
+VENDOR_KEYS = ("cuda_architectures", "local_version", "providers", "linked", "ci", "check")
 CI_KEYS = ("runs-on", "image")
 COMPONENT_KEYS = ("git", "rev", "path", "options", "recipe", "vendors", "only")
 OVERRIDE_KEYS = ("git", "rev", "path", "options")
@@ -162,8 +162,21 @@ def _read_vendors(r: Reader, base: Path) -> dict[str, VendorConfig]:
             providers=_read_providers(r, (*key, "providers"), name),
             linked=_read_linked(r, (*key, "linked"), base),
             ci=_read_ci(r, (*key, "ci")),
+            check=_read_check(r, (*key, "check"), base),
         )
     return configs
+
+
+def _read_check(r: Reader, key: Key, base: Path) -> Path | None:
+    """The vendor's runtime check: a Python script, relative to the manifest."""
+    raw = r.string(key)
+    if raw is None:
+        return None
+    script = (base / raw).resolve()
+    if not script.is_file():
+        r.error(key, f"check script '{raw}' does not exist (looked for {script})")
+        return None
+    return script
 
 
 def _read_linked(r: Reader, key: Key, base: Path) -> tuple[Path, ...]:

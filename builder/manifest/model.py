@@ -138,6 +138,7 @@ class VendorConfig:
     providers: Mapping[str, str]  # provider name -> PEP 440 specifier (validated)
     linked: tuple[Path, ...] = ()  # files declaring linked providers (builder.providers.linked)
     ci: CiSettings = field(default_factory=CiSettings)
+    check: Path | None = None  # the runtime check run against the installed wheel
 
 
 @dataclass(frozen=True, kw_only=True)

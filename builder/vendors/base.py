@@ -29,6 +29,11 @@ class Vendor(Protocol):
     @property
     def description(self) -> str: ...
 
+    @property
+    def device_command(self) -> tuple[str, ...]:
+        """What lists the vendor's devices (empty: the host itself is the device)."""
+        ...
+
     def providers(self) -> tuple[Provider, ...]:
         """What the host must provide for this vendor (see builder.providers)."""
         ...

@@ -17,6 +17,8 @@ class Cpu:
     name: str = "cpu"
     aliases: tuple[str, ...] = ()
     description: str = "CPU only (C++17 compiler, OpenMP, MPI)"
+    # Lists the vendor's devices; a runtime check runs only where it finds one.
+    device_command: tuple[str, ...] = ()  # the host itself
 
     def providers(self) -> tuple[Provider, ...]:
         from builder.providers.common import TOOLS

@@ -20,6 +20,8 @@ class Moore:
     name: str = "moore"
     aliases: tuple[str, ...] = ("musa", "mthreads")
     description: str = "Moore Threads GPUs through MUSA"
+    # Lists the vendor's devices; a runtime check runs only where it finds one.
+    device_command: tuple[str, ...] = ("mthreads-gmi", "-L")
 
     def providers(self) -> tuple[Provider, ...]:
         from builder.providers.common import TOOLS

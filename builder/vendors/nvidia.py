@@ -20,6 +20,8 @@ class Nvidia:
     name: str = "nvidia"
     aliases: tuple[str, ...] = ("cuda",)
     description: str = "NVIDIA GPUs through CUDA"
+    # Lists the vendor's devices; a runtime check runs only where it finds one.
+    device_command: tuple[str, ...] = ("nvidia-smi", "-L")  # one line per GPU
 
     def providers(self) -> tuple[Provider, ...]:
         from builder.providers.common import TOOLS

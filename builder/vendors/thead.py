@@ -21,6 +21,8 @@ class Thead:
     name: str = "thead"
     aliases: tuple[str, ...] = ("ali", "ppu")
     description: str = "T-Head PPU through its CUDA-compatible SDK"
+    # Lists the vendor's devices; a runtime check runs only where it finds one.
+    device_command: tuple[str, ...] = ("ppu-smi", "-L")
 
     def providers(self) -> tuple[Provider, ...]:
         from builder.providers.common import TOOLS
