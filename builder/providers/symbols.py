@@ -5,10 +5,10 @@ upstream's resolve_linked_ops.py lists them. It is present when the library's ``
 a defined ``FUNC`` symbol with ``GLOBAL`` binding and ``DEFAULT`` visibility (upstream's readelf
 filter; nm's ``--defined-only`` is implied) whose demangled name equals it, ignoring whitespace.
 The table is read by :func:`wheels.elf.defined_functions`, and mangled names are demangled by
-:mod:`builder.providers.demangle`; to keep this fast on libraries with 100k symbols, only those
-containing the required function's own identifier as an Itanium ``<source-name>``
-(``14mha_varlen_fwd``) are demangled: a function's final name is always spelled out that way,
-never substituted.
+:mod:`builder.providers.demangle` (libstdc++'s own demangler); to keep this fast on libraries
+with 100k symbols, only those containing the required function's own identifier as an Itanium
+``<source-name>`` (``14mha_varlen_fwd``) are demangled: a function's final name is always
+spelled out that way, never substituted.
 """
 
 from __future__ import annotations
@@ -66,7 +66,11 @@ def function_identifier(signature: str) -> str | None:
 
 
 def missing_symbols(path: Path, required: Sequence[str]) -> list[str]:
-    """The entries of ``required`` that ``path`` does not export (in their given order)."""
+    """The entries of ``required`` that ``path`` does not export (in their given order).
+
+    Raises :class:`~builder.providers.demangle.Unavailable` when a C++ signature needs the
+    demangler and this host has none.
+    """
     exported = exported_functions(path)
     plain = set(exported)
     missing = []
