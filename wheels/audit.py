@@ -81,19 +81,12 @@ from wheels.elf import (
 )
 from wheels.loading import ORIGIN, installed_copy, search_path, site_dirs, stranded_needs
 from wheels.naming import EXTENSION_NAME, escaped_name, vendor_of_local
-from wheels.policy import (
-    LIBPYTHON_RE,
-    PYTHON_CORE,
-    STATIC_PYTHON_MIN,
-    DistLib,
-    TagVerdict,
-    VendorPolicy,
-    host_library_dirs,
-    is_python_api,
-    manylinux_policies,
-    platform_verdict,
-    wheel_platform,
-)
+from wheels.policy import DistLib, VendorPolicy
+from wheels.policy.lddtree import LIBPYTHON_RE, host_library_dirs
+from wheels.policy.manylinux import manylinux_policies
+from wheels.policy.python_api import PYTHON_CORE, STATIC_PYTHON_MIN, is_python_api
+from wheels.policy.wheel_abi import TagVerdict, platform_verdict
+from wheels.policy.wheeltools import wheel_platform
 
 __all__ = [
     "WheelAudit",
