@@ -99,6 +99,38 @@ def test_versioned_exports_of_libc_include_default_and_compat_versions() -> None
     assert not info.defines("no_such_symbol_anywhere", "")
 
 
+def fake_elf(**changes: object) -> ElfInfo:
+    base = read_elf_file(
+        next(
+            Path(d) / "libc.so.6"
+            for d in ("/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/usr/lib")
+            if (Path(d) / "libc.so.6").exists()
+        )
+    )
+    import dataclasses
+
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def test_versioned_reference_binds_to_an_unversioned_definition_in_a_versioned_library() -> None:
+    lib = fake_elf(
+        export_names="f",
+        exports_versioned=frozenset({"g@V2"}),
+        exports_unversioned=frozenset({"f"}),
+        has_versym=True,
+    )
+    assert lib.defines("f", "V1")  # ld.so accepts a base definition for a versioned need
+    assert lib.defines("g", "V2") and not lib.defines("g", "V3")
+    assert not lib.defines("h", "")
+
+
+def test_library_without_version_table_binds_any_version_by_name() -> None:
+    lib = fake_elf(
+        export_names="f", exports_versioned=frozenset(), exports_unversioned=None, has_versym=False
+    )
+    assert lib.defines("f", "ANY_1.0")
+
+
 def test_reading_from_many_small_parts_equals_reading_whole_bytes() -> None:
     data = host_lib("libstdc++.so.6").read_bytes()
     parts = [data[i : i + 4093] for i in range(0, len(data), 4093)]
