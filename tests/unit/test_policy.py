@@ -8,10 +8,11 @@ from importlib import resources
 
 import pytest
 
-from builder.errors import UsageError
+from builder.errors import StackError, UsageError
 from wheels.policy import (
     VENDORS,
     TagVerdict,
+    _parse,
     _vendor_from,
     is_python_api,
     load_vendor_policy,
@@ -47,6 +48,13 @@ def test_policy_entry_with_a_bad_import_or_an_unknown_key_is_a_problem() -> None
         "demo.distributions.libx.so.import: expected a module name",
         "demo.distributions.liby.so: unknown key 'preload'",
     ]
+
+
+def test_broken_vendors_json_is_a_stack_error_naming_the_file_and_the_problem() -> None:
+    with pytest.raises(StackError, match=r"vendors\.json: line 1: Expecting"):
+        _parse("{not json")
+    with pytest.raises(StackError, match=r"vendors\.json: .*cpu: missing or not an object"):
+        _parse('{"cpu": 1}')
 
 
 def test_nvidia_cuda13_libraries_live_where_their_wheels_install_them() -> None:

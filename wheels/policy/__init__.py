@@ -97,6 +97,11 @@ def load_vendor_policy(name: str) -> VendorPolicy:
 @functools.lru_cache(maxsize=1)
 def _policies() -> dict[str, VendorPolicy]:
     text = resources.files("wheels").joinpath("policy/vendors.json").read_text(encoding="utf-8")
+    return _parse(text)
+
+
+def _parse(text: str) -> dict[str, VendorPolicy]:
+    """Every vendor's policy from the text of vendors.json; any problem is a StackError."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
