@@ -251,20 +251,25 @@ def test_huge_counts_and_offsets_anywhere_give_elf_error_or_a_result(
 
 @pytest.mark.parametrize("name", ["libstdc++.so.6", "libc.so.6", "libm.so.6"])
 def test_sections_by_name_are_where_pyelftools_finds_them(name: str) -> None:
+    from collections import Counter
+
     from elftools.elf.elffile import ELFFile
 
     path = host_lib(name)
     data = path.read_bytes()
     with path.open("rb") as fh:
-        elf = ELFFile(fh)
-        for section in elf.iter_sections():
-            if not section.name or section["sh_type"] == "SHT_NOBITS":
+        sections = list(ELFFile(fh).iter_sections())
+        named = Counter(s.name for s in sections)
+        checked = 0
+        for section in sections:
+            # A repeated name is looked up as the first; pyelftools keeps the last.
+            if not section.name or named[section.name] > 1 or section["sh_type"] == "SHT_NOBITS":
                 continue
             span = (section["sh_offset"], section["sh_size"])
-            if elf.get_section_by_name(section.name) is not section:
-                continue  # a repeated name: the first one is what a lookup by name finds
             assert section_span(path, section.name) == span, section.name
             assert section_bytes(data, section.name) == section.data(), section.name
+            checked += 1
+    assert checked >= 20
     assert section_span(path, ".no-such-section") is None
     assert section_bytes(path, ".bss") == b""
 
