@@ -16,7 +16,8 @@ else).
   (:mod:`~wheels.elf.records`); :class:`HostLibraries`: this host's libraries
   (:mod:`~wheels.elf.hostlibs`).
 
-The functions that take a path read only the ranges the headers point to.
+Given a path, :func:`dynamic`, :func:`defined_functions`, :func:`section_span`,
+:func:`section_bytes` and :func:`build_id_span` read only the ranges the headers point to.
 """
 
 from wheels.elf.decode import looks_like_elf, read_elf, read_elf_file
