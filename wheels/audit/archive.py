@@ -32,6 +32,8 @@ HASHES = ("sha256", "sha384", "sha512")
 
 @dataclass
 class Archive:
+    """The open zip and what its file name and dist-info say, filled in as they are read."""
+
     path: Path
     zf: zipfile.ZipFile
     infos: list[zipfile.ZipInfo]
@@ -48,6 +50,7 @@ class Archive:
 
 
 def open_archive(path: Path, f: Findings) -> Archive | None:
+    """The wheel as a zip archive; None (with a finding) when it is not one."""
     if not path.exists():
         f.violation("missing", None, "no such file")
         return None
@@ -74,6 +77,7 @@ def open_archive(path: Path, f: Findings) -> Archive | None:
 
 
 def check_names(archive: Archive, f: Findings) -> None:
+    """Member names and modes: absolute, climbing, odd, duplicate, links, special files."""
     counts = Counter(i.filename for i in archive.infos)
     reported: set[str] = set()
     for info in archive.infos:
@@ -99,11 +103,13 @@ def check_names(archive: Archive, f: Findings) -> None:
 
 
 def is_member_file(info: zipfile.ZipInfo) -> bool:
+    """A member with content of its own: not a directory, not a link."""
     mode = info.external_attr >> 16
     return not info.is_dir() and not stat.S_ISLNK(mode)
 
 
 def read_metadata(archive: Archive, f: Findings) -> None:
+    """The file name, then the dist-info directory's WHEEL, METADATA and RECORD."""
     try:
         name, version, _build, tags = parse_wheel_filename(archive.path.name)
     except (InvalidWheelFilename, InvalidVersion) as exc:
@@ -258,6 +264,7 @@ def _record_algo(archive: Archive, name: str) -> str:
 
 
 def check_record(archive: Archive, scans: Sequence[MemberScan], f: Findings) -> None:
+    """Every member against its RECORD row, and every row against a member."""
     if archive.dist_info is None or not archive.record:
         return
     own = f"{archive.dist_info}/RECORD"
@@ -297,6 +304,7 @@ def install_path(archive: Archive, name: str) -> str | None:
 
 
 def requirements(archive: Archive) -> dict[str, list[Requirement]]:
+    """The Requires-Dist entries by canonical distribution name."""
     out: dict[str, list[Requirement]] = {}
     for req in archive.requires:
         out.setdefault(canonicalize_name(req.name), []).append(req)

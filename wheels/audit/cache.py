@@ -19,6 +19,8 @@ CACHE_VERSION = "infini-stack-audit-2"
 
 @dataclass(frozen=True)
 class Cache:
+    """Batch results under ``root``, one JSON file per batch key."""
+
     root: Path
 
     def key(self, batch: Sequence[Task], raws: Sequence[bytes]) -> str:

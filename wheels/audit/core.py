@@ -70,6 +70,7 @@ def infer_vendor(path: Path) -> str:
 
 
 def default_cache_dir(home: Path) -> Path:
+    """Where the audit cache lives under the state home."""
     return home / "audit-cache"
 
 

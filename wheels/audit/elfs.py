@@ -49,6 +49,7 @@ def _check_python(ctx: Elves, member: str, info: ElfInfo, f: Findings) -> None:
 
 
 def check_elfs(ctx: Elves, archive: Archive, f: Findings) -> list[ElfReport]:
+    """Every check of every ELF file of the wheel; the report of each."""
     for member, info in ctx.elfs.items():
         if ctx.arch and info.arch and info.arch != ctx.arch:
             f.violation("arch", member, f"built for {info.arch}, the wheel is tagged {ctx.arch}")

@@ -6,6 +6,8 @@ from wheels.audit_report import Finding, Severity
 
 
 class Findings:
+    """The findings of one wheel's audit, in the order the checks make them."""
+
     def __init__(self, wheel: str) -> None:
         self.wheel = wheel
         self.items: list[Finding] = []

@@ -56,12 +56,14 @@ class Elves:
 
 
 def elf_kind(ctx: Elves, member: str, info: ElfInfo) -> ElfKind:
+    """Extension module, executable or library, as the report names it."""
     if member in ctx.extensions:
         return "extension"
     return "executable" if info.elf_type == 2 or info.interpreter else "library"
 
 
 def extension_module(install: str | None, installed: Mapping[str, str]) -> str | None:
+    """The module name of an extension installed at ``install``; None for a library."""
     if install is None:
         return None
     directory, base = posixpath.split(install)

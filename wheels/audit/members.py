@@ -40,6 +40,8 @@ HASH_THREAD_ABOVE = 64 << 20  # members this big are hashed on a second thread, 
 
 @dataclass(frozen=True)
 class Task:
+    """Where one member's bytes are in the zip, how they are stored, and how to hash them."""
+
     index: int
     name: str
     raw_name: bytes
@@ -67,6 +69,8 @@ class MemberScan:
 
 
 class MemberError(Exception):
+    """A member that cannot be read, inflated or hashed; the message says why."""
+
     pass
 
 
@@ -284,6 +288,7 @@ def _inflate_other(task: Task, path: Path) -> bytes:
 
 
 def scan_member(task: Task, raw: bytes | MemberError, path: Path, spare_core: bool) -> MemberScan:
+    """One member read into a :class:`MemberScan`; problems become its fields."""
     if isinstance(raw, MemberError):
         return MemberScan(task.index, task.name, algo=task.algo, read_error=str(raw))
     try:
@@ -303,11 +308,13 @@ def scan_member(task: Task, raw: bytes | MemberError, path: Path, spare_core: bo
 
 
 def with_changes(scan: MemberScan, **changes: object) -> MemberScan:
+    """``scan`` with some fields replaced."""
     values = {**scan.__dict__, **changes}
     return MemberScan(**values)
 
 
 def task_for(index: int, info: zipfile.ZipInfo, algo: str) -> Task:
+    """The :class:`Task` of the zip member ``info``, hashed with ``algo``."""
     return Task(
         index,
         info.filename,

@@ -25,6 +25,7 @@ SERIAL_BELOW = 16 << 20  # wheels that inflate to less than this are read in thi
 
 
 def cores() -> int:
+    """The cores this process may run on."""
     try:
         return len(os.sched_getaffinity(0)) or 1
     except (AttributeError, OSError):

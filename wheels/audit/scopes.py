@@ -43,6 +43,8 @@ class _Stranded:
 
 @dataclass
 class Scope:
+    """What an ELF file finds loaded beside it, and what could not be read to tell."""
+
     providers: list[ElfInfo]
     unverifiable: list[str]
     stranded: list[_Stranded] = field(default_factory=list)
@@ -117,6 +119,7 @@ def scopes_by_member(ctx: Elves) -> dict[str, Scope]:
 
 
 def check_stranded(ctx: Elves, archive: Archive, scopes: Mapping[str, Scope], f: Findings) -> None:
+    """A finding for each stranded need that the wheel does not load itself."""
     stranded = {s for scope in scopes.values() for s in scope.stranded}
     for s in sorted(stranded, key=lambda s: (s.member, s.library, s.soname)):
         home = posixpath.join(s.lib.dir, s.soname) if s.lib.dir else s.soname
@@ -186,6 +189,7 @@ def _bound(
 def check_symbols(
     ctx: Elves, member: str, scope: Scope, python_ok: bool, f: Findings
 ) -> SymbolCheck:
+    """Every undefined, non-weak symbol of ``member`` against its scope."""
     info = ctx.elfs[member]
     bound = python = 0
     unverified: list[str] = []

@@ -16,6 +16,7 @@ from wheels.policy.wheel_abi import TagVerdict, platform_verdict
 
 
 def manylinux_whitelist(arch: str | None) -> frozenset[str]:
+    """Every library some manylinux policy lets a wheel for ``arch`` take from the system."""
     if arch is None:
         return frozenset()
     try:
@@ -26,6 +27,7 @@ def manylinux_whitelist(arch: str | None) -> frozenset[str]:
 
 
 def check_tags(archive: Archive, verdict: TagVerdict, has_elf: bool, f: Findings) -> None:
+    """The platform tags the wheel declares against what ``verdict`` allows."""
     declared = sorted(set(archive.file_tags) | set(archive.wheel_tags))
     for tag in declared:
         if tag == "any":
