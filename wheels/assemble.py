@@ -37,16 +37,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.dynamic import DynamicSection
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import NoteSection
-
 from builder import __version__
 from builder.core import proc
 from builder.core.errors import BuildError, UsageError
 from builder.manifest.model import GitSource, Source, WheelSpec
-from wheels.elf import ELF_MAGIC, HostLibraries
+from wheels.elf import ELF_MAGIC, ElfError, HostLibraries, build_id_span, dynamic
 from wheels.loading import installed_copy, site_dirs, stranded_needs
 from wheels.naming import EXTENSION_NAME, WheelName
 from wheels.policy import DistLib
@@ -77,27 +72,12 @@ def read_dynamic(path: Path) -> Dynamic | None:
     with path.open("rb") as f:
         if f.read(4) != ELF_MAGIC:
             return None
-        f.seek(0)
-        try:
-            elf = ELFFile(f)
-            dyn = next((s for s in elf.iter_sections() if isinstance(s, DynamicSection)), None)
-            if dyn is None:
-                return Dynamic(None, (), ())
-            soname: str | None = None
-            needed: list[str] = []
-            runpath: list[str] = []
-            for tag in dyn.iter_tags():
-                kind = tag.entry.d_tag
-                if kind == "DT_SONAME":
-                    soname = str(tag.soname)  # type: ignore[attr-defined]
-                elif kind == "DT_NEEDED":
-                    needed.append(str(tag.needed))  # type: ignore[attr-defined]
-                elif kind in ("DT_RUNPATH", "DT_RPATH"):
-                    text = str(getattr(tag, "runpath" if kind == "DT_RUNPATH" else "rpath"))
-                    runpath.extend(p for p in text.split(":") if p)
-            return Dynamic(soname, tuple(needed), tuple(runpath))
-        except (ELFError, ValueError, KeyError) as exc:
-            raise BuildError(f"cannot read ELF {path}: {exc}") from exc
+    try:
+        dyn = dynamic(path)
+    except ElfError as exc:
+        raise BuildError(f"cannot read ELF {path}: {exc}") from exc
+    runpath = tuple(p for text in dyn.search for p in text.split(":") if p)
+    return Dynamic(dyn.soname, dyn.needed, runpath)
 
 
 def patchelf() -> str:
@@ -296,17 +276,9 @@ def normalise_build_id(path: Path) -> bool:
 def _build_id_span(path: Path, data: bytes) -> tuple[int, int] | None:
     """(offset, size) of the build-id in ``data``, the bytes of ``path`` (named in errors)."""
     try:
-        elf = ELFFile(io.BytesIO(data))
-        for section in elf.iter_sections():
-            if not isinstance(section, NoteSection):
-                continue
-            for note in section.iter_notes():
-                if note["n_type"] == "NT_GNU_BUILD_ID":
-                    name_size = (int(note["n_namesz"]) + 3) & ~3
-                    return int(note["n_offset"]) + 12 + name_size, int(note["n_descsz"])
-    except (ELFError, ValueError, KeyError) as exc:
+        return build_id_span(data)
+    except ElfError as exc:
         raise BuildError(f"cannot read ELF {path}: {exc}") from exc
-    return None
 
 
 def _origin(frm: Path, to: Path) -> str:

@@ -153,12 +153,18 @@ def read_linked(spec: LinkedSpec, ctx: ProbeContext, candidate: Candidate) -> Re
             f"(exactly one is needed): {listed}"
         )
     library = matches[0]
-    from builder.providers.symbols import SymbolError, missing_symbols  # only when needed
+    from builder.providers.demangle import Unavailable  # only when needed
+    from builder.providers.symbols import SymbolError, missing_symbols
 
     try:
         missing = missing_symbols(library, spec.required_symbols)
     except SymbolError as exc:
         return unusable(str(exc))
+    except Unavailable as exc:
+        unchecked = f"required symbol(s) not checked: {exc}"
+        return Reading(
+            version=version, source="dist-info METADATA", path=library, notes=(unchecked,)
+        )
     if missing:
         return Reading(
             version=version,

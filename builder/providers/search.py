@@ -181,21 +181,12 @@ def library_files(directory: Path, stem: str) -> tuple[Path | None, list[Path]]:
 
 def soname(path: Path) -> str | None:
     """DT_SONAME of an ELF shared library, read in-process (None when absent or not ELF)."""
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.dynamic import DynamicSection
-    from elftools.elf.elffile import ELFFile
+    from wheels.elf import ElfError, dynamic
 
     try:
-        with path.open("rb") as f:
-            elf = ELFFile(f)
-            for section in elf.iter_sections():
-                if isinstance(section, DynamicSection):
-                    for tag in section.iter_tags():
-                        if tag.entry.d_tag == "DT_SONAME":
-                            return str(tag.soname)  # type: ignore[attr-defined]
-    except (ELFError, OSError, ValueError):
+        return dynamic(path).soname
+    except (ElfError, OSError):
         return None
-    return None
 
 
 def file_name_version(path: Path, stem: str) -> str | None:

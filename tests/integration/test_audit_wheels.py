@@ -238,12 +238,12 @@ def test_warm_cache_gives_the_same_verdict_as_cold(wheels: Corpus, tmp_path: Pat
 
 
 def test_parallel_scan_equals_serial_scan(wheels: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
-    import wheels.audit as audit_module
+    from wheels.audit import pool
 
     policy = load_vendor_policy("cpu")
     serial = audit_wheel(wheels["undefined_symbol"], policy, workers=1)
-    monkeypatch.setattr(audit_module, "SERIAL_BELOW", 0)
-    monkeypatch.setattr(audit_module, "BATCH_BYTES", 1)
+    monkeypatch.setattr(pool, "SERIAL_BELOW", 0)
+    monkeypatch.setattr(pool, "BATCH_BYTES", 1)
     parallel = audit_wheel(wheels["undefined_symbol"], policy, workers=2)
     assert parallel.stats.batches > 2
     assert not any(f.code == "internal" for f in parallel.findings)

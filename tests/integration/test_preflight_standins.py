@@ -352,6 +352,19 @@ def test_standin_linked_symbol_present_once_defined(tmp_path: Path) -> None:
     assert linked_probe(tmp_path, linked_spec((HAVE, OTHER))).status == "found"
 
 
+def test_standin_linked_symbols_unchecked_without_a_demangler_is_a_note_not_a_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from builder.providers import demangle
+
+    linked_dist(tmp_path, "2.7.4")
+    reason = "libstdc++.so.6 cannot be loaded (absent), so C++ symbols cannot be demangled"
+    monkeypatch.setattr(demangle, "_load", lambda: reason)
+    result = linked_probe(tmp_path, linked_spec((HAVE, OTHER)))
+    assert result.status == "found" and not result.failed
+    assert f"required symbol(s) not checked: {reason}" in result.details
+
+
 def test_standin_linked_version_outside_the_specifier_is_wrong_version(tmp_path: Path) -> None:
     linked_dist(tmp_path, "2.5.0")
     result = linked_probe(tmp_path, linked_spec((HAVE,)))

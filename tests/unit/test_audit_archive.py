@@ -190,7 +190,7 @@ def test_wheel_with_a_mangled_elf_gives_findings_and_never_an_exception(
 def test_big_member_read_from_saved_inflater_states_equals_reading_it_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import wheels.audit as audit_module
+    from wheels.audit import members
     from wheels.elf import read_elf
 
     lib = system_library("libstdc++.so.6")
@@ -206,7 +206,7 @@ def test_big_member_read_from_saved_inflater_states_equals_reading_it_whole(
         ("KEEP_PREFIX", 4096),
         ("INFLATE_STEP", 4096),
     ):
-        monkeypatch.setattr(audit_module, name, value)
+        monkeypatch.setattr(members, name, value)
     pieces = audit_wheel(wheel, CPU)
     assert not pieces.violations and pieces.findings == whole.findings
     assert pieces.elfs == whole.elfs

@@ -1,4 +1,4 @@
-"""The in-process ELF reader: same facts as pyelftools, and only ElfError on garbage."""
+"""The in-process ELF reader (wheels.elf): the facts pyelftools reads, and ElfError on garbage."""
 
 from __future__ import annotations
 
@@ -14,10 +14,15 @@ from wheels.elf import (
     ElfError,
     ElfInfo,
     HostLibraries,
+    build_id_span,
+    defined_functions,
+    dynamic,
     from_record,
     looks_like_elf,
     read_elf,
     read_elf_file,
+    section_bytes,
+    section_span,
     to_record,
 )
 from wheels.policy import host_library_dirs
@@ -92,6 +97,38 @@ def test_versioned_exports_of_libc_include_default_and_compat_versions() -> None
     assert info.defines("memcpy", "")
     assert not info.defines("memcpy", "GLIBC_9.99")
     assert not info.defines("no_such_symbol_anywhere", "")
+
+
+def fake_elf(**changes: object) -> ElfInfo:
+    base = read_elf_file(
+        next(
+            Path(d) / "libc.so.6"
+            for d in ("/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/usr/lib")
+            if (Path(d) / "libc.so.6").exists()
+        )
+    )
+    import dataclasses
+
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def test_versioned_reference_binds_to_an_unversioned_definition_in_a_versioned_library() -> None:
+    lib = fake_elf(
+        export_names="f",
+        exports_versioned=frozenset({"g@V2"}),
+        exports_unversioned=frozenset({"f"}),
+        has_versym=True,
+    )
+    assert lib.defines("f", "V1")  # ld.so accepts a base definition for a versioned need
+    assert lib.defines("g", "V2") and not lib.defines("g", "V3")
+    assert not lib.defines("h", "")
+
+
+def test_library_without_version_table_binds_any_version_by_name() -> None:
+    lib = fake_elf(
+        export_names="f", exports_versioned=frozenset(), exports_unversioned=None, has_versym=False
+    )
+    assert lib.defines("f", "ANY_1.0")
 
 
 def test_reading_from_many_small_parts_equals_reading_whole_bytes() -> None:
@@ -206,3 +243,93 @@ def test_huge_counts_and_offsets_anywhere_give_elf_error_or_a_result(
     data = bytearray(SEED)
     data[offset : offset + 4] = struct.pack("<I", value)
     parse_or_elf_error(bytes(data))
+
+
+# ---------------------------------------------------------------------------------------------
+# the small questions other readers ask: a section, the dynamic segment, exports, the build-id
+
+
+@pytest.mark.parametrize("name", ["libstdc++.so.6", "libc.so.6", "libm.so.6"])
+def test_sections_by_name_are_where_pyelftools_finds_them(name: str) -> None:
+    from collections import Counter
+
+    from elftools.elf.elffile import ELFFile
+
+    path = host_lib(name)
+    data = path.read_bytes()
+    with path.open("rb") as fh:
+        sections = list(ELFFile(fh).iter_sections())
+        named = Counter(s.name for s in sections)
+        checked = 0
+        for section in sections:
+            # A repeated name is looked up as the first; pyelftools keeps the last.
+            if not section.name or named[section.name] > 1 or section["sh_type"] == "SHT_NOBITS":
+                continue
+            span = (section["sh_offset"], section["sh_size"])
+            assert section_span(path, section.name) == span, section.name
+            assert section_bytes(data, section.name) == section.data(), section.name
+            checked += 1
+    assert checked >= 20
+    assert section_span(path, ".no-such-section") is None
+    assert section_bytes(path, ".bss") == b""
+
+
+def test_dynamic_alone_agrees_with_the_full_read() -> None:
+    for name in ("libstdc++.so.6", "libc.so.6", "libgcc_s.so.1"):
+        path = host_lib(name)
+        info, dyn = read_elf_file(path), dynamic(path)
+        assert (dyn.soname, dyn.needed, dyn.rpath, dyn.runpath, dyn.interpreter) == (
+            info.soname,
+            info.needed,
+            info.rpath,
+            info.runpath,
+            info.interpreter,
+        )
+        assert dyn.search == tuple(p for p in (info.rpath, info.runpath) if p is not None)
+
+
+def test_defined_functions_are_readelfs_global_default_defined_funcs() -> None:
+    from elftools.elf.elffile import ELFFile
+
+    path = host_lib("libstdc++.so.6")
+    with path.open("rb") as fh:
+        expected = [
+            s.name
+            for s in ELFFile(fh).get_section_by_name(".dynsym").iter_symbols()
+            if s["st_info"]["type"] == "STT_FUNC"
+            and s["st_info"]["bind"] == "STB_GLOBAL"
+            and s["st_other"]["visibility"] == "STV_DEFAULT"
+            and s["st_shndx"] != "SHN_UNDEF"
+        ]
+    assert defined_functions(path) == expected and len(expected) > 1000
+
+
+def test_build_id_is_the_descriptor_of_the_gnu_build_id_note() -> None:
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import NoteSection
+
+    path = host_lib("libstdc++.so.6", "libc.so.6")
+    data = path.read_bytes()
+    with path.open("rb") as fh:
+        note = next(
+            n
+            for s in ELFFile(fh).iter_sections()
+            if isinstance(s, NoteSection)
+            for n in s.iter_notes()
+            if n["n_type"] == "NT_GNU_BUILD_ID"
+        )
+    span = build_id_span(data)
+    assert span is not None
+    start, size = span
+    assert data[start : start + size].hex() == note["n_desc"]
+    assert build_id_span(path) == span
+
+
+def test_small_readers_raise_elf_error_on_garbage(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.so"
+    junk.write_bytes(b"\x7fELF" + b"\xff" * 100)
+    for read in (dynamic, defined_functions, build_id_span):
+        with pytest.raises(ElfError):
+            read(junk)
+    with pytest.raises(ElfError):
+        section_bytes(SEED[:200], ".dynsym")

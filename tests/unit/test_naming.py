@@ -9,6 +9,7 @@ import pytest
 from builder.core.host import HostFacts, Toolkit
 from builder.vendors import get
 from builder.vendors.base import VendorSettings
+from wheels.audit import infer_vendor
 from wheels.naming import WheelName, vendor_of_local, wheel_name, with_local
 
 
@@ -97,3 +98,11 @@ def test_wheel_name_uses_this_interpreters_tags() -> None:
 )
 def test_vendor_is_read_back_from_the_local_version(version: str, vendor: str | None) -> None:
     assert vendor_of_local(version) == vendor
+
+
+def test_vendor_is_inferred_from_the_wheel_file_name() -> None:
+    assert infer_vendor(Path("x-1.0+cu130-cp311-cp311-linux_x86_64.whl")) == "nvidia"
+    assert infer_vendor(Path("x-1.0-cp311-cp311-linux_x86_64.whl")) == "cpu"
+    assert infer_vendor(Path("not a wheel.zip")) == "cpu"
+    assert infer_vendor(Path("x-1.0+weird-cp311-cp311-linux_x86_64.whl")) == "cpu"
+    assert infer_vendor(Path("x-1.0+cuda-cp311-cp311-linux_x86_64.whl")) == "nvidia"

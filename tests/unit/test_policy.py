@@ -1,20 +1,20 @@
-"""Vendor policy data and the classification rules of the audit, without a compiler."""
+"""wheels.policy: the vendor policy data, the platform-tag verdict's ordering and the C-API
+names (the classification rules the audit takes from it)."""
 
 from __future__ import annotations
 
 import json
 from importlib import resources
-from pathlib import Path
 
 import pytest
 
-from builder.core.errors import UsageError
-from wheels.audit import _extension_module, _runpath_dir, infer_vendor
-from wheels.elf import ElfInfo, read_elf_file
+from builder.core.errors import StackError, UsageError
 from wheels.policy import (
     VENDORS,
     TagVerdict,
+    _parse,
     _vendor_from,
+    is_python_api,
     load_vendor_policy,
     manylinux_policies,
 )
@@ -50,6 +50,13 @@ def test_policy_entry_with_a_bad_import_or_an_unknown_key_is_a_problem() -> None
     ]
 
 
+def test_broken_vendors_json_is_a_stack_error_naming_the_file_and_the_problem() -> None:
+    with pytest.raises(StackError, match=r"vendors\.json: line 1: Expecting"):
+        _parse("{not json")
+    with pytest.raises(StackError, match=r"vendors\.json: .*cpu: missing or not an object"):
+        _parse('{"cpu": 1}')
+
+
 def test_nvidia_cuda13_libraries_live_where_their_wheels_install_them() -> None:
     nvidia = load_vendor_policy("nvidia")
     assert nvidia.distributions["libcudart.so.13"].distribution == "nvidia-cuda-runtime"
@@ -82,63 +89,6 @@ def test_external_patterns_are_globs() -> None:
     assert not moore.is_external("libmusa_extra.so")
 
 
-def test_vendor_is_inferred_from_the_wheel_file_name() -> None:
-    assert infer_vendor(Path("x-1.0+cu130-cp311-cp311-linux_x86_64.whl")) == "nvidia"
-    assert infer_vendor(Path("x-1.0-cp311-cp311-linux_x86_64.whl")) == "cpu"
-    assert infer_vendor(Path("not a wheel.zip")) == "cpu"
-    assert infer_vendor(Path("x-1.0+weird-cp311-cp311-linux_x86_64.whl")) == "cpu"
-    assert infer_vendor(Path("x-1.0+cuda-cp311-cp311-linux_x86_64.whl")) == "nvidia"
-
-
-@pytest.mark.parametrize(
-    ("entry", "origin", "expected"),
-    [
-        ("$ORIGIN", "pkg", ("pkg", None)),
-        ("${ORIGIN}/lib", "pkg", ("pkg/lib", None)),
-        ("$ORIGIN/../../nvidia/cu13/lib", "pkg/lib", ("nvidia/cu13/lib", None)),
-        ("$ORIGIN/..", "pkg", ("", None)),
-    ],
-)
-def test_origin_relative_runpath_resolves_inside_site_packages(
-    entry: str, origin: str, expected: tuple[str | None, str | None]
-) -> None:
-    assert _runpath_dir(entry, origin) == expected
-
-
-@pytest.mark.parametrize(
-    ("entry", "problem"),
-    [
-        ("/home/me/build/lib", "absolute path"),
-        ("$ORIGIN/../../..", "out of site-packages"),
-        ("", "current directory"),
-        ("lib", "relative to the current directory"),
-        ("$LIB/x", "token"),
-    ],
-)
-def test_runpath_entries_outside_the_installed_tree_are_problems(entry: str, problem: str) -> None:
-    where, message = _runpath_dir(entry, "pkg")
-    assert where is None and message is not None and problem in message
-
-
-@pytest.mark.parametrize(
-    ("install", "module"),
-    [
-        ("pkg/_core.cpython-311-x86_64-linux-gnu.so", "_core"),
-        ("pkg/_core.abi3.so", "_core"),
-        ("pkg/fast.so", "fast"),
-        ("pkg/libfast.so", None),
-        ("other/fast.so", None),
-        ("pkg/lib/libx.so.1", None),
-        (None, None),
-    ],
-)
-def test_extension_modules_are_recognised_by_name_and_package(
-    install: str | None, module: str | None
-) -> None:
-    installed = {"pkg/__init__.py": "pkg/__init__.py"}
-    assert _extension_module(install, installed) == module
-
-
 def verdict(tag: str) -> TagVerdict:
     policies = manylinux_policies("glibc", "x86_64")
     priorities = {n: p.priority for p in policies for n in (p.name, *p.aliases)}
@@ -151,38 +101,6 @@ def test_declared_tag_may_claim_less_but_not_more_than_the_verdict() -> None:
     assert v.allows("manylinux_2_28_x86_64")
     assert v.allows("manylinux2014_x86_64") is False
     assert v.allows("manylinux_2_28_aarch64") is None
-
-
-def fake_elf(**changes: object) -> ElfInfo:
-    base = read_elf_file(
-        next(
-            Path(d) / "libc.so.6"
-            for d in ("/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/usr/lib")
-            if (Path(d) / "libc.so.6").exists()
-        )
-    )
-    import dataclasses
-
-    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
-
-
-def test_versioned_reference_binds_to_an_unversioned_definition_in_a_versioned_library() -> None:
-    lib = fake_elf(
-        export_names="f",
-        exports_versioned=frozenset({"g@V2"}),
-        exports_unversioned=frozenset({"f"}),
-        has_versym=True,
-    )
-    assert lib.defines("f", "V1")  # ld.so accepts a base definition for a versioned need
-    assert lib.defines("g", "V2") and not lib.defines("g", "V3")
-    assert not lib.defines("h", "")
-
-
-def test_library_without_version_table_binds_any_version_by_name() -> None:
-    lib = fake_elf(
-        export_names="f", exports_versioned=frozenset(), exports_unversioned=None, has_versym=False
-    )
-    assert lib.defines("f", "ANY_1.0")
 
 
 @pytest.mark.parametrize(
@@ -203,6 +121,4 @@ def test_library_without_version_table_binds_any_version_by_name() -> None:
 def test_python_c_api_names_are_told_from_projects_own_py_prefixed_names(
     symbol: str, api: bool
 ) -> None:
-    from wheels.policy import is_python_api
-
     assert is_python_api(symbol) is api

@@ -1,0 +1,311 @@
+"""The archive: zip hygiene (names, links, duplicates), the dist-info directory with its WHEEL,
+METADATA and RECORD, and every member against its RECORD row."""
+
+from __future__ import annotations
+
+import csv
+import posixpath
+import re
+import stat
+import zipfile
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from email.parser import Parser
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import (
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_wheel_filename,
+)
+from packaging.version import InvalidVersion, Version
+
+from wheels.audit.findings import Findings
+from wheels.audit.members import MemberError, MemberScan, inflate, read_raw, task_for, with_changes
+from wheels.naming import escaped_name
+
+HASHES = ("sha256", "sha384", "sha512")
+
+
+@dataclass
+class Archive:
+    """The open zip and what its file name and dist-info say, filled in as they are read."""
+
+    path: Path
+    zf: zipfile.ZipFile
+    infos: list[zipfile.ZipInfo]
+    distribution: str | None = None
+    version: Version | None = None
+    file_tags: tuple[str, ...] = ()
+    dist_info: str | None = None
+    data_dir: str | None = None
+    wheel_tags: tuple[str, ...] = ()
+    root_is_purelib: bool = False
+    requires: list[Requirement] = field(default_factory=list)
+    record: dict[str, tuple[str, str]] = field(default_factory=dict)
+    record_order: list[str] = field(default_factory=list)
+
+
+def open_archive(path: Path, f: Findings) -> Archive | None:
+    """The wheel as a zip archive; None (with a finding) when it is not one."""
+    if not path.exists():
+        f.violation("missing", None, "no such file")
+        return None
+    if not path.is_file():
+        f.violation("not-a-file", None, "not a regular file")
+        return None
+    try:
+        zf = zipfile.ZipFile(path)
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        OSError,
+        ValueError,
+        EOFError,
+        OverflowError,
+        UnicodeDecodeError,
+        NotImplementedError,
+        IndexError,
+        KeyError,
+    ) as exc:
+        f.violation("not-a-zip", None, f"not a readable zip archive: {exc}")
+        return None
+    return Archive(path, zf, zf.infolist())
+
+
+def check_names(archive: Archive, f: Findings) -> None:
+    """Member names and modes: absolute, climbing, odd, duplicate, links, special files."""
+    counts = Counter(i.filename for i in archive.infos)
+    reported: set[str] = set()
+    for info in archive.infos:
+        name = info.filename
+        parts = name.split("/")
+        if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
+            f.violation("absolute-name", name, "member name is an absolute path")
+        if ".." in parts:
+            f.violation("dotdot-name", name, "member name climbs out of the install root ('..')")
+        if "\\" in name or "\0" in info.orig_filename:
+            f.violation("odd-name", name, "member name holds a backslash or a NUL byte")
+        if counts[name] > 1 and name not in reported:
+            f.violation("duplicate", name, f"member appears {counts[name]} times in the archive")
+            reported.add(name)
+        squashed = posixpath.normpath(name) + ("/" if name.endswith("/") else "")
+        if squashed != name and squashed in counts:
+            f.violation("duplicate", name, f"member names the same file as {squashed!r}")
+        mode = info.external_attr >> 16
+        if stat.S_ISLNK(mode):
+            f.violation("symlink", name, "member is a symbolic link")
+        elif stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFDIR):
+            f.violation("special-file", name, f"member is a special file (mode {oct(mode)})")
+
+
+def is_member_file(info: zipfile.ZipInfo) -> bool:
+    """A member with content of its own: not a directory, not a link."""
+    mode = info.external_attr >> 16
+    return not info.is_dir() and not stat.S_ISLNK(mode)
+
+
+def read_metadata(archive: Archive, f: Findings) -> None:
+    """The file name, then the dist-info directory's WHEEL, METADATA and RECORD."""
+    try:
+        name, version, _build, tags = parse_wheel_filename(archive.path.name)
+    except (InvalidWheelFilename, InvalidVersion) as exc:
+        f.violation("bad-filename", None, f"not a wheel file name: {exc}")
+        name, version, tags = None, None, frozenset()
+    archive.distribution, archive.version = name, version
+    archive.file_tags = tuple(sorted({t.platform for t in tags}))
+    tops = sorted({i.filename.split("/", 1)[0] for i in archive.infos if "/" in i.filename})
+    dist_infos = [t for t in tops if t.endswith(".dist-info")]
+    if not dist_infos:
+        f.violation("no-dist-info", None, "no .dist-info directory: this zip is not a wheel")
+        return
+    matching = [d for d in dist_infos if name and version and _names(d, name, version)]
+    archive.dist_info = (matching or dist_infos)[0]
+    if name and version and not matching:
+        f.violation(
+            "dist-info-name",
+            archive.dist_info,
+            f"the .dist-info directory should be {escaped_name(name)}-{version}.dist-info",
+        )
+    if len(dist_infos) > 1:
+        f.violation(
+            "dist-info-name", None, "several .dist-info directories: " + ", ".join(dist_infos)
+        )
+    archive.data_dir = archive.dist_info[: -len(".dist-info")] + ".data"
+    zf = archive.zf
+    _read_wheel_file(archive, _small(zf, f"{archive.dist_info}/WHEEL", f), f)
+    _read_metadata_file(archive, _small(zf, f"{archive.dist_info}/METADATA", f), f)
+    _read_record(archive, _small(zf, f"{archive.dist_info}/RECORD", f), f)
+
+
+def _names(dist_info: str, name: str, version: Version) -> bool:
+    """Does ``NAME-VERSION.dist-info`` name this distribution (as pip compares them)?"""
+    stem, _, raw_version = dist_info[: -len(".dist-info")].rpartition("-")
+    try:
+        return canonicalize_name(stem) == name and Version(raw_version) == version
+    except InvalidVersion:
+        return False
+
+
+def _small(zf: zipfile.ZipFile, member: str, f: Findings) -> str | None:
+    try:
+        info = zf.getinfo(member)
+    except KeyError:
+        f.violation("missing-metadata", member, "missing")
+        return None
+    if info.file_size > 64 << 20:
+        f.violation("metadata-too-large", member, f"{info.file_size} bytes")
+        return None
+    try:
+        return zf.read(info).decode("utf-8")
+    except (
+        zipfile.BadZipFile,
+        OSError,
+        ValueError,
+        EOFError,
+        NotImplementedError,
+        zlib.error,
+        RuntimeError,
+    ) as exc:
+        f.violation("unreadable-metadata", member, f"cannot read: {exc}")
+        return None
+
+
+def _read_wheel_file(archive: Archive, text: str | None, f: Findings) -> None:
+    if text is None:
+        return
+    msg = Parser().parsestr(text)
+    member = f"{archive.dist_info}/WHEEL"
+    if not (msg.get("Wheel-Version") or "").startswith("1."):
+        f.violation(
+            "wheel-version", member, f"Wheel-Version {msg.get('Wheel-Version')!r}, expected 1.x"
+        )
+    archive.root_is_purelib = (msg.get("Root-Is-Purelib") or "").strip().lower() == "true"
+    platforms = []
+    for tag in msg.get_all("Tag") or []:
+        pieces = tag.strip().split("-")
+        if len(pieces) != 3:
+            f.violation("wheel-tag", member, f"malformed Tag {tag!r}")
+            continue
+        platforms.append(pieces[2])
+    archive.wheel_tags = tuple(sorted(set(platforms)))
+    if archive.file_tags and set(archive.wheel_tags) != set(archive.file_tags):
+        f.violation(
+            "wheel-tag",
+            member,
+            "Tag lines ({}) disagree with the file name ({})".format(
+                ", ".join(archive.wheel_tags) or "none", ", ".join(archive.file_tags)
+            ),
+        )
+
+
+def _read_metadata_file(archive: Archive, text: str | None, f: Findings) -> None:
+    if text is None:
+        return
+    member = f"{archive.dist_info}/METADATA"
+    msg = Parser().parsestr(text)
+    name = msg.get("Name")
+    if archive.distribution and (not name or canonicalize_name(name) != archive.distribution):
+        f.warning("metadata-name", member, f"Name {name!r} differs from the file name")
+    for value in msg.get_all("Requires-Dist") or []:
+        try:
+            archive.requires.append(Requirement(value))
+        except InvalidRequirement as exc:
+            f.violation("requires-dist", member, f"invalid Requires-Dist {value!r}: {exc}")
+
+
+def _read_record(archive: Archive, text: str | None, f: Findings) -> None:
+    if text is None:
+        return
+    member = f"{archive.dist_info}/RECORD"
+    try:
+        rows = list(csv.reader(text.splitlines()))
+    except csv.Error as exc:
+        f.violation("record", member, f"not CSV: {exc}")
+        return
+    for number, row in enumerate(rows, 1):
+        if not row:
+            continue
+        if len(row) != 3:
+            f.violation("record", member, f"row {number} has {len(row)} fields, not 3")
+            continue
+        path, digest, size = row
+        if path in archive.record:
+            f.violation("record", member, f"row {number} lists {path} a second time")
+        archive.record[path] = (digest, size)
+        archive.record_order.append(path)
+
+
+def rehash(archive: Archive, path: Path, scans: list[MemberScan]) -> list[MemberScan]:
+    """Members hashed with sha256 whose RECORD rows name another accepted algorithm."""
+    out = []
+    for scan in scans:
+        algo = _record_algo(archive, scan.name)
+        if algo == scan.algo or scan.read_error:
+            out.append(scan)
+            continue
+        task = task_for(scan.index, archive.infos[scan.index], algo)
+        with path.open("rb") as fh:
+            try:
+                _, digest = inflate(task, read_raw(fh.fileno(), task), path, False)
+            except MemberError as exc:
+                out.append(with_changes(scan, read_error=str(exc)))
+                continue
+        out.append(with_changes(scan, digest=digest, algo=algo))
+    return out
+
+
+def _record_algo(archive: Archive, name: str) -> str:
+    algo = archive.record.get(name, ("", ""))[0].partition("=")[0]
+    return algo if algo in HASHES else "sha256"
+
+
+def check_record(archive: Archive, scans: Sequence[MemberScan], f: Findings) -> None:
+    """Every member against its RECORD row, and every row against a member."""
+    if archive.dist_info is None or not archive.record:
+        return
+    own = f"{archive.dist_info}/RECORD"
+    unsigned = {own, f"{own}.jws", f"{own}.p7s"}
+    present = {i.filename for i in archive.infos if not i.is_dir()}
+    for name in sorted(present - set(archive.record) - unsigned):
+        f.violation("record", name, "not listed in RECORD")
+    for name in sorted(set(archive.record) - present):
+        f.violation("record", name, "listed in RECORD but not in the wheel")
+    for scan in scans:
+        if scan.name in unsigned or scan.name not in archive.record:
+            continue
+        digest, size = archive.record[scan.name]
+        algo, _, value = digest.partition("=")
+        if not digest:
+            f.violation("record", scan.name, "RECORD gives no hash")
+        elif algo not in HASHES:
+            f.violation(
+                "record", scan.name, f"RECORD uses hash {algo!r}; sha256 or stronger is required"
+            )
+        elif scan.digest is not None and value != scan.digest:
+            f.violation("record-hash", scan.name, f"content does not match its RECORD {algo}")
+        if scan.size is not None and size != str(scan.size):
+            f.violation(
+                "record-size",
+                scan.name,
+                f"RECORD says {size or 'no'} bytes, the member has {scan.size}",
+            )
+
+
+def install_path(archive: Archive, name: str) -> str | None:
+    """Where a member lands relative to site-packages; None for scripts, headers and data."""
+    if archive.data_dir and name.startswith(archive.data_dir + "/"):
+        _, category, rest = [*name.split("/", 2), "", ""][:3]
+        return rest if category in ("purelib", "platlib") and rest else None
+    return name
+
+
+def requirements(archive: Archive) -> dict[str, list[Requirement]]:
+    """The Requires-Dist entries by canonical distribution name."""
+    out: dict[str, list[Requirement]] = {}
+    for req in archive.requires:
+        out.setdefault(canonicalize_name(req.name), []).append(req)
+    return out

@@ -1,0 +1,80 @@
+"""The result cache: one JSON file per batch of members, keyed by the hash of the batch's
+compressed bytes (plain data, no pickle: :func:`wheels.elf.to_record`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from wheels.audit.members import MemberScan, Task
+from wheels.elf import from_record, to_record
+
+CACHE_VERSION = "infini-stack-audit-2"
+
+
+@dataclass(frozen=True)
+class Cache:
+    """Batch results under ``root``, one JSON file per batch key."""
+
+    root: Path
+
+    def key(self, batch: Sequence[Task], raws: Sequence[bytes]) -> str:
+        h = hashlib.sha256(CACHE_VERSION.encode())
+        for task, raw in zip(batch, raws, strict=True):
+            h.update(f"\0{task.name}\0{task.method}\0{task.file_size}\0{task.algo}\0".encode())
+            h.update(hashlib.sha256(raw).digest())
+        return h.hexdigest()
+
+    def get(self, key: str, batch: Sequence[Task]) -> list[MemberScan] | None:
+        try:
+            data = json.loads((self.root / key[:2] / f"{key}.json").read_text(encoding="utf-8"))
+            rows = data["members"]
+            if data.get("version") != CACHE_VERSION or len(rows) != len(batch):
+                return None
+            return [_scan_from(task, row) for task, row in zip(batch, rows, strict=True)]
+        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+            return None
+
+    def put(self, key: str, scans: Sequence[MemberScan]) -> None:
+        rows = [_scan_to(s) for s in scans]
+        target = self.root / key[:2] / f"{key}.json"
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump({"version": CACHE_VERSION, "members": rows}, out)
+            Path(tmp).replace(target)
+        except OSError:
+            return  # a cache that cannot be written is a cache miss next time, nothing worse
+
+
+def _scan_to(scan: MemberScan) -> dict[str, object]:
+    return {
+        "size": scan.size,
+        "digest": scan.digest,
+        "elf_error": scan.elf_error,
+        "not_elf_but_named": scan.not_elf_but_named,
+        "elf": to_record(scan.elf) if scan.elf is not None else None,
+    }
+
+
+def _scan_from(task: Task, row: Mapping[str, object]) -> MemberScan:
+    elf = row["elf"]
+    size, digest, error = row["size"], row["digest"], row["elf_error"]
+    if not isinstance(size, int) or not isinstance(digest, str):
+        raise TypeError("bad cache row")
+    return MemberScan(
+        task.index,
+        task.name,
+        size,
+        digest,
+        task.algo,
+        elf=from_record(elf) if isinstance(elf, dict) else None,
+        elf_error=error if isinstance(error, str) else None,
+        not_elf_but_named=bool(row["not_elf_but_named"]),
+    )

@@ -1,0 +1,222 @@
+"""One audit, start to end: the archive read once (in a pool for big wheels) while its
+metadata is checked, then the ELF files and the platform tag; never a traceback."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.version import InvalidVersion
+
+from wheels.audit.archive import (
+    Archive,
+    check_names,
+    check_record,
+    install_path,
+    is_member_file,
+    open_archive,
+    read_metadata,
+    rehash,
+    requirements,
+)
+from wheels.audit.cache import Cache
+from wheels.audit.elfs import check_elfs
+from wheels.audit.findings import Findings
+from wheels.audit.ldso import Elves, extension_module
+from wheels.audit.members import MemberScan, task_for
+from wheels.audit.pool import cores, scan_members
+from wheels.audit.tags import check_tags, manylinux_whitelist, tag_verdicts
+from wheels.audit_report import AuditStats, Finding, WheelAudit
+from wheels.elf import ElfInfo, HostLibraries
+from wheels.loading import site_dirs
+from wheels.naming import vendor_of_local
+from wheels.policy import VendorPolicy
+from wheels.policy.lddtree import host_library_dirs
+from wheels.policy.wheeltools import wheel_platform
+
+
+def audit_wheel(
+    path: Path,
+    policy: VendorPolicy,
+    *,
+    cache_dir: Path | None = None,
+    workers: int | None = None,
+) -> WheelAudit:
+    """Audit one wheel; never raises for anything the wheel contains or lacks.
+
+    ``cache_dir`` enables the result cache there; ``workers`` defaults to the usable cores.
+    """
+    start = time.perf_counter()
+    findings = Findings(str(path))
+    try:
+        return _audit(Path(path), policy, cache_dir, workers or cores(), findings, start)
+    except Exception as exc:  # the safety net: a bug here must not become a traceback
+        findings.violation(
+            "internal", None, f"the audit stopped early: {type(exc).__name__}: {exc}"
+        )
+        return _empty(Path(path), policy, findings, start)
+
+
+def infer_vendor(path: Path) -> str:
+    """The vendor a wheel was built for, from its local version: ``+cu130`` -> nvidia; cpu (whose
+    policy expects every library in the wheel) when the name says none."""
+    try:
+        _, version, _, _ = parse_wheel_filename(Path(path).name)
+    except (InvalidWheelFilename, InvalidVersion):
+        return "cpu"
+    return vendor_of_local(str(version)) or "cpu"
+
+
+def default_cache_dir(home: Path) -> Path:
+    """Where the audit cache lives under the state home."""
+    return home / "audit-cache"
+
+
+def _empty(path: Path, policy: VendorPolicy, findings: Findings, start: float) -> WheelAudit:
+    stats = AuditStats(0, 0, 0, 0, 0, 0, time.perf_counter() - start)
+    return WheelAudit(
+        path, policy.name, None, None, (), None, None, (), (), (), tuple(findings.items), stats
+    )
+
+
+def _scan_findings(scans: Sequence[MemberScan], f: Findings) -> None:
+    for scan in scans:
+        if scan.read_error:
+            f.violation("unreadable-member", scan.name, scan.read_error)
+        elif scan.elf_error:
+            f.violation(
+                "bad-elf",
+                scan.name,
+                f"starts like an ELF file but cannot be read: {scan.elf_error}",
+            )
+        elif scan.not_elf_but_named:
+            f.warning("not-elf", scan.name, "named like a shared library but is not an ELF file")
+
+
+def _audit(
+    path: Path,
+    policy: VendorPolicy,
+    cache_dir: Path | None,
+    workers: int,
+    f: Findings,
+    start: float,
+) -> WheelAudit:
+    archive = open_archive(path, f)
+    if archive is None:
+        return _empty(path, policy, f, start)
+    with archive.zf:
+        return _audit_archive(archive, policy, cache_dir, workers, f, start)
+
+
+def _audit_archive(
+    archive: Archive,
+    policy: VendorPolicy,
+    cache_dir: Path | None,
+    workers: int,
+    f: Findings,
+    start: float,
+) -> WheelAudit:
+    path = archive.path
+    tasks = [
+        task_for(i, info, "sha256") for i, info in enumerate(archive.infos) if is_member_file(info)
+    ]
+    cache = Cache(cache_dir) if cache_dir is not None else None
+    host = HostLibraries(host_library_dirs())
+
+    def meanwhile() -> None:  # while children start on the largest members
+        check_names(archive, f)
+        read_metadata(archive, f)
+
+    scans, hits, batches = scan_members(
+        path, tasks, cache, workers, meanwhile, lambda: _prepare(archive, host)
+    )
+    scans = rehash(archive, path, scans)
+    _scan_findings(scans, f)
+    check_record(archive, scans, f)
+    by_name = {s.name: s for s in scans}
+    elfs = {n: s.elf for n, s in by_name.items() if s.elf is not None}
+    verdicts = tag_verdicts(archive, by_name, policy, host)
+    arch = verdicts[0].arch or _first_arch(elfs.values())
+    ctx = _context(archive, policy, elfs, arch, host)
+    reports = check_elfs(ctx, archive, f)
+    check_tags(archive, verdicts[1], bool(elfs), f)
+    stats = AuditStats(
+        members=len(archive.infos),
+        elf_members=len(elfs),
+        compressed_bytes=sum(t.compress_size for t in tasks),
+        uncompressed_bytes=sum(t.file_size for t in tasks),
+        cached_batches=hits,
+        batches=batches,
+        seconds=time.perf_counter() - start,
+    )
+    return WheelAudit(
+        path=path,
+        vendor=policy.name,
+        distribution=archive.distribution,
+        version=str(archive.version) if archive.version else None,
+        declared=tuple(sorted(set(archive.file_tags) | set(archive.wheel_tags))),
+        tag=verdicts[1].tag,
+        auditwheel_tag=verdicts[0].tag,
+        tag_reasons=verdicts[1].reasons,
+        requires=tuple(str(r) for r in archive.requires),
+        elfs=tuple(reports),
+        findings=tuple(_ordered(f.items)),
+        stats=stats,
+    )
+
+
+def _prepare(archive: Archive, host: HostLibraries) -> None:
+    """Work the analysis will need anyway, done while children finish their last members."""
+    arch, _, _ = wheel_platform(archive.path.name)
+    if arch is not None:
+        manylinux_whitelist(arch)
+    host.prefetch(
+        (
+            "libc.so.6",
+            "libm.so.6",
+            "libstdc++.so.6",
+            "libgcc_s.so.1",
+            "libpthread.so.0",
+            "libdl.so.2",
+            "librt.so.1",
+        )
+    )
+
+
+def _first_arch(elfs: Iterable[ElfInfo]) -> str | None:
+    return next((e.arch for e in elfs if e.arch), None)
+
+
+def _context(
+    archive: Archive,
+    policy: VendorPolicy,
+    elfs: dict[str, ElfInfo],
+    arch: str | None,
+    host: HostLibraries,
+) -> Elves:
+    install_of = {
+        i.filename: install_path(archive, i.filename) for i in archive.infos if is_member_file(i)
+    }
+    installed = {p: m for m, p in install_of.items() if p is not None}
+    ctx = Elves(
+        policy=policy,
+        elfs=elfs,
+        install_of=install_of,
+        installed=installed,
+        requires=requirements(archive),
+        whitelist=manylinux_whitelist(arch),
+        host=host,
+        site_dirs=site_dirs(),
+        arch=arch,
+    )
+    for member in elfs:
+        module = extension_module(install_of.get(member), installed)
+        if module:
+            ctx.extensions[member] = module
+    return ctx
+
+
+def _ordered(items: Iterable[Finding]) -> list[Finding]:
+    return sorted(items, key=lambda i: (i.severity != "violation", i.member or "", i.code))

@@ -1,0 +1,293 @@
+"""The ld.so model: where each DT_NEEDED entry of a wheel's ELF files resolves, as the dynamic
+loader resolves it once the wheel is installed.
+
+Each RUNPATH/RPATH entry is judged and kept when it stays inside site-packages; each root (an
+extension module, an executable, a library no other loads) is loaded breadth first like ld.so,
+a name already loaded (by its SONAME) not searched again, each need resolved into the wheel,
+into another distribution (which must be a Requires-Dist), to a manylinux system library or to
+a library the vendor expects on the machine (:mod:`wheels.policy`).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.markers import Marker
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from wheels.audit.findings import Findings
+from wheels.audit_report import ElfKind, Need, shorten
+from wheels.elf import ElfInfo, HostLibraries
+from wheels.loading import ORIGIN
+from wheels.naming import EXTENSION_NAME
+from wheels.policy import VendorPolicy
+from wheels.policy.lddtree import LIBPYTHON_RE
+
+_BARE_MODULE = re.compile(r"^(?P<mod>[A-Za-z_]\w*)\.so$")
+_TOKEN = re.compile(r"\$(\{[A-Za-z_]+\}|[A-Za-z_]+)")
+_SITE = "/\0site-packages"
+
+
+@dataclass
+class Elves:
+    """Everything the per-ELF checks need about the wheel."""
+
+    policy: VendorPolicy
+    elfs: dict[str, ElfInfo]
+    install_of: dict[str, str | None]
+    installed: dict[str, str]
+    requires: Mapping[str, list[Requirement]]
+    whitelist: frozenset[str]
+    host: HostLibraries
+    site_dirs: tuple[Path, ...]
+    arch: str | None
+    needs: dict[str, tuple[Need, ...]] = field(default_factory=dict)
+    extensions: dict[str, str] = field(default_factory=dict)
+    rpath_dirs: dict[str, list[str]] = field(default_factory=dict)
+    runpath_dirs: dict[str, list[str]] = field(default_factory=dict)
+    groups: dict[str, Group] = field(default_factory=dict)
+    definers: dict[tuple[str, str], ElfInfo] = field(default_factory=dict)
+
+
+def elf_kind(ctx: Elves, member: str, info: ElfInfo) -> ElfKind:
+    """Extension module, executable or library, as the report names it."""
+    if member in ctx.extensions:
+        return "extension"
+    return "executable" if info.elf_type == 2 or info.interpreter else "library"
+
+
+def extension_module(install: str | None, installed: Mapping[str, str]) -> str | None:
+    """The module name of an extension installed at ``install``; None for a library."""
+    if install is None:
+        return None
+    directory, base = posixpath.split(install)
+    if m := EXTENSION_NAME.match(base):
+        return m.group("mod")
+    m = _BARE_MODULE.match(base)
+    in_package = not directory or posixpath.join(directory, "__init__.py") in installed
+    if m and in_package and not m.group("mod").startswith("lib"):
+        return m.group("mod")
+    return None
+
+
+def runpath_dir(entry: str, origin: str | None) -> tuple[str | None, str | None]:
+    """(site-packages-relative dir, problem) for one RUNPATH/RPATH entry."""
+    if entry == "":
+        return None, "an empty entry, which means the current directory"
+    tokens = [t.strip("{}") for t in _TOKEN.findall(entry)]
+    if any(t != "ORIGIN" for t in tokens):
+        return None, f"'{entry}' uses a token this audit cannot evaluate"
+    if tokens:
+        if origin is None:
+            return None, None
+        expanded = posixpath.normpath(ORIGIN.sub(f"{_SITE}/{origin}".rstrip("/"), entry))
+        if expanded == _SITE:
+            return "", None
+        if expanded.startswith(_SITE + "/"):
+            return expanded[len(_SITE) + 1 :], None
+        return None, f"'{entry}' leads out of site-packages"
+    if entry.startswith("/"):
+        return (
+            None,
+            f"'{entry}' is an absolute path outside the wheel (a build or toolkit directory?)",
+        )
+    return None, f"'{entry}' is relative to the current directory"
+
+
+def check_runpaths(ctx: Elves, member: str, info: ElfInfo, f: Findings) -> None:
+    """Judge every RUNPATH/RPATH entry once, and keep the directories inside site-packages."""
+    install = ctx.install_of.get(member)
+    origin = posixpath.dirname(install) if install is not None else None
+    for which in ("runpath", "rpath"):
+        dirs: list[str] = []
+        for entry in info.split_path(which):
+            where, problem = runpath_dir(entry, origin)
+            if problem:
+                f.violation("runpath", member, f"{which.upper()} {problem}")
+            elif where is not None and where not in dirs:
+                dirs.append(where)
+        if which == "rpath":
+            ctx.rpath_dirs[member] = dirs
+        elif info.runpath is not None:
+            ctx.runpath_dirs[member] = dirs
+
+
+def _context_dirs(ctx: Elves, member: str, chain: Sequence[str]) -> list[str]:
+    """glibc's order: the object's RUNPATH alone, else the RPATHs of it and of its loaders."""
+    own = ctx.runpath_dirs.get(member)
+    if own is not None:
+        return own
+    dirs: list[str] = []
+    for loader in reversed(chain):
+        dirs += [d for d in ctx.rpath_dirs.get(loader, ()) if d not in dirs]
+    return dirs
+
+
+def _requires_covers(ctx: Elves, distribution: str, arch: str | None) -> bool:
+    env = {"extra": "", "sys_platform": "linux", "platform_system": "Linux", "os_name": "posix"}
+    if arch:
+        env["platform_machine"] = arch
+    for req in ctx.requires.get(canonicalize_name(distribution), []):
+        marker: Marker | None = req.marker
+        try:
+            if marker is None or marker.evaluate(env):
+                return True
+        except Exception:  # packaging raises several types on odd markers; not covered then
+            continue
+    return False
+
+
+@dataclass(frozen=True)
+class _Problem:
+    code: str
+    message: str
+
+
+_Resolved = tuple[Need, "_Problem | None"]
+
+
+def _resolve_one(
+    ctx: Elves, member: str, info: ElfInfo, soname: str, dirs: Sequence[str]
+) -> _Resolved:
+    """Where one DT_NEEDED entry goes from ``dirs``, in the order the audit requires."""
+    if LIBPYTHON_RE.match(soname) or soname.startswith("libpython"):
+        return Need(soname, "libpython", None), _Problem(
+            "libpython",
+            f"DT_NEEDED {soname}: extensions must take Python's symbols from the "
+            "running interpreter, not link libpython",
+        )
+    if "/" in soname:
+        return Need(soname, "missing", None), _Problem(
+            "needed-path", f"DT_NEEDED {soname!r} is a path"
+        )
+    for d in dirs:
+        found = ctx.installed.get(posixpath.join(d, soname) if d else soname)
+        lib = ctx.elfs.get(found) if found else None
+        if found and lib is not None and info.is_compatible(lib):
+            return Need(soname, "wheel", found), None
+    supplied = ctx.policy.supplier(soname)
+    if supplied is not None:
+        return _from_distribution(ctx, soname, supplied.distribution, supplied.dir, dirs)
+    if soname in ctx.whitelist or "ld-linux" in soname or soname in ("ld64.so.1", "ld64.so.2"):
+        return Need(soname, "system", _host_path(ctx, soname, info)), None
+    if ctx.policy.is_external(soname):
+        return Need(soname, "external", _host_path(ctx, soname, info)), None
+    elsewhere = sorted(m for m in ctx.elfs if posixpath.basename(m) == soname)
+    hint = (
+        f"; the wheel has {', '.join(elsewhere)} but no RUNPATH/RPATH entry reaches it"
+        if elsewhere
+        else ""
+    )
+    return Need(soname, "missing", None), _Problem(
+        "unresolved",
+        f"needs {soname}: not in the wheel, not supplied by a declared "
+        "distribution, not a manylinux system library and not expected from the "
+        f"{ctx.policy.name} vendor's machine{hint}",
+    )
+
+
+def _from_distribution(
+    ctx: Elves, soname: str, dist: str, where: str, dirs: Sequence[str]
+) -> _Resolved:
+    if where not in dirs:
+        return Need(soname, "missing", None), _Problem(
+            "unresolved",
+            f"needs {soname}, which {dist} installs in {where}, but no "
+            "RUNPATH/RPATH entry reaches that directory",
+        )
+    need = Need(soname, "distribution", f"{dist}: {posixpath.join(where, soname)}")
+    if not _requires_covers(ctx, dist, ctx.arch):
+        return need, _Problem(
+            "requires-dist",
+            f"needs {soname} from {dist} ({where}), but {dist} is not in Requires-Dist",
+        )
+    return need, None
+
+
+@dataclass
+class Group:
+    """What loading one root (an extension, an executable, a library) brings in, as ld.so does."""
+
+    members: list[str]
+    outside: list[tuple[Need, str]]  # a need from outside the wheel, and the member needing it
+    resolved: dict[tuple[str, str], _Resolved]
+
+
+def _load(ctx: Elves, root: str) -> Group:
+    """Breadth-first like ld.so: a name already loaded (by its SONAME) is not searched again."""
+    info = ctx.elfs[root]
+    loaded: dict[str, _Resolved] = {}
+    for name in {info.soname, posixpath.basename(root)} - {None}:
+        loaded[str(name)] = (Need(str(name), "wheel", root), None)
+    group = Group([root], [], {})
+    chains: dict[str, tuple[str, ...]] = {root: (root,)}
+    queue = deque([root])
+    while queue:
+        member = queue.popleft()
+        mine = ctx.elfs[member]
+        dirs = _context_dirs(ctx, member, chains[member])
+        for soname in mine.needed:
+            if soname not in loaded:
+                loaded[soname] = _resolve_one(ctx, member, mine, soname, dirs)
+                need = loaded[soname][0]
+                if need.kind == "wheel" and need.where and need.where not in chains:
+                    chains[need.where] = (*chains[member], need.where)
+                    group.members.append(need.where)
+                    queue.append(need.where)
+                    lib_soname = ctx.elfs[need.where].soname
+                    if lib_soname:
+                        loaded.setdefault(lib_soname, loaded[soname])
+                elif need.kind != "wheel":
+                    group.outside.append((need, member))
+            group.resolved[(member, soname)] = loaded[soname]
+    return group
+
+
+_RANK = {"wheel": 0, "distribution": 1, "system": 2, "external": 3, "libpython": 4, "missing": 5}
+
+
+def resolve_all(ctx: Elves, f: Findings) -> None:
+    """Load every root; each ELF's needs as resolved in the contexts it is loaded in."""
+    roots = [
+        m
+        for m in sorted(ctx.elfs)
+        if m in ctx.extensions or elf_kind(ctx, m, ctx.elfs[m]) == "executable"
+    ]
+    seen: set[str] = set()
+    results: dict[tuple[str, str], dict[str, _Resolved]] = {}
+    for root in [*roots, *sorted(ctx.elfs)]:
+        if root in seen:
+            continue
+        group = _load(ctx, root)
+        ctx.groups[root] = group
+        seen.update(group.members)
+        for key, value in group.resolved.items():
+            results.setdefault(key, {})[root] = value
+    for member, info in ctx.elfs.items():
+        ctx.needs[member] = tuple(
+            min(
+                (n for n, _ in results.get((member, s), {}).values()),
+                key=lambda n: _RANK[n.kind],
+                default=Need(s, "missing", None),
+            )
+            for s in info.needed
+        )
+    for (member, _soname), by_root in sorted(results.items()):
+        problems: dict[_Problem, list[str]] = {}
+        for root, (_, problem) in by_root.items():
+            if problem is not None:
+                problems.setdefault(problem, []).append(root)
+        for problem, where in problems.items():
+            context = "" if member in where else f" (when loaded by {shorten(where, 3)})"
+            f.violation(problem.code, member, problem.message + context)
+
+
+def _host_path(ctx: Elves, soname: str, like: ElfInfo) -> str | None:
+    hit = ctx.host.find(soname, like)
+    return hit[0] if hit else None

@@ -1,0 +1,333 @@
+"""Reading members: raw bytes from the zip, inflated once in bounded steps while hashed, and
+ELF members decoded from the inflated parts in memory (:mod:`wheels.elf`).
+
+A member is described by a :class:`Task` (where its bytes are, how they are compressed) and
+read into a :class:`MemberScan` (its size, its RECORD-style digest, its ELF data), the unit the
+cache stores and the pool passes between processes.
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import hashlib
+import os
+import queue
+import threading
+import zipfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from wheels.elf import (
+    ELF_MAGIC,
+    ByteSource,
+    Chunks,
+    ElfError,
+    ElfInfo,
+    looks_like_elf,
+    read_elf,
+)
+
+MAX_MEMBER = 4 << 30  # larger members are reported, not inflated
+INFLATE_STEP = 32 << 10  # compressed bytes per inflate call: bounded output, no giant join
+ONE_SHOT_BELOW = 1 << 20  # members this small are inflated in one call
+SNAPSHOT_ABOVE = 64 << 20  # members this big are not kept inflated, see _Inflated
+SNAPSHOT_EVERY = 4 << 20
+KEEP_PREFIX = 8 << 20
+HASH_THREAD_ABOVE = 64 << 20  # members this big are hashed on a second thread, given a free core
+
+
+@dataclass(frozen=True)
+class Task:
+    """Where one member's bytes are in the zip, how they are stored, and how to hash them."""
+
+    index: int
+    name: str
+    raw_name: bytes
+    offset: int
+    compress_size: int
+    file_size: int
+    method: int
+    flags: int
+    algo: str
+
+
+@dataclass(frozen=True)
+class MemberScan:
+    """One member after one pass: its size and hash, and its ELF data when it is an ELF file."""
+
+    index: int
+    name: str
+    size: int | None = None
+    digest: str | None = None
+    algo: str = "sha256"
+    elf: ElfInfo | None = None
+    elf_error: str | None = None
+    not_elf_but_named: bool = False
+    read_error: str | None = None
+
+
+class MemberError(Exception):
+    """A member that cannot be read, inflated or hashed; the message says why."""
+
+    pass
+
+
+def _pread(fd: int, size: int, offset: int) -> bytes:
+    chunks: list[bytes] = []
+    while size > 0:
+        try:
+            chunk = os.pread(fd, min(size, 1 << 30), offset)
+        except (OSError, ValueError, OverflowError) as exc:
+            raise MemberError(f"cannot read {size} bytes at offset {offset}: {exc}") from None
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size -= len(chunk)
+        offset += len(chunk)
+    return b"".join(chunks) if len(chunks) != 1 else chunks[0]
+
+
+def read_raw(fd: int, task: Task) -> bytes:
+    """The member's compressed bytes, after checking its local header against the directory."""
+    guess = 30 + len(task.raw_name) + 64
+    small = task.compress_size <= ONE_SHOT_BELOW
+    head = _pread(fd, guess + (task.compress_size if small else 0), task.offset)
+    if len(head) < 30 or head[:4] != b"PK\x03\x04":
+        raise MemberError(f"no local file header at offset {task.offset}")
+    name_len = int.from_bytes(head[26:28], "little")
+    extra_len = int.from_bytes(head[28:30], "little")
+    if head[30 : 30 + name_len] != task.raw_name:
+        local = head[30 : 30 + name_len].decode("utf-8", "replace")
+        raise MemberError(f"the local header names {local!r}, the central directory another file")
+    start = 30 + name_len + extra_len
+    if small and start <= guess:  # one read for header and data: most members are small
+        raw = head[start : start + task.compress_size]
+    else:
+        raw = _pread(fd, task.compress_size, task.offset + start)
+    if len(raw) != task.compress_size:
+        raise MemberError(f"truncated: {len(raw)} of {task.compress_size} compressed bytes")
+    return raw
+
+
+class _Digest:
+    """Hashes parts as they come; a big member's are hashed on a helper thread, beside inflating."""
+
+    def __init__(self, algo: str, background: bool) -> None:
+        self.hasher = hashlib.new(algo)
+        self.size = 0
+        self.queue: queue.SimpleQueue[bytes | None] | None = None
+        self.thread: threading.Thread | None = None
+        if background:
+            self.queue = queue.SimpleQueue()
+            self.thread = threading.Thread(target=self._drain, name="audit-hash", daemon=True)
+            self.thread.start()
+
+    def add(self, part: bytes) -> None:
+        self.size += len(part)
+        if self.queue is not None:
+            self.queue.put(part)
+        else:
+            self.hasher.update(part)
+
+    def _drain(self) -> None:
+        assert self.queue is not None
+        while (part := self.queue.get()) is not None:
+            self.hasher.update(part)
+
+    def finish(self) -> str:
+        if self.queue is not None and self.thread is not None:
+            self.queue.put(None)
+            self.thread.join()
+        return base64.urlsafe_b64encode(self.hasher.digest()).rstrip(b"=").decode()
+
+
+def inflate(task: Task, raw: bytes, path: Path, spare_core: bool) -> tuple[ByteSource, str]:
+    """The member's content and its RECORD-style digest; bounded by the stated size."""
+    if task.flags & 1:
+        raise MemberError("encrypted member")
+    if task.file_size > MAX_MEMBER:
+        raise MemberError(f"states {task.file_size} bytes, more than this audit inflates")
+    digest = _Digest(task.algo, background=spare_core and task.file_size >= HASH_THREAD_ABOVE)
+    try:
+        content: ByteSource
+        if task.method == zipfile.ZIP_STORED:
+            content = Chunks([raw])
+            digest.add(raw)
+        elif task.method == zipfile.ZIP_DEFLATED and len(raw) <= ONE_SHOT_BELOW:
+            data = _inflate_small(task, raw)
+            content = Chunks([data])
+            digest.add(data)
+        elif task.method == zipfile.ZIP_DEFLATED:
+            content = _inflate_stream(task, raw, digest)
+        else:
+            data = _inflate_other(task, path)
+            content = Chunks([data])
+            digest.add(data)
+    finally:
+        value = digest.finish()
+    if digest.size != task.file_size:
+        raise MemberError(f"holds {digest.size} bytes, the zip directory says {task.file_size}")
+    return content, value
+
+
+def _inflate_small(task: Task, raw: bytes) -> bytes:
+    # Small enough that even a bomb (deflate expands at most 1032:1) stays affordable.
+    try:
+        return zlib.decompress(raw, -15, max(1, min(task.file_size, len(raw) * 1032)))
+    except zlib.error as exc:
+        raise MemberError(f"corrupt deflate data: {exc}") from None
+
+
+@dataclass(frozen=True)
+class _Point:
+    """An inflater state to resume from: ``out`` bytes produced after ``inp`` bytes consumed."""
+
+    out: int
+    inp: int
+    state: zlib._Decompress
+
+
+class _Inflated:
+    """A big member read without keeping it: its first bytes, and states to re-inflate from.
+
+    Keeping every inflated byte of a 434 MB library costs more in fresh memory than the audit
+    needs; the few ranges it reads past the kept prefix (the dynamic segment, notes, section
+    headers) are inflated again from the nearest saved state.
+    """
+
+    def __init__(self, raw: bytes, prefix: bytes, points: list[_Point], size: int) -> None:
+        self.raw, self.prefix, self.points, self.size = raw, prefix, points, size
+        self._outs = [p.out for p in points]
+        self._blocks: dict[int, bytes] = {}
+
+    def head(self, size: int) -> bytes:
+        return bytes(self.range(0, min(size, self.size)))
+
+    def range(self, offset: int, size: int) -> memoryview:
+        if size <= 0:  # as Chunks.range; at a saved state's offset no block would be read
+            return memoryview(b"")
+        if offset + size <= len(self.prefix):
+            return memoryview(self.prefix)[offset : offset + size]
+        first = bisect.bisect_right(self._outs, offset) - 1
+        last = bisect.bisect_left(self._outs, offset + size)
+        blocks = [self._block(k) for k in range(first, last)]
+        data = blocks[0] if len(blocks) == 1 else b"".join(blocks)
+        start = offset - self.points[first].out
+        return memoryview(data)[start : start + size]
+
+    def _block(self, k: int) -> bytes:
+        if k not in self._blocks:
+            point = self.points[k]
+            end = self.points[k + 1].out if k + 1 < len(self.points) else self.size
+            inflater, pos, out = point.state.copy(), point.inp, point.out
+            parts: list[bytes] = []
+            view = memoryview(self.raw)
+            while out < end and pos < len(self.raw):
+                part = inflater.decompress(view[pos : pos + INFLATE_STEP])
+                pos += INFLATE_STEP
+                parts.append(part)
+                out += len(part)
+            self._blocks[k] = b"".join(parts)[: end - point.out]
+        return self._blocks[k]
+
+
+def _inflate_stream(task: Task, raw: bytes, digest: _Digest) -> ByteSource:
+    """Inflate in bounded steps, hashing as it goes; keep all of it, or for big members only a
+    prefix and a saved state every few megabytes."""
+    keep_all = task.file_size < SNAPSHOT_ABOVE
+    inflater = zlib.decompressobj(-15)
+    view = memoryview(raw)
+    parts: list[bytes] = []
+    points = [_Point(0, 0, inflater.copy())]
+    kept = 0
+    try:
+        for start in range(0, len(raw), INFLATE_STEP):
+            part = inflater.decompress(view[start : start + INFLATE_STEP])
+            if digest.size + len(part) > task.file_size:
+                raise MemberError(f"inflates past the {task.file_size} bytes it states")
+            if keep_all or kept < KEEP_PREFIX:
+                parts.append(part)
+                kept += len(part)
+            digest.add(part)
+            if not keep_all and digest.size >= points[-1].out + SNAPSHOT_EVERY:
+                points.append(_Point(digest.size, start + INFLATE_STEP, inflater.copy()))
+        tail = inflater.flush()
+    except zlib.error as exc:
+        raise MemberError(f"corrupt deflate data: {exc}") from None
+    if tail:
+        parts.append(tail)
+        digest.add(tail)
+    if not inflater.eof:
+        raise MemberError("deflate data ends early (truncated member)")
+    if keep_all:
+        return Chunks(parts)
+    return _Inflated(raw, b"".join(parts), points, digest.size)
+
+
+def _inflate_other(task: Task, path: Path) -> bytes:
+    # bzip2 and lzma are legal zip methods that wheels hardly use: let zipfile read them.
+    try:
+        with zipfile.ZipFile(path) as zf:
+            info = zf.infolist()[task.index]
+            with zf.open(info) as member:
+                data = member.read(task.file_size + 1)
+    except (
+        zipfile.BadZipFile,
+        NotImplementedError,
+        OSError,
+        EOFError,
+        ValueError,
+        RuntimeError,
+        IndexError,
+        zlib.error,
+    ) as exc:
+        raise MemberError(f"cannot read (compression method {task.method}): {exc}") from None
+    return data
+
+
+def scan_member(task: Task, raw: bytes | MemberError, path: Path, spare_core: bool) -> MemberScan:
+    """One member read into a :class:`MemberScan`; problems become its fields."""
+    if isinstance(raw, MemberError):
+        return MemberScan(task.index, task.name, algo=task.algo, read_error=str(raw))
+    try:
+        content, digest = inflate(task, raw, path, spare_core)
+    except MemberError as exc:
+        return MemberScan(task.index, task.name, algo=task.algo, read_error=str(exc))
+    head = content.head(4)
+    base = MemberScan(task.index, task.name, content.size, digest, task.algo)
+    if not looks_like_elf(task.name, head):
+        return base
+    if head != ELF_MAGIC:
+        return with_changes(base, not_elf_but_named=True)
+    try:
+        return with_changes(base, elf=read_elf(content))
+    except ElfError as exc:
+        return with_changes(base, elf_error=str(exc))
+
+
+def with_changes(scan: MemberScan, **changes: object) -> MemberScan:
+    """``scan`` with some fields replaced."""
+    values = {**scan.__dict__, **changes}
+    return MemberScan(**values)
+
+
+def task_for(index: int, info: zipfile.ZipInfo, algo: str) -> Task:
+    """The :class:`Task` of the zip member ``info``, hashed with ``algo``."""
+    return Task(
+        index,
+        info.filename,
+        _raw_name(info),
+        info.header_offset,
+        info.compress_size,
+        info.file_size,
+        info.compress_type,
+        info.flag_bits,
+        algo,
+    )
+
+
+def _raw_name(info: zipfile.ZipInfo) -> bytes:
+    encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
+    return info.orig_filename.encode(encoding, errors="surrogateescape")

@@ -1,0 +1,230 @@
+"""What each ELF file finds loaded beside it: load scopes, stranded needs and symbol closure.
+
+A group's scope is what a dlopen of its root puts in the local scope, host libraries included;
+a need of another distribution's library that only the wheel can make it find is stranded
+(:mod:`wheels.loading`); every undefined, non-weak symbol must be defined by something loaded
+with the ELF.
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+import re
+import zipfile
+import zlib
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from wheels.audit.archive import Archive
+from wheels.audit.findings import Findings
+from wheels.audit.ldso import Elves, Group
+from wheels.audit_report import Need, SymbolCheck, plural, shorten
+from wheels.elf import ElfInfo
+from wheels.loading import installed_copy, search_path, stranded_needs
+from wheels.policy import DistLib
+
+LISTED_SYMBOLS = 200
+
+
+_PY_SYMBOL = re.compile(r"^_?Py")
+
+
+@dataclass(frozen=True)
+class _Stranded:
+    """A need of another distribution's library that ld.so will not find (:mod:`wheels.loading`)."""
+
+    member: str  # the wheel's ELF that loads the library
+    library: str  # the other distribution's library (its name as needed)
+    soname: str
+    lib: DistLib
+
+
+@dataclass
+class Scope:
+    """What an ELF file finds loaded beside it, and what could not be read to tell."""
+
+    providers: list[ElfInfo]
+    unverifiable: list[str]
+    stranded: list[_Stranded] = field(default_factory=list)
+
+
+def _group_scope(ctx: Elves, group: Group) -> Scope:
+    """The objects a dlopen of the group's root puts in its local scope, host ones included.
+
+    Like ld.so, a name already loaded (the wheel's libraries and their direct needs) is not
+    searched again; any other need of a library from outside is searched through that library's
+    own RUNPATH and the host's directories.
+    """
+    scope = Scope([ctx.elfs[m] for m in group.members], [])
+    loaded = {ctx.elfs[m].soname or posixpath.basename(m) for m in group.members}
+    loaded.update(need.soname for need, _ in group.outside)
+    seen: set[str] = set()
+    queue = deque(
+        (*_outside_node(ctx, need, ctx.elfs[member]), member) for need, member in group.outside
+    )
+    while queue:
+        key, info, label, member = queue.popleft()
+        if key in seen:
+            continue
+        seen.add(key)
+        if info is None:
+            scope.unverifiable.append(label)
+            continue
+        scope.providers.append(info)
+        stranded = dict(stranded_needs(key, info, ctx.policy.distributions, ctx.site_dirs, loaded))
+        for soname in info.needed:
+            if soname in loaded:
+                continue
+            loaded.add(soname)
+            if soname in stranded:
+                # ld.so would not find it; loaded first (as the fix does), it is this copy
+                scope.stranded.append(_Stranded(member, label, soname, stranded[soname]))
+                hit = installed_copy(stranded[soname], soname, ctx.site_dirs, ctx.host)
+            else:
+                hit = ctx.host.find(soname, info, search_path(key, info))
+            node = (hit[0], hit[1], soname) if hit else (f"none:{soname}", None, soname)
+            queue.append((*node, member))
+    return scope
+
+
+def _outside_node(ctx: Elves, need: Need, like: ElfInfo) -> tuple[str, ElfInfo | None, str]:
+    if need.kind == "distribution":
+        lib = ctx.policy.supplier(need.soname)
+        hit = installed_copy(lib, need.soname, ctx.site_dirs, ctx.host) if lib else None
+        if hit is not None and like.is_compatible(hit[1]):
+            return hit[0], hit[1], need.soname
+    elif need.kind in ("system", "external"):
+        hit = ctx.host.find(need.soname, like)
+        if hit is not None:
+            return hit[0], hit[1], need.soname
+    return f"none:{need.soname}", None, need.soname
+
+
+def scopes_by_member(ctx: Elves) -> dict[str, Scope]:
+    """Each ELF's scope: the union of the groups it is loaded in."""
+    group_scopes = {root: _group_scope(ctx, g) for root, g in ctx.groups.items()}
+    out: dict[str, Scope] = {}
+    for root, group in ctx.groups.items():
+        for member in group.members:
+            scope = out.setdefault(member, Scope([], []))
+            known = {id(p) for p in scope.providers}
+            scope.providers += [p for p in group_scopes[root].providers if id(p) not in known]
+            scope.unverifiable += [
+                u for u in group_scopes[root].unverifiable if u not in scope.unverifiable
+            ]
+            scope.stranded += [s for s in group_scopes[root].stranded if s not in scope.stranded]
+    return out
+
+
+def check_stranded(ctx: Elves, archive: Archive, scopes: Mapping[str, Scope], f: Findings) -> None:
+    """A finding for each stranded need that the wheel does not load itself."""
+    stranded = {s for scope in scopes.values() for s in scope.stranded}
+    for s in sorted(stranded, key=lambda s: (s.member, s.library, s.soname)):
+        home = posixpath.join(s.lib.dir, s.soname) if s.lib.dir else s.soname
+        module = s.lib.module
+        if module is None:
+            remedy = f"list {s.soname} in the DT_NEEDED of this library"
+        else:
+            packages = _packages_loading(ctx, s.member)
+            missing = [p for p in packages if not _imports_first(archive, ctx, p, module)]
+            if packages and not missing:
+                continue
+            where = ", ".join(f"{p or '(top level)'}/__init__.py" for p in missing) or (
+                "the package of an extension that loads it"
+            )
+            remedy = f"import {module} in {where}"
+        f.violation(
+            "stranded-need",
+            s.member,
+            f"loads {s.library}, which needs {s.soname} ({s.lib.distribution}: {home}); its own "
+            "search path does not reach it and nothing loaded with it loads it, so loading fails "
+            f"unless something loaded it before: {remedy}",
+        )
+
+
+def _packages_loading(ctx: Elves, member: str) -> list[str]:
+    """The install directories of the extension modules whose loading loads ``member``."""
+    roots = [r for r, g in ctx.groups.items() if r in ctx.extensions and member in g.members]
+    return sorted({posixpath.dirname(ctx.install_of.get(r) or r) for r in roots})
+
+
+def _imports_first(archive: Archive, ctx: Elves, package: str, module: str) -> bool:
+    """Does ``package``'s ``__init__.py`` import ``module`` at its top level, before any
+    relative import (which is how a package loads its extension modules)?"""
+    init = ctx.installed.get(posixpath.join(package, "__init__.py"))
+    try:
+        body = ast.parse(archive.zf.read(init)).body if init else []
+    except (SyntaxError, ValueError, KeyError, OSError, zipfile.BadZipFile, zlib.error):
+        return False
+    for node in body:
+        if isinstance(node, ast.ImportFrom) and node.level:
+            return False
+        if (isinstance(node, ast.Import) and any(a.name == module for a in node.names)) or (
+            isinstance(node, ast.ImportFrom) and node.module == module
+        ):
+            return True
+    return False
+
+
+def _bound(
+    definers: dict[tuple[str, str], ElfInfo],
+    symbol: tuple[str, str],
+    providers: Sequence[ElfInfo],
+    in_scope: set[int],
+) -> bool:
+    """Is ``symbol`` defined in ``providers``? Remembers who defined it last time: ELFs share
+    most of their libraries, so that one is usually in scope again."""
+    known = definers.get(symbol)
+    if known is not None and id(known) in in_scope:
+        return True
+    name, version = symbol
+    found = next((p for p in providers if p.defines(name, version)), None)
+    if found is not None:
+        definers[symbol] = found
+    return found is not None
+
+
+def check_symbols(
+    ctx: Elves, member: str, scope: Scope, python_ok: bool, f: Findings
+) -> SymbolCheck:
+    """Every undefined, non-weak symbol of ``member`` against its scope."""
+    info = ctx.elfs[member]
+    bound = python = 0
+    unverified: list[str] = []
+    missing: list[str] = []
+    providers = [p for p in scope.providers if p is not info]
+    in_scope = {id(p) for p in providers}
+    for name, version in zip(info.undefined, info.undefined_versions, strict=True):
+        if _bound(ctx.definers, (name, version), providers, in_scope):
+            bound += 1
+        elif python_ok and _PY_SYMBOL.match(name):
+            python += 1
+        elif scope.unverifiable:
+            unverified.append(f"{name}@{version}" if version else name)
+        else:
+            missing.append(f"{name}@{version}" if version else name)
+    if missing:
+        f.violation(
+            "undefined-symbol",
+            member,
+            f"{plural(len(missing), 'undefined symbol')} "
+            f"defined by none of the libraries loaded with it: {shorten(missing)}",
+        )
+    if unverified:
+        readable = ", ".join(sorted(set(scope.unverifiable)))
+        f.warning(
+            "unverified-symbols",
+            member,
+            f"{plural(len(unverified), 'undefined symbol')} not checked ({readable} not "
+            f"readable on this host): {shorten(unverified)}",
+        )
+    return SymbolCheck(
+        len(info.undefined),
+        bound,
+        python,
+        tuple(unverified[:LISTED_SYMBOLS]),
+        tuple(sorted(set(scope.unverifiable))),
+        tuple(missing[:LISTED_SYMBOLS]),
+    )

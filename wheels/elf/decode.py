@@ -1,0 +1,113 @@
+"""Decode one ELF file into :class:`ElfInfo`: every table the audit needs, read once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from wheels.elf.dynamic import read_dynamic
+from wheels.elf.info import ElfInfo
+from wheels.elf.notes import isa_level
+from wheels.elf.reader import (
+    ELF_MAGIC,
+    SHT_DYNSYM,
+    Data,
+    ElfError,
+    Header,
+    Image,
+    Reader,
+    linked_strtab,
+    malformed_as_elf_error,
+)
+from wheels.elf.symbols import read_symbols
+from wheels.elf.versions import read_versions
+
+# e_machine values and the wheel architecture they mean (auditwheel.lddtree._get_platform).
+_ARCH_BY_MACHINE: Mapping[tuple[int, int, bool], str] = {
+    (3, 32, True): "i686",
+    (62, 64, True): "x86_64",
+    (21, 64, True): "ppc64le",
+    (21, 64, False): "ppc64",
+    (243, 64, True): "riscv64",
+    (183, 64, True): "aarch64",
+    (22, 64, False): "s390x",
+    (40, 32, True): "armv7l",
+    (258, 64, True): "loongarch64",
+}
+_EF_ARM_EABIMASK = 0xFF000000
+_EF_ARM_EABI_VER5 = 0x05000000
+_EF_ARM_ABI_FLOAT_HARD = 0x00000400
+
+
+def read_elf(data: Data) -> ElfInfo:
+    """Decode ``data``; raises :class:`ElfError` (only) when it is not a readable ELF file."""
+    with malformed_as_elf_error():
+        return _read_elf(Image.parse(data))
+
+
+def _read_elf(image: Image) -> ElfInfo:
+    r, h, sections = image.reader, image.header, image.sections
+    dyn = read_dynamic(image)
+    dynsym = next((s for s in sections if s.sh_type == SHT_DYNSYM), None)
+    table = linked_strtab(r, sections, dynsym) if dynsym is not None else None
+    versions = read_versions(r, sections, table)
+    syms, has_symbols, has_versym = read_symbols(r, sections, dynsym, table, versions)
+    arch, arch_error = _arch(r, h)
+    isa_ext, isa_error = isa_level(r, sections) if arch == "x86_64" else (None, False)
+    all_unversioned = len(syms.exports_unversioned) == len(syms.exports)
+    return ElfInfo(
+        elf_class=r.cls,
+        little_endian=r.little,
+        machine=h.machine,
+        osabi=r.osabi,
+        elf_type=h.elf_type,
+        arch=arch,
+        arch_error=arch_error,
+        interpreter=dyn.interpreter,
+        soname=dyn.soname,
+        needed=dyn.needed,
+        rpath=dyn.rpath,
+        runpath=dyn.runpath,
+        version_needs=versions.needs,
+        version_defs=versions.defs,
+        has_symbols=has_symbols,
+        has_versym=has_versym,
+        export_names="\0".join(syms.exports),
+        exports_versioned=frozenset(syms.exports_versioned),
+        exports_unversioned=None if all_unversioned else frozenset(syms.exports_unversioned),
+        undefined=tuple(syms.undefined),
+        undefined_versions=tuple(syms.undefined_versions),
+        undefined_weak=tuple(syms.undefined_weak),
+        entry_points=frozenset(syms.entry_points),
+        uses_pyfpe=syms.uses_pyfpe,
+        uses_ucs2=syms.uses_ucs2,
+        isa_ext=isa_ext,
+        isa_error=isa_error,
+    )
+
+
+def _arch(r: Reader, h: Header) -> tuple[str | None, str | None]:
+    arch = _ARCH_BY_MACHINE.get((h.machine, r.cls, r.little))
+    if arch is None:
+        return None, f"unknown architecture (e_machine {h.machine}, {r.cls}-bit)"
+    if arch == "armv7l":
+        if (h.flags & _EF_ARM_EABIMASK) != _EF_ARM_EABI_VER5:
+            return None, "invalid ARM EABI version for armv7l"
+        if (h.flags & _EF_ARM_ABI_FLOAT_HARD) != _EF_ARM_ABI_FLOAT_HARD:
+            return None, "armv7l shall use hard-float"
+    return arch, None
+
+
+def read_elf_file(path: Path) -> ElfInfo:
+    """Read a file from disk; a missing or unreadable file raises :class:`ElfError`."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ElfError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return read_elf(data)
+
+
+def looks_like_elf(name: str, head: bytes) -> bool:
+    """A member that must parse as ELF: it starts with the magic or is named like a library."""
+    base = name.rsplit("/", 1)[-1]
+    return head.startswith(ELF_MAGIC) or base.endswith(".so") or ".so." in base

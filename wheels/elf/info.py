@@ -1,0 +1,113 @@
+"""What the loader and an audit need to know about one ELF file: :class:`ElfInfo`, plain data.
+
+It crosses process boundaries (the audit's pool) and is kept in the audit cache
+(:mod:`wheels.elf.records`), so it holds strings, numbers and frozen collections only.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class VersionNeed:
+    """One DT_VERNEED entry: versions this object needs from the library named ``file``."""
+
+    file: str
+    versions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ElfInfo:
+    """What the loader and an audit need to know about one ELF file."""
+
+    elf_class: int
+    little_endian: bool
+    machine: int
+    osabi: int
+    elf_type: int
+    arch: str | None
+    arch_error: str | None
+    interpreter: str | None
+    soname: str | None
+    needed: tuple[str, ...]
+    rpath: str | None
+    runpath: str | None
+    version_needs: tuple[VersionNeed, ...]
+    version_defs: tuple[str, ...]
+    has_symbols: bool
+    has_versym: bool
+    export_names: str  # names of non-hidden definitions, NUL-separated (see ``exports``)
+    exports_versioned: frozenset[str]
+    exports_unversioned: frozenset[str] | None
+    undefined: tuple[str, ...]
+    undefined_versions: tuple[str, ...]
+    undefined_weak: tuple[str, ...]
+    entry_points: frozenset[str]
+    uses_pyfpe: bool
+    uses_ucs2: bool
+    isa_ext: str | None
+    isa_error: bool
+
+    def __reduce__(self) -> tuple[Callable[..., ElfInfo], tuple[object, ...]]:
+        # Pickling 100,000 symbol names one by one is slow: ship each set as one NUL-joined
+        # string (a name cannot hold NUL: string tables end names with it).
+        values = tuple(
+            ("\0".join(v), type(v) is frozenset, len(v)) if _is_strings(v) else (v, None, 0)
+            for v in (getattr(self, name) for name in self.__dataclass_fields__)
+        )
+        return _unpack_info, (values,)
+
+    @functools.cached_property
+    def exports(self) -> frozenset[str]:
+        """Built on first use: most ELFs' tens of thousands of names are never looked up."""
+        return frozenset(self.export_names.split("\0")) if self.export_names else frozenset()
+
+    @property
+    def export_count(self) -> int:
+        return self.export_names.count("\0") + 1 if self.export_names else 0
+
+    def exported_like(self, pattern: re.Pattern[str]) -> list[str]:
+        """Exported names matched by ``pattern``, which starts with the separator NUL."""
+        return [m.group(1) for m in pattern.finditer("\0" + self.export_names)]
+
+    @property
+    def platform(self) -> tuple[bool, int, bool, int]:
+        """Loader compatibility key: auditwheel treats ELFOSABI_NONE/SYSV and GNU/LINUX alike."""
+        return (self.osabi in (0, 3), self.elf_class, self.little_endian, self.machine)
+
+    def is_compatible(self, other: ElfInfo) -> bool:
+        same_abi = self.osabi == other.osabi or (self.osabi in (0, 3) and other.osabi in (0, 3))
+        return same_abi and self.platform[1:] == other.platform[1:]
+
+    def defines(self, name: str, version: str) -> bool:
+        """Would the loader bind a reference ``name`` (needing ``version``, or none) here?"""
+        if not version or not self.has_versym:
+            return name in self.exports
+        if f"{name}@{version}" in self.exports_versioned:
+            return True
+        plain = self.exports if self.exports_unversioned is None else self.exports_unversioned
+        return name in plain
+
+    def split_path(self, which: str) -> tuple[str, ...]:
+        value = self.runpath if which == "runpath" else self.rpath
+        return tuple(value.split(":")) if value is not None else ()
+
+
+def _is_strings(value: object) -> bool:
+    return isinstance(value, (frozenset, tuple)) and all(type(v) is str for v in value)
+
+
+def _unpack_info(values: tuple[tuple[object, bool | None, int], ...]) -> ElfInfo:
+    fields: list[object] = []
+    for value, as_set, count in values:
+        if as_set is None:
+            fields.append(value)
+        else:
+            items = str(value).split("\0") if count else []
+            fields.append(frozenset(items) if as_set else tuple(items))
+    build: Callable[..., ElfInfo] = ElfInfo
+    return build(*fields)

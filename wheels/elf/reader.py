@@ -1,0 +1,318 @@
+"""The structure of an ELF file: bounds-checked access to its bytes, its header, its program and
+section headers, and sections found by name.
+
+Every other module of :mod:`wheels.elf` reads through :class:`Reader`, which checks each offset
+and size against the file, so that garbage raises :class:`ElfError` and nothing else.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import os
+import struct
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+ELF_MAGIC = b"\x7fELF"
+
+PT_LOAD, PT_DYNAMIC, PT_INTERP = 1, 2, 3
+SHT_NOTE, SHT_NOBITS, SHT_DYNSYM = 7, 8, 11
+_SHN_XINDEX = 0xFFFF
+_MAX_STRING = 1 << 16
+
+
+class ElfError(Exception):
+    """Bytes that start like an ELF file (or are named like one) but cannot be read as one."""
+
+
+class ByteSource(Protocol):
+    """Random access to the bytes of one file that need not all be in memory at once."""
+
+    @property
+    def size(self) -> int: ...
+
+    def range(self, offset: int, size: int) -> memoryview: ...
+
+    def head(self, size: int) -> bytes: ...
+
+
+Data = bytes | bytearray | memoryview | ByteSource
+
+
+class Chunks:
+    """Bytes held as the consecutive parts an inflater produced, read without joining them all.
+
+    Joining the parts of a 434 MB library would cost a copy of all of it; the reader only ever
+    needs a few small ranges, and a range that crosses parts is joined on its own.
+    """
+
+    def __init__(self, parts: Sequence[bytes | bytearray | memoryview]) -> None:
+        self.parts: list[memoryview] = [memoryview(p).cast("B") for p in parts if len(p)]
+        self.starts: list[int] = []
+        total = 0
+        for part in self.parts:
+            self.starts.append(total)
+            total += len(part)
+        self.size = total
+
+    def range(self, offset: int, size: int) -> memoryview:
+        if size <= 0:
+            return memoryview(b"")
+        i = bisect.bisect_right(self.starts, offset) - 1
+        inner = offset - self.starts[i]
+        part = self.parts[i]
+        if inner + size <= len(part):
+            view: memoryview = part[inner : inner + size]
+            return view
+        j = bisect.bisect_left(self.starts, offset + size)
+        return memoryview(b"".join(self.parts[i:j]))[inner : inner + size]
+
+    def head(self, size: int) -> bytes:
+        return bytes(self.range(0, min(size, self.size)))
+
+
+class FileBytes:
+    """The bytes of an open file, read range by range: a question about a few headers of a
+    library of hundreds of megabytes reads a few kilobytes of it."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.size = os.fstat(fd).st_size
+
+    def range(self, offset: int, size: int) -> memoryview:
+        return memoryview(os.pread(self.fd, max(size, 0), offset))
+
+    def head(self, size: int) -> bytes:
+        return bytes(self.range(0, min(size, self.size)))
+
+
+@contextlib.contextmanager
+def malformed_as_elf_error() -> Iterator[None]:
+    """Whatever a damaged table makes the decoding code raise becomes :class:`ElfError`."""
+    try:
+        yield
+    except ElfError:
+        raise
+    except (struct.error, ValueError, IndexError, OverflowError, TypeError, MemoryError) as exc:
+        raise ElfError(f"malformed ELF: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Formats:
+    """Struct formats for one ELF class and byte order."""
+
+    cls: int
+    end: str
+
+    def fmt(self, spec32: str, spec64: str) -> struct.Struct:
+        return struct.Struct(self.end + (spec64 if self.cls == 64 else spec32))
+
+
+class Reader:
+    """Bounds-checked access to the bytes of one ELF file."""
+
+    def __init__(self, data: Data) -> None:
+        self.data = Chunks([data]) if isinstance(data, (bytes, bytearray, memoryview)) else data
+        self.size = self.data.size
+        self._strings: dict[tuple[int, int], str] = {}
+        ident = self.data.head(16)
+        if self.size < 52 or ident[:4] != ELF_MAGIC:
+            raise ElfError("not an ELF file (bad magic or shorter than an ELF header)")
+        ei_class, ei_data = ident[4], ident[5]
+        if ei_class not in (1, 2) or ei_data not in (1, 2):
+            raise ElfError(f"bad ELF identification (class {ei_class}, data {ei_data})")
+        self.cls = 32 if ei_class == 1 else 64
+        self.little = ei_data == 1
+        self.layout = Formats(self.cls, "<" if self.little else ">")
+        self.osabi = ident[7]
+
+    def span(self, offset: int, size: int, what: str) -> memoryview:
+        if offset < 0 or size < 0 or offset + size > self.size:
+            raise ElfError(f"{what} at offset {offset} size {size} lies outside the file")
+        return self.data.range(offset, size)
+
+    def unpack(self, fmt: struct.Struct, offset: int, what: str) -> tuple[int, ...]:
+        values: tuple[int, ...] = fmt.unpack(self.span(offset, fmt.size, what))
+        return values
+
+    def strings(self, offset: int, size: int, what: str) -> str:
+        # latin-1 keeps one character per byte, so string offsets stay valid in the text.
+        key = (offset, size)
+        if key not in self._strings:
+            self._strings[key] = bytes(self.span(offset, size, what)).decode("latin-1")
+        return self._strings[key]
+
+
+@dataclass(frozen=True)
+class Header:
+    elf_type: int
+    machine: int
+    flags: int
+    phoff: int
+    shoff: int
+    phentsize: int
+    phnum: int
+    shentsize: int
+    shnum: int
+    shstrndx: int
+
+
+@dataclass(frozen=True)
+class Section:
+    name: int  # offset in the section-name string table
+    sh_type: int
+    offset: int
+    size: int
+    link: int
+    entsize: int
+
+
+@dataclass(frozen=True)
+class Segment:
+    p_type: int
+    offset: int
+    vaddr: int
+    filesz: int
+
+
+def read_header(r: Reader) -> Header:
+    fmt = r.layout.fmt("HHIIIIIHHHHHH", "HHIQQQIHHHHHH")
+    (e_type, machine, _ver, _entry, phoff, shoff, flags, _ehsize, phentsize, phnum, shentsize,
+     shnum, shstrndx) = r.unpack(fmt, 16, "ELF header")  # fmt: skip
+    if phnum and phentsize != (32 if r.cls == 32 else 56):
+        raise ElfError(f"bad program header entry size {phentsize}")
+    if shnum and shentsize != (40 if r.cls == 32 else 64):
+        raise ElfError(f"bad section header entry size {shentsize}")
+    return Header(
+        e_type, machine, flags, phoff, shoff, phentsize, phnum, shentsize, shnum, shstrndx
+    )
+
+
+def read_segments(r: Reader, h: Header) -> list[Segment]:
+    if h.phnum == 0:
+        return []
+    r.span(h.phoff, h.phnum * h.phentsize, "program header table")
+    out: list[Segment] = []
+    if r.cls == 64:
+        fmt = r.layout.fmt("", "IIQQQQQQ")
+        for i in range(h.phnum):
+            p_type, _fl, off, vaddr, _pa, filesz, _msz, _al = r.unpack(fmt, h.phoff + i * 56, "")
+            out.append(Segment(p_type, off, vaddr, filesz))
+    else:
+        fmt = r.layout.fmt("IIIIIIII", "")
+        for i in range(h.phnum):
+            p_type, off, vaddr, _pa, filesz, _msz, _fl, _al = r.unpack(fmt, h.phoff + i * 32, "")
+            out.append(Segment(p_type, off, vaddr, filesz))
+    return out
+
+
+def read_sections(r: Reader, h: Header) -> list[Section]:
+    shnum = h.shnum
+    if h.shoff == 0:
+        return []
+    fmt = r.layout.fmt("IIIIIIIIII", "IIQQQQIIQQ")
+    if shnum == 0:
+        # Extended numbering: the real count sits in section 0's sh_size.
+        first = r.unpack(fmt, h.shoff, "section header 0")
+        shnum = first[5]
+        if shnum == 0:
+            return []
+    r.span(h.shoff, shnum * fmt.size, "section header table")
+    out: list[Section] = []
+    for i in range(shnum):
+        name, sh_type, _fl, _addr, off, size, link, _info, _al, entsize = r.unpack(
+            fmt, h.shoff + i * fmt.size, "section header"
+        )
+        out.append(Section(name, sh_type, off, size, link, entsize))
+    return out
+
+
+def string_at(table: str, offset: int) -> str:
+    if offset >= len(table):
+        raise ElfError(f"string offset {offset} beyond a string table of {len(table)} bytes")
+    end = table.find("\0", offset, offset + _MAX_STRING)
+    if end < 0:
+        raise ElfError(f"unterminated string at offset {offset}")
+    return table[offset:end]
+
+
+def linked_strtab(r: Reader, sections: Sequence[Section], sec: Section) -> str:
+    if not 0 <= sec.link < len(sections):
+        raise ElfError(f"section links to section {sec.link}, which does not exist")
+    linked = sections[sec.link]
+    return r.strings(linked.offset, linked.size, "linked string table")
+
+
+def vaddr_to_offset(segments: Sequence[Segment], vaddr: int) -> int | None:
+    for seg in segments:
+        if seg.p_type == PT_LOAD and seg.vaddr <= vaddr < seg.vaddr + seg.filesz:
+            return seg.offset + vaddr - seg.vaddr
+    return None
+
+
+@dataclass(frozen=True)
+class Image:
+    """One ELF file's reader, header, segments and sections, read once."""
+
+    reader: Reader
+    header: Header
+    segments: list[Segment]
+    sections: list[Section]
+
+    @classmethod
+    def parse(cls, data: Data) -> Image:
+        r = Reader(data)
+        h = read_header(r)
+        return cls(r, h, read_segments(r, h), read_sections(r, h))
+
+    def section_named(self, name: str) -> Section | None:
+        """The first section called ``name``; None when there is none or no name table."""
+        index = self.header.shstrndx
+        if index == _SHN_XINDEX and self.sections:
+            index = self.sections[0].link  # extended numbering, as for the section count
+        if not 0 < index < len(self.sections):
+            return None
+        names = self.sections[index]
+        table = self.reader.strings(names.offset, names.size, "section name table")
+        return next((s for s in self.sections if _name_is(table, s.name, name)), None)
+
+
+def _name_is(table: str, offset: int, name: str) -> bool:
+    return offset < len(table) and table.startswith(name + "\0", offset)
+
+
+@contextlib.contextmanager
+def opened(source: Data | Path) -> Iterator[Image]:
+    """The parsed structure of ``source``, a file read range by range when given as a path.
+
+    A file that cannot be opened raises OSError; one that is not ELF, :class:`ElfError`.
+    """
+    with contextlib.ExitStack() as stack:
+        if isinstance(source, Path):
+            data: Data = FileBytes(stack.enter_context(source.open("rb")).fileno())
+        else:
+            data = source
+        stack.enter_context(malformed_as_elf_error())
+        yield Image.parse(data)
+
+
+def section_span(source: Data | Path, name: str) -> tuple[int, int] | None:
+    """(file offset, size) of the section called ``name``; None when there is none."""
+    with opened(source) as image:
+        section = image.section_named(name)
+        return (section.offset, section.size) if section is not None else None
+
+
+def section_bytes(source: Data | Path, name: str) -> bytes | None:
+    """The content of the section called ``name`` (``.nv_fatbin``, ``.note.gnu.build-id``);
+    None when there is none. A section that lies outside the file raises :class:`ElfError`."""
+    with opened(source) as image:
+        section = image.section_named(name)
+        if section is None:
+            return None
+        if section.sh_type == SHT_NOBITS:  # .bss and the like occupy no bytes of the file
+            return b""
+        return bytes(image.reader.span(section.offset, section.size, f"section {name}"))

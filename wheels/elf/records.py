@@ -1,0 +1,56 @@
+"""ELF data as plain JSON-able records, for the audit cache: no pickle, nothing executable."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from wheels.elf.info import ElfInfo, VersionNeed
+
+
+def to_record(info: ElfInfo) -> dict[str, object]:
+    record: dict[str, object] = {}
+    for key in info.__dataclass_fields__:
+        value = getattr(info, key)
+        if isinstance(value, frozenset):
+            record[key] = sorted(value)
+        elif key == "version_needs":
+            record[key] = [[n.file, list(n.versions)] for n in value]
+        elif isinstance(value, tuple):
+            record[key] = list(value)
+        else:
+            record[key] = value
+    return record
+
+
+_SET_FIELDS = frozenset({"exports_versioned", "exports_unversioned", "entry_points"})
+
+
+def from_record(record: Mapping[str, object]) -> ElfInfo:
+    """Inverse of :func:`to_record`; a record that does not fit raises ValueError or TypeError."""
+    fields: dict[str, object] = {}
+    for key in ElfInfo.__dataclass_fields__:
+        value = record[key]
+        if key == "version_needs":
+            fields[key] = tuple(VersionNeed(str(f), tuple(map(str, v))) for f, v in _rows(value))
+        elif isinstance(value, list):
+            items = tuple(str(v) for v in value)
+            fields[key] = frozenset(items) if key in _SET_FIELDS else items
+        elif value is None or isinstance(value, (bool, int, str)):
+            fields[key] = value
+        else:
+            raise TypeError(f"unexpected {type(value).__name__} for {key}")
+    info = ElfInfo(**fields)  # type: ignore[arg-type]
+    if len(info.undefined) != len(info.undefined_versions):
+        raise ValueError("undefined symbols and their versions differ in length")
+    return info
+
+
+def _rows(value: object) -> list[tuple[object, list[object]]]:
+    if not isinstance(value, list):
+        raise TypeError("version_needs is not a list")
+    rows: list[tuple[object, list[object]]] = []
+    for item in value:
+        if not isinstance(item, list) or len(item) != 2 or not isinstance(item[1], list):
+            raise TypeError("malformed version_needs row")
+        rows.append((item[0], item[1]))
+    return rows

@@ -1,0 +1,160 @@
+"""Policy as data: what each vendor expects outside a wheel, and the manylinux platform verdict.
+
+``policy/vendors.json`` says, per canonical vendor, which libraries the machine supplies (the
+driver: ``external``, fnmatch patterns allowed) and which other Python distributions supply
+which libraries, in which directory of site-packages (``distributions``; ``"."`` is the top of
+site-packages, where a torch extension such as flash-attn's ``flash_attn_2_cuda`` lives); this
+module loads it (:func:`load_vendor_policy`).
+
+The manylinux verdict mirrors auditwheel 6.8 (``auditwheel>=6.8,<6.9`` in pyproject.toml), one
+module of ours against each of its, so that a new auditwheel release is re-read file against
+file:
+
+- :mod:`wheels.policy.lddtree`: ``auditwheel/lddtree.py`` (``ldd``, ``load_ld_paths``);
+- :mod:`wheels.policy.manylinux`: ``auditwheel/policy/__init__.py`` (``WheelPolicies``,
+  ``lddtree_external_references``); the policy JSON itself is auditwheel's own;
+- :mod:`wheels.policy.elfutils`: ``auditwheel/elfutils.py``;
+- :mod:`wheels.policy.wheeltools`: ``get_wheel_architecture``/``get_wheel_libc`` of
+  ``auditwheel/wheeltools.py``;
+- :mod:`wheels.policy.wheel_abi`: ``auditwheel/wheel_abi.py`` (``analyze_wheel_abi``), whose
+  :func:`platform_verdict` is the verdict ``auditwheel show`` gives, computed over ELF data read
+  in memory instead of an unpacked wheel.
+
+:mod:`wheels.policy.python_api` (the CPython C-API names) has no auditwheel counterpart.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import posixpath
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from importlib import resources
+from types import MappingProxyType
+from typing import Any, NoReturn
+
+from wheels.policy.lddtree import host_library_dirs
+from wheels.policy.manylinux import manylinux_policies
+from wheels.policy.python_api import is_python_api
+from wheels.policy.wheel_abi import TagVerdict, platform_verdict
+from wheels.policy.wheeltools import wheel_platform
+
+__all__ = [
+    "VENDORS",
+    "DistLib",
+    "TagVerdict",
+    "VendorPolicy",
+    "host_library_dirs",
+    "is_python_api",
+    "load_vendor_policy",
+    "manylinux_policies",
+    "platform_verdict",
+    "wheel_platform",
+]
+
+VENDORS = ("cpu", "nvidia", "moore", "thead")
+
+
+@dataclass(frozen=True)
+class DistLib:
+    """A library that another Python distribution installs into ``dir`` of site-packages."""
+
+    distribution: str
+    dir: str
+    # The Python module whose import loads this library (torch: libtorch_python.so). Such a
+    # library may only be loaded after that import; see wheels.loading.
+    module: str | None = None
+
+
+@dataclass(frozen=True)
+class VendorPolicy:
+    name: str
+    external: tuple[str, ...]
+    distributions: Mapping[str, DistLib] = field(default_factory=lambda: MappingProxyType({}))
+
+    def is_external(self, soname: str) -> bool:
+        return any(fnmatchcase(soname, pattern) for pattern in self.external)
+
+    def supplier(self, soname: str) -> DistLib | None:
+        return self.distributions.get(soname)
+
+    def outside_wheel(self, soname: str) -> bool:
+        """Libraries the vendor expects to come from the machine or another distribution."""
+        return self.is_external(soname) or soname in self.distributions
+
+
+def load_vendor_policy(name: str) -> VendorPolicy:
+    """The policy of vendor ``name`` (aliases such as ``ali`` accepted)."""
+    if name in VENDORS:
+        return _policies()[name]
+    from builder.vendors import canonical_name  # the registry, for aliases and suggestions
+
+    return _policies()[canonical_name(name)]
+
+
+@functools.lru_cache(maxsize=1)
+def _policies() -> dict[str, VendorPolicy]:
+    text = resources.files("wheels").joinpath("policy/vendors.json").read_text(encoding="utf-8")
+    return _parse(text)
+
+
+def _parse(text: str) -> dict[str, VendorPolicy]:
+    """Every vendor's policy from the text of vendors.json; any problem is a StackError."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        _bad_data(f"line {exc.lineno}: {exc.msg}")
+    problems: list[str] = []
+    policies = {
+        v: _vendor_from(v, data.get(v) if isinstance(data, dict) else None, problems)
+        for v in VENDORS
+    }
+    if isinstance(data, dict):
+        problems += [f"{k}: not a known vendor" for k in data if k not in VENDORS]
+    if problems:
+        _bad_data("; ".join(problems))
+    return policies
+
+
+def _bad_data(problem: str) -> NoReturn:
+    # The CLI's error family: reported without a traceback.
+    from builder.core.errors import StackError
+
+    raise StackError(f"wheels/policy/vendors.json: {problem}")
+
+
+def _vendor_from(name: str, raw: Any, problems: list[str]) -> VendorPolicy:
+    if not isinstance(raw, dict):
+        problems.append(f"{name}: missing or not an object")
+        return VendorPolicy(name, ())
+    external = raw.get("external", [])
+    if not isinstance(external, list) or not all(isinstance(e, str) for e in external):
+        problems.append(f"{name}.external: expected a list of strings")
+        external = []
+    dists: dict[str, DistLib] = {}
+    raw_dists = raw.get("distributions", {})
+    if not isinstance(raw_dists, dict):
+        problems.append(f"{name}.distributions: expected an object")
+        raw_dists = {}
+    for soname, entry in raw_dists.items():
+        where = f"{name}.distributions.{soname}"
+        if not isinstance(entry, dict) or not all(
+            isinstance(entry.get(k), str) and entry.get(k) for k in ("distribution", "dir")
+        ):
+            problems.append(f"{where}: expected {{'distribution': str, 'dir': str}}")
+            continue
+        module = entry.get("import")
+        if module is not None and not (isinstance(module, str) and module.isidentifier()):
+            problems.append(f"{where}.import: expected a module name")
+            module = None
+        unknown = sorted(set(entry) - {"distribution", "dir", "import"})
+        problems += [f"{where}: unknown key '{k}'" for k in unknown]
+        where_in_site = posixpath.normpath(entry["dir"])
+        if where_in_site == ".":  # site-packages itself, which the audit calls ""
+            where_in_site = ""
+        dists[soname] = DistLib(entry["distribution"], where_in_site, module)
+    known = ("external", "distributions")
+    problems += [f"{name}: unknown key '{k}'" for k in raw if k not in known]
+    return VendorPolicy(name, tuple(external), MappingProxyType(dists))

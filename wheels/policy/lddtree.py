@@ -1,0 +1,227 @@
+"""auditwheel's lddtree over ELF data read in memory: what each ELF file of a wheel loads, and
+from where, as ``auditwheel show`` resolves it (mirrors ``auditwheel/lddtree.py``).
+
+The unpacked wheel auditwheel would look at is modelled by :class:`Files`: a member path is a
+place in the wheel, an absolute path a place on this host (read through
+:class:`~wheels.elf.HostLibraries`). Both are ``(in_wheel, path)`` pairs.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from wheels.elf import ElfInfo, HostLibraries
+
+LIBPYTHON_RE = re.compile(r"^libpython\d+\.\d+m?.so(\.\d)*$")
+_ORIGIN_RE = re.compile(r"\$(ORIGIN|\{ORIGIN\})")
+_WHEEL_ROOT = "/\0wheel"
+_MAX_DEPTH = 256
+
+
+def host_library_dirs(libc: str = "glibc") -> tuple[str, ...]:
+    """Where auditwheel (and so this audit) looks for system libraries: no ld.so.cache."""
+    env, conf = host_search(libc)
+    return tuple(dict.fromkeys([*env, *conf]))
+
+
+def host_search(libc: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """auditwheel's ``load_ld_paths``: $LD_LIBRARY_PATH-like dirs, then ld.so.conf and /lib..."""
+    from auditwheel.lddtree import load_ld_paths
+    from auditwheel.libc import Libc
+
+    paths = load_ld_paths(Libc(libc))
+    return tuple(paths["env"]), tuple(paths["conf"])
+
+
+@dataclass(frozen=True)
+class Lib:
+    soname: str
+    realpath: str | None
+    in_wheel: bool
+    info: ElfInfo | None
+    needed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Tree:
+    path: str
+    info: ElfInfo
+    libc: str | None
+    needed: tuple[str, ...]
+    libraries: dict[str, Lib]
+
+
+@dataclass
+class _Search:
+    """The ldpaths dict auditwheel threads through one ``ldd`` call tree."""
+
+    env: list[tuple[bool, str]]
+    conf: list[tuple[bool, str]]
+    interp: list[tuple[bool, str]]
+    rpath: list[tuple[bool, str]]
+    runpath: list[tuple[bool, str]]
+
+
+class Files:
+    """The unpacked wheel, as auditwheel would see it on disk, plus the host's libraries."""
+
+    def __init__(self, members: Mapping[str, ElfInfo | None], host: HostLibraries) -> None:
+        self.members = members
+        self.host = host
+        self.dirs = {""}
+        for member in members:
+            parent = posixpath.dirname(member)
+            while parent not in self.dirs:
+                self.dirs.add(parent)
+                parent = posixpath.dirname(parent)
+
+    def is_dir(self, where: tuple[bool, str]) -> bool:
+        in_wheel, path = where
+        return path in self.dirs if in_wheel else Path(path).is_dir()
+
+    def lookup(self, where: tuple[bool, str], soname: str) -> tuple[str, bool, ElfInfo] | None:
+        in_wheel, path = where
+        if in_wheel:
+            member = posixpath.join(path, soname) if path else soname
+            info = self.members.get(member)
+            return (member, True, info) if info is not None else None
+        hit = self.host.locate(f"{path.rstrip('/')}/{soname}")
+        return (hit[0], False, hit[1]) if hit is not None else None
+
+
+def _ld_dirs(value: str | None, origin: tuple[bool, str], files: Files) -> list[tuple[bool, str]]:
+    """auditwheel's parse_ld_paths: split, expand $ORIGIN, normalise, keep existing dirs."""
+    if not value:
+        return []
+    out: list[tuple[bool, str]] = []
+    in_wheel, origin_dir = origin
+    for entry in value.split(":"):
+        if entry == "":
+            where = (True, "")  # the current directory: auditwheel works in the unpacked wheel
+        elif _ORIGIN_RE.search(entry):
+            base = f"{_WHEEL_ROOT}/{origin_dir}" if in_wheel else origin_dir
+            where = _split_root(posixpath.normpath(_ORIGIN_RE.sub(base, entry)))
+        else:
+            where = (False, posixpath.normpath("/" + entry).replace("//", "/"))
+        if where not in out and files.is_dir(where):
+            out.append(where)
+    return out
+
+
+def _split_root(path: str) -> tuple[bool, str]:
+    if path == _WHEEL_ROOT:
+        return True, ""
+    if path.startswith(_WHEEL_ROOT + "/"):
+        return True, path[len(_WHEEL_ROOT) + 1 :]
+    if path.startswith("/\0"):
+        return False, "/nonexistent" + path[2:].replace("\0", "")
+    # Escaped the unpacked wheel: a temporary directory's parents, which hold nothing.
+    return False, "/nonexistent/" + path.lstrip("/")
+
+
+def _tree_libc(info: ElfInfo, needed: Sequence[str], path: str) -> str | None:
+    if info.interpreter:
+        return "musl" if posixpath.basename(info.interpreter).startswith("ld-musl-") else "glibc"
+    for soname in needed:
+        if soname.startswith(("libc.musl-", "ld-musl-")):
+            return "musl"
+        if soname == "libc.so.6" or soname.startswith(("ld-linux-", "ld64.so.")):
+            return "glibc"
+    name = posixpath.basename(path)
+    if name.endswith(("-arm-linux-musleabihf.so", "-linux-musl.so")):
+        return "musl"
+    if name.endswith(("-arm-linux-gnueabihf.so", "-linux-gnu.so")):
+        # Before Python 3.11 musl builds also said "gnu" (auditwheel's rule).
+        soabi = name[: -len(".so")].split(".")[-1].split("-")
+        modern = len(soabi) > 1 and any(soabi[1].startswith(f"3{m}") for m in range(11, 100))
+        if soabi[0] == "cpython" and modern:
+            return "glibc"
+    return None
+
+
+def ldd(
+    path: str,
+    info: ElfInfo,
+    files: Files,
+    exclude: Callable[[str], bool],
+    search: _Search | None = None,
+    all_libs: dict[str, Lib] | None = None,
+    depth: int = 0,
+) -> Tree:
+    """auditwheel.lddtree.ldd over in-memory ELF data; ``path`` is a member or a host path."""
+    first = all_libs is None
+    libs: dict[str, Lib] = {} if all_libs is None else all_libs
+    in_wheel = not path.startswith("/")
+    origin = (in_wheel, posixpath.dirname(path))
+    rpaths = _ld_dirs(info.rpath, origin, files)
+    runpaths = _ld_dirs(info.runpath, origin, files)
+    if runpaths:
+        rpaths = []
+    libc = _tree_libc(info, info.needed, path) if first else None
+    if search is None:
+        search = _root_search(info, libc, rpaths, runpaths, libs)
+    # auditwheel's order, the first ELF's RPATH and RUNPATH included for every dependency.
+    dirs = [
+        *search.rpath,
+        *rpaths,
+        *runpaths,
+        *search.env,
+        *search.runpath,
+        *search.conf,
+        *search.interp,
+    ]
+    needed: list[str] = []
+    for soname in info.needed:
+        if exclude(soname):
+            continue
+        needed.append(soname)
+        if soname in libs:
+            continue
+        if LIBPYTHON_RE.match(soname) or depth >= _MAX_DEPTH:
+            libs[soname] = Lib(soname, None, False, None)
+            continue
+        found = _find(files, info, soname, dirs)
+        if found is None:
+            libs[soname] = Lib(soname, None, False, None)
+            continue
+        real, lib_in_wheel, lib_info = found
+        libs[soname] = Lib(soname, real, lib_in_wheel, lib_info)
+        dep = ldd(real, lib_info, files, exclude, search, libs, depth + 1)
+        libs[soname] = Lib(soname, real, lib_in_wheel, lib_info, dep.needed)
+    return Tree(path, info, libc, tuple(needed), libs)
+
+
+def _root_search(
+    info: ElfInfo,
+    libc: str | None,
+    rpaths: list[tuple[bool, str]],
+    runpaths: list[tuple[bool, str]],
+    libs: dict[str, Lib],
+) -> _Search:
+    """The search path of the tree's root, which its dependencies inherit; the interpreter the
+    root names counts as loaded."""
+    interp: list[tuple[bool, str]] = []
+    if info.interpreter:
+        interp_path = posixpath.normpath("/" + info.interpreter).replace("//", "/")
+        soname = posixpath.basename(interp_path)
+        real = os.path.realpath(interp_path)
+        libs[soname] = Lib(soname, real, False, info)
+        idir = posixpath.dirname(interp_path)
+        interp = [(False, idir), (False, posixpath.normpath("/usr" + idir))]
+    env, conf = host_search(libc or "glibc")
+    return _Search([(False, d) for d in env], [(False, d) for d in conf], interp, rpaths, runpaths)
+
+
+def _find(
+    files: Files, like: ElfInfo, soname: str, dirs: Iterable[tuple[bool, str]]
+) -> tuple[str, bool, ElfInfo] | None:
+    for where in dirs:
+        hit = files.lookup(where, soname)
+        if hit is not None and like.is_compatible(hit[2]):
+            return hit
+    return None

@@ -1,0 +1,35 @@
+"""The platform a wheel's file name claims, as auditwheel reads it (mirrors
+``auditwheel/wheeltools.py``: ``get_wheel_architecture`` and ``get_wheel_libc``)."""
+
+from __future__ import annotations
+
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+
+def wheel_platform(wheel_name: str) -> tuple[str | None, str | None, bool]:
+    """(baseline arch, libc, pure) from the file name, as auditwheel's wheeltools reads them."""
+    from auditwheel.architecture import Architecture
+
+    try:
+        _, _, _, tags = parse_wheel_filename(wheel_name)
+    except InvalidWheelFilename:
+        return None, None, False
+    platforms = sorted({t.platform for t in tags})
+    archs: set[str] = set()
+    missed, pure = False, True
+    for plat in platforms:
+        pure = pure and plat == "any"
+        if plat == "any":
+            missed = True
+            continue
+        hits = {a.baseline.value for a in Architecture if plat.endswith(f"_{a.value}")}
+        archs |= hits
+        missed = missed or not hits
+    arch = archs.pop() if len(archs) == 1 and not missed else None
+    libcs = {
+        libc
+        for plat in platforms
+        for prefix, libc in (("manylinux", "glibc"), ("musllinux", "musl"), ("android", "android"))
+        if plat.startswith(prefix)
+    }
+    return arch, (libcs.pop() if len(libcs) == 1 else None), pure and not archs
