@@ -200,11 +200,13 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def lint(session: nox.Session) -> None:
-    """Lint and check formatting with ruff (ruff check, ruff format --check)."""
+    """Lint and check formatting with ruff; check the layers with import-linter (pyproject.toml's
+    [tool.importlinter] contracts)."""
     python = tool_python(session, dev=True)
     paths = session.posargs or ["."]
     session.run(python, "-m", "ruff", "check", *paths, external=True)
     session.run(python, "-m", "ruff", "format", "--check", *paths, external=True)
+    session.run(str(Path(python).parent / "lint-imports"), "--no-cache", external=True)
 
 
 @nox.session(venv_backend="none")

@@ -139,12 +139,7 @@ def plan_component(
     options = component.options_for(vendor)
     if tests and recipe.test:
         options.update(recipe.test.options)
-    # Only what this component uses from preflight goes into its defines and its key.
-    own = replace(
-        host,
-        hints=host.component_hints.get(component.name, host.hints),
-        providers=host.component_providers.get(component.name, host.providers),
-    )
+    own = _own_host(host, component.name)
     vendor_defines = plugin.cmake_defines(own, stack.vendors[vendor].settings)
     env = plugin.environment(host)
     deps = recipe.depends_for(vendor)
@@ -153,10 +148,8 @@ def plan_component(
         for p in recipe.patches_for(vendor)
     )
     key_inputs = _key_inputs(
-        stack, component, vendor, own, inputs, options, vendor_defines, env, done, tests
+        stack, component, vendor, own, inputs, options, vendor_defines, env, done, tests, patches
     )
-    if patches:  # absent when there are none, so that unpatched keys stay as they were
-        key_inputs["patches"] = [[p.name, p.sha256] for p in patches]
     key = hash_inputs(key_inputs)
     source = component.source_for(vendor)
     source_dir, build_dir = _directories(component.name, vendor, source, key, layout)
@@ -189,6 +182,16 @@ def plan_component(
     )
 
 
+def _own_host(host: HostFacts, name: str) -> HostFacts:
+    """The host as component ``name`` sees it: only the provider fingerprints and hints it uses
+    go into its defines and its key."""
+    return replace(
+        host,
+        hints=host.component_hints.get(name, host.hints),
+        providers=host.component_providers.get(name, host.providers),
+    )
+
+
 def _key_inputs(
     stack: Stack,
     component: Component,
@@ -200,6 +203,7 @@ def _key_inputs(
     env: Mapping[str, str],
     done: Mapping[str, ComponentPlan],
     tests: bool,
+    patches: tuple[PlannedPatch, ...],
 ) -> dict[str, Any]:
     """Everything that can change what the component's build produces (``own``: the host as
     this component sees it, with its own provider fingerprints)."""
@@ -225,6 +229,8 @@ def _key_inputs(
     }
     if recipe.python:
         key_inputs["python"] = [own.python, own.soabi, own.pybind11_version]
+    if patches:  # absent when there are none, so that unpatched keys stay as they were
+        key_inputs["patches"] = [[p.name, p.sha256] for p in patches]
     return key_inputs
 
 

@@ -339,6 +339,7 @@ def check(
         constraints=wanted,
         tool_scripts=_tool_scripts(),
         shared_cxx_runtime=stack.cxx_runtime == "shared",
+        places=get_vendor(vendor).places,
         cache=cache,
     )
     results = run_providers(providers, ctx)

@@ -18,8 +18,16 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from builder.providers.probe import ComponentNeeds, ProbeContext, Purpose, PythonFacts, Selection
+from builder.providers.probe import (
+    ComponentNeeds,
+    Places,
+    ProbeContext,
+    Purpose,
+    PythonFacts,
+    Selection,
+)
 from builder.providers.search import index_distributions
+from builder.vendors import get as get_vendor
 
 HAVE_GCC = shutil.which("gcc") is not None and shutil.which("g++") is not None
 
@@ -215,6 +223,20 @@ def cublas_wheel(site: Path, version: str = "13.1.0.3") -> Path:
 # -- probe contexts --------------------------------------------------------------------------------
 
 
+def vendor_of(options: Mapping[str, Mapping[str, str]]) -> str:
+    """The vendor per-component options build for (WITH_THEAD before WITH_NVIDIA: the PPU SDK
+    is CUDA-compatible, and InfiniOps takes WITH_NVIDIA for it)."""
+    switches = {k for opts in options.values() for k, v in opts.items() if v == "ON"}
+    for switch, vendor in (
+        ("WITH_THEAD", "thead"),
+        ("WITH_MOORE", "moore"),
+        ("WITH_NVIDIA", "nvidia"),
+    ):
+        if switch in switches:
+            return vendor
+    return "cpu"
+
+
 def context(
     *,
     env: Mapping[str, str] | None = None,
@@ -223,11 +245,14 @@ def context(
     purpose: Purpose = "build",
     constraints: Mapping[str, str] | None = None,
     cuda_architectures: Sequence[str] = (),
+    places: Places | None = None,
 ) -> ProbeContext:
     """A ProbeContext over a controlled environment and import path (nothing of this host's
-    site-packages unless given)."""
+    site-packages unless given); the toolkit places are those of the vendor the options build
+    for, unless given."""
     components = {name: ComponentNeeds(options=opts) for name, opts in (options or {}).items()}
     return ProbeContext(
+        places=places if places is not None else get_vendor(vendor_of(options or {})).places,
         env=dict(env or {"PATH": "/usr/bin:/bin"}),
         python=PythonFacts(
             executable=sys.executable,

@@ -37,14 +37,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from builder import __version__
 from builder.core import proc
 from builder.core.errors import BuildError, UsageError
-from builder.manifest.model import GitSource, Source, WheelSpec
 from wheels.elf import ELF_MAGIC, ElfError, HostLibraries, build_id_span, dynamic
 from wheels.loading import installed_copy, site_dirs, stranded_needs
 from wheels.naming import EXTENSION_NAME, WheelName
 from wheels.policy import DistLib
+from wheels.spec import WheelSpec
 
 DEFAULT_EPOCH = 315532800  # 1980-01-01, the earliest time a zip member can carry
 EPOCH_ENV = "SOURCE_DATE_EPOCH"
@@ -58,6 +57,7 @@ class WheelInputs:
     supplied: Mapping[str, DistLib]  # soname -> the distribution that supplies it
     epoch: int = DEFAULT_EPOCH
     extra_files: Mapping[str, bytes] | None = None  # dist-info relative path -> bytes
+    generator: str = "infini-stack"  # the WHEEL file's Generator: the tool and its version
 
 
 @dataclass(frozen=True)
@@ -300,7 +300,7 @@ def metadata(inputs: WheelInputs, requires: Iterable[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def wheel_file(name: WheelName) -> str:
+def wheel_file(name: WheelName, generator: str = "infini-stack") -> str:
     """The WHEEL file; a compressed tag set (``manylinux_2_17_x86_64.manylinux2014_x86_64``)
     gets one ``Tag:`` line per tag."""
     tags = [
@@ -309,10 +309,8 @@ def wheel_file(name: WheelName) -> str:
         for abi in name.abi_tag.split(".")
         for plat in name.platform_tag.split(".")
     ]
-    return (
-        "Wheel-Version: 1.0\n"
-        f"Generator: infini-stack {__version__}\n"
-        "Root-Is-Purelib: false\n" + "".join(f"{tag}\n" for tag in tags)
+    return f"Wheel-Version: 1.0\nGenerator: {generator}\nRoot-Is-Purelib: false\n" + "".join(
+        f"{tag}\n" for tag in tags
     )
 
 
@@ -331,7 +329,7 @@ def pack(root: Path, inputs: WheelInputs, requires: list[str], target: Path) -> 
             members.append((path.relative_to(root).as_posix(), path.read_bytes(), executable))
     meta = {
         "METADATA": metadata(inputs, requires).encode(),
-        "WHEEL": wheel_file(inputs.name).encode(),
+        "WHEEL": wheel_file(inputs.name, inputs.generator).encode(),
         **(inputs.extra_files or {}),
     }
     members += [(f"{dist_info}/{k}", v, False) for k, v in sorted(meta.items())]
@@ -386,23 +384,3 @@ def wheel_epoch(env: Mapping[str, str], commit_times: Iterable[int | None]) -> i
         return max(int(value), DEFAULT_EPOCH)
     known = [t for t in commit_times if t is not None]
     return max([DEFAULT_EPOCH, *known])
-
-
-def commit_time(source: Source, git_dir: Path | None) -> int | None:
-    """A git pin's committer time (from ``git_dir``, the bare cache); for a path source inside a
-    git work tree, the committer time of the last commit touching it; otherwise None."""
-    if proc.which("git") is None:
-        return None
-    if isinstance(source, GitSource):
-        if git_dir is None or not git_dir.exists():
-            return None
-        argv = ["git", "--git-dir", str(git_dir), "log", "-1", "--format=%ct", source.rev]
-        cwd = None
-    else:
-        if not source.path.is_dir():
-            return None
-        argv = ["git", "log", "-1", "--format=%ct", "--", "."]
-        cwd = source.path
-    result = proc.run(argv, cwd=cwd, check=False, timeout=60, env={**os.environ, "LC_ALL": "C"})
-    text = result.output.strip()
-    return int(text) if result.returncode == 0 and text.isdigit() else None

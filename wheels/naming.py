@@ -68,16 +68,10 @@ def wheel_name(
     )
 
 
-_LOCAL_VENDORS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^cpu"), "cpu"),
-    (re.compile(r"^(cu\d+|cuda)"), "nvidia"),
-    (re.compile(r"^musa"), "moore"),
-    (re.compile(r"^ppu"), "thead"),
-)
-
-
 def vendor_of_local(version: str) -> str | None:
     """Which vendor a version's local part names (``+cpu``, ``+cu130``/``+cuda``, ``+musa40``,
-    ``+ppu12``); None when it names none."""
-    local = version.partition("+")[2].lower()
-    return next((vendor for pattern, vendor in _LOCAL_VENDORS if pattern.match(local)), None)
+    ``+ppu12``: each vendor's pattern in wheels/policy/vendors.json); None when it names none."""
+    from wheels.policy import vendor_of_local as by_local
+
+    local = version.partition("+")[2]
+    return by_local(local) if local else None

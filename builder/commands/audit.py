@@ -47,13 +47,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from builder.core.layout import default_home
+    from builder.vendors import canonical_name
     from wheels.audit import audit_wheel, default_cache_dir, infer_vendor
     from wheels.audit_report import render_text, to_json
     from wheels.policy import load_vendor_policy
 
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    fixed = load_vendor_policy(args.vendor) if args.vendor else None
+    fixed = load_vendor_policy(canonical_name(args.vendor)) if args.vendor else None
     cache_dir = (
         None if args.no_cache else (args.cache_dir or default_cache_dir(default_home(os.environ)))
     )

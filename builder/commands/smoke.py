@@ -30,7 +30,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    results = [smoke(wheel, args.vendor) for wheel in args.wheels]
+    from builder.vendors import canonical_name
+
+    vendor = canonical_name(args.vendor) if args.vendor else None
+    results = [smoke(wheel, vendor) for wheel in args.wheels]
     if args.json:
         print_json([r.to_json() for r in results])
     else:

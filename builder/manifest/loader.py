@@ -25,11 +25,11 @@ from builder.manifest.model import (
     Stack,
     VendorConfig,
     VendorOverride,
-    WheelSpec,
 )
 from builder.manifest.recipes import load_recipe
 from builder.manifest.schema import Doc, Key, Problems, Reader, load_doc, unknown_message
 from builder.vendors.base import VendorSettings
+from wheels.spec import WheelSpec
 
 MANIFEST_ENV = "INFINI_STACK_MANIFEST"
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from builder.vendors.base import VendorSettings
+from wheels.spec import WheelSpec
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,20 +140,6 @@ class VendorConfig:
     linked: tuple[Path, ...] = ()  # files declaring linked providers (builder.providers.linked)
     ci: CiSettings = field(default_factory=CiSettings)
     check: Path | None = None  # the runtime check run against the installed wheel
-
-
-@dataclass(frozen=True, kw_only=True)
-class WheelSpec:
-    name: str
-    version: str
-    component: str  # whose install tree holds the Python packages
-    python_dir: str  # relative to that component's prefix
-    packages: tuple[str, ...]
-    library_dir: str  # inside the wheel, where bundled shared libraries go
-    bundle: tuple[str, ...]  # components whose lib/*.so* are bundled
-    requires: tuple[str, ...]
-    requires_python: str
-    summary: str
 
 
 @dataclass(frozen=True, kw_only=True)

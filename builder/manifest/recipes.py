@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -45,30 +46,76 @@ def load_recipe(
         r.error((), "a recipe must be a mapping")
         return None
     r.check_keys((), RECIPE_KEYS)
-    vendors: dict[str, dict[str, str]] = {}
-    vendor_depends: dict[str, tuple[str, ...]] = {}
-    vendor_patches: dict[str, tuple[Patch, ...]] = {}
     patch_dir = path.parent / path.stem  # components/<name>/ beside components/<name>.yaml
+    vendors = _vendors(r, patch_dir)
+    project, source_var = _project(r, path)
+    recipe = Recipe(
+        name=name,
+        file=path.resolve(),
+        description=r.string(("description",), default="") or "",
+        cmake_minimum=_cmake_minimum(r),
+        depends=r.strings(("depends",)),
+        options=_options(r),
+        dependency_vars=_dependency_vars(r),
+        python=r.boolean(("python",)),
+        vendors=vendors.options,
+        outputs=r.strings(("outputs",)),
+        test=_read_test(r),
+        project=project,
+        source_var=source_var,
+        submodules=_submodules(r),
+        vendor_depends=vendors.depends,
+        patches=_patches(r, ("patches",), patch_dir),
+        vendor_patches=vendors.patches,
+    )
+    return recipe, doc
+
+
+@dataclass
+class _Vendors:
+    options: dict[str, dict[str, str]] = field(default_factory=dict)
+    depends: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    patches: dict[str, tuple[Patch, ...]] = field(default_factory=dict)
+
+
+def _vendors(r: Reader, patch_dir: Path) -> _Vendors:
+    """``vendors:``: the vendors the recipe supports, each with its options, extra
+    dependencies and patches."""
+    out = _Vendors()
     for raw in r.mapping(("vendors",), required=True):
         if not vendor_registry.is_known(raw):
             known = list(vendor_registry.REGISTRY)
             r.error(("vendors", raw), unknown_message("vendor", raw, known), on_key=True)
             continue
         r.check_keys(("vendors", raw), RECIPE_VENDOR_KEYS)
-        vendors[vendor_registry.canonical_name(raw)] = r.cmake_options(("vendors", raw, "options"))
+        vendor = vendor_registry.canonical_name(raw)
+        out.options[vendor] = r.cmake_options(("vendors", raw, "options"))
         if extra := r.strings(("vendors", raw, "depends")):
-            vendor_depends[vendor_registry.canonical_name(raw)] = extra
+            out.depends[vendor] = extra
         if own := _patches(r, ("vendors", raw, "patches"), patch_dir):
-            vendor_patches[vendor_registry.canonical_name(raw)] = own
+            out.patches[vendor] = own
+    return out
+
+
+def _cmake_minimum(r: Reader) -> str:
     minimum = r.string(("cmake_minimum",), default="3.18") or "3.18"
     try:
         Version(minimum)
     except InvalidVersion:
         r.error(("cmake_minimum",), f"'{minimum}' is not a version")
+    return minimum
+
+
+def _options(r: Reader) -> dict[str, str]:
     options = r.cmake_options(("options",))
     for var in options:
         if not CMAKE_VAR_RE.match(var):
             r.error(("options", var), f"'{var}' is not a CMake variable name", on_key=True)
+    return options
+
+
+def _project(r: Reader, path: Path) -> tuple[Path | None, str | None]:
+    """A wrapper CMake project beside the recipe, and the variable that names the sources."""
     project_raw = r.string(("project",))
     project = (path.parent / project_raw).resolve() if project_raw else None
     if project is not None and not (project / "CMakeLists.txt").is_file():
@@ -76,26 +123,7 @@ def load_recipe(
     source_var = r.string(("source_var",))
     if project is not None and not source_var:
         r.error(("project",), "a recipe with 'project' must name its 'source_var'")
-    recipe = Recipe(
-        name=name,
-        file=path.resolve(),
-        description=r.string(("description",), default="") or "",
-        cmake_minimum=minimum,
-        depends=r.strings(("depends",)),
-        options=options,
-        dependency_vars=_dependency_vars(r),
-        python=r.boolean(("python",)),
-        vendors=vendors,
-        outputs=r.strings(("outputs",)),
-        test=_read_test(r),
-        project=project,
-        source_var=source_var,
-        submodules=_submodules(r),
-        vendor_depends=vendor_depends,
-        patches=_patches(r, ("patches",), patch_dir),
-        vendor_patches=vendor_patches,
-    )
-    return recipe, doc
+    return project, source_var
 
 
 def _patches(r: Reader, key: Key, base: Path) -> tuple[Patch, ...]:

@@ -17,8 +17,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from builder import __version__
+from builder.core import proc
 from builder.core.errors import AuditError, UsageError
-from builder.manifest.model import GitSource
+from builder.manifest.model import GitSource, Source
 from builder.pipeline.build import build_plan, launcher_for
 from builder.pipeline.context import (
     Context,
@@ -34,7 +36,6 @@ from wheels.assemble import (
     Finisher,
     WheelInputs,
     build_wheel,
-    commit_time,
     pack,
     wheel_epoch,
 )
@@ -97,6 +98,7 @@ def wheel_inputs(ctx: Context, plan: Plan, epoch: int) -> WheelInputs:
         prefixes={c.name: c.prefix for c in plan.components},
         supplied=supplied_libraries(ctx.vendor),
         epoch=epoch,
+        generator=f"infini-stack {__version__}",
     )
 
 
@@ -254,3 +256,26 @@ def built_sbom(stack: StackRequest, selection: PlanRequest) -> str:
         root = Path(tmp)
         requires = stage(inputs, root)  # exactly what the wheel would carry
         return sbom.document(plan, inputs, root, requires)
+
+
+# --- the epoch ----------------------------------------------------------------------------------
+
+
+def commit_time(source: Source, git_dir: Path | None) -> int | None:
+    """A git pin's committer time (from ``git_dir``, the bare cache); for a path source inside a
+    git work tree, the committer time of the last commit touching it; otherwise None."""
+    if proc.which("git") is None:
+        return None
+    if isinstance(source, GitSource):
+        if git_dir is None or not git_dir.exists():
+            return None
+        argv = ["git", "--git-dir", str(git_dir), "log", "-1", "--format=%ct", source.rev]
+        cwd = None
+    else:
+        if not source.path.is_dir():
+            return None
+        argv = ["git", "log", "-1", "--format=%ct", "--", "."]
+        cwd = source.path
+    result = proc.run(argv, cwd=cwd, check=False, timeout=60, env={**os.environ, "LC_ALL": "C"})
+    text = result.output.strip()
+    return int(text) if result.returncode == 0 and text.isdigit() else None

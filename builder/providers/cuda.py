@@ -34,7 +34,6 @@ from builder.providers.probe import (
     Rule,
     unusable,
 )
-from builder.vendors.places import CUDA_DEFAULTS, CUDA_ENV_VARS
 
 # Upstream's order (CMake's CUDAToolkit hints): CUDA_HOME, CUDA_PATH, /usr/local/cuda, nvcc on PATH.
 _RELEASE = re.compile(r"release (\d+\.\d+)")
@@ -44,11 +43,9 @@ CUDA_OPTIONS = ("WITH_NVIDIA", "INFINILM_WITH_CUDA")
 # -- the toolkit: nvcc -----------------------------------------------------------------------------
 
 
-def toolkit_candidates(
-    ctx: ProbeContext, env_vars: Sequence[str], defaults: Sequence[str], *, path: bool = True
-) -> Iterator[Candidate]:
-    yield from search.env_dirs(ctx, env_vars)
-    yield from search.default_dirs(defaults)
+def toolkit_candidates(ctx: ProbeContext, *, path: bool = True) -> Iterator[Candidate]:
+    """The vendor's toolkit places (its plugin's), then an nvcc on PATH."""
+    yield from search.place_dirs(ctx, ctx.places)
     if path:
         for nvcc in search.on_path(ctx, ("nvcc",)):
             yield Candidate(path=_root_of(nvcc.path), origin="PATH", extra={"nvcc": nvcc.path})
@@ -126,7 +123,7 @@ CUDA = Provider(
     what="CUDA toolkit (nvcc)",
     needed_for=BUILD,
     rules=(Rule(options=CUDA_OPTIONS),),
-    candidates=lambda ctx, deps: toolkit_candidates(ctx, CUDA_ENV_VARS, CUDA_DEFAULTS),
+    candidates=lambda ctx, deps: toolkit_candidates(ctx),
     read=_read_cuda,
     hint="install the CUDA toolkit (NVIDIA's apt repository: cuda-toolkit-13-0) at "
     "/usr/local/cuda, or set CUDA_HOME to it",
@@ -494,4 +491,4 @@ NVIDIA_PROVIDERS: tuple[Provider, ...] = (
     CUDA_DRIVER,
     NVIDIA_SMI,
 )
-__all__ = ["CUDA_DEFAULTS", "CUDA_ENV_VARS", "NVIDIA_PROVIDERS", "device_tool"]
+__all__ = ["NVIDIA_PROVIDERS", "device_tool"]

@@ -38,7 +38,6 @@ from builder.providers.probe import (
     Rule,
     unusable,
 )
-from builder.vendors.places import MUSA_DEFAULTS, MUSA_ENV_VARS
 
 UPSTREAM = frozenset({"infinirt", "infiniops", "infiniccl", "infinilm"})
 MOORE_RULE = Rule(names=UPSTREAM, options=("WITH_MOORE",))
@@ -66,8 +65,7 @@ def toolkits_version(text: str) -> str | None:
 
 
 def _musa_candidates(ctx: ProbeContext, deps: Deps) -> Iterator[Candidate]:
-    yield from search.env_dirs(ctx, MUSA_ENV_VARS)
-    yield from search.default_dirs(MUSA_DEFAULTS)
+    yield from search.place_dirs(ctx, ctx.places)
     for mcc in search.on_path(ctx, ("mcc",)):
         yield Candidate(path=mcc.path.resolve().parent.parent, origin="PATH")
 
@@ -214,4 +212,4 @@ MOORE_PROVIDERS: tuple[Provider, ...] = (
     TORCH_MUSA,
     MTHREADS_GMI,
 )
-__all__ = ["MOORE_PROVIDERS", "MUSA_DEFAULTS", "MUSA_ENV_VARS", "mcc_version"]
+__all__ = ["MOORE_PROVIDERS", "mcc_version"]

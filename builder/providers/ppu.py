@@ -25,17 +25,13 @@ from builder.providers.probe import (
     Rule,
     unusable,
 )
-from builder.vendors.places import PPU_DEFAULTS, PPU_DERIVED, PPU_ENV_VARS
 
 UPSTREAM = frozenset({"infinirt", "infiniops", "infiniccl", "infinilm"})
 THEAD_RULE = Rule(names=UPSTREAM, options=("WITH_THEAD", "WITH_NVIDIA", "INFINILM_WITH_CUDA"))
 
 
 def _sdk_candidates(ctx: ProbeContext, deps: Deps) -> Iterator[Candidate]:
-    yield from search.env_dirs(ctx, PPU_ENV_VARS)
-    for var, sub in PPU_DERIVED.items():
-        yield from search.env_dirs(ctx, (var,), sub)
-    yield from search.default_dirs(PPU_DEFAULTS)
+    yield from search.place_dirs(ctx, ctx.places)
 
 
 def sdk_root(ctx: ProbeContext, cuda_root: Path) -> Path:

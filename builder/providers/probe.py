@@ -136,6 +136,17 @@ class PythonFacts:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Places:
+    """Where a vendor's toolkit is looked for, in upstream's order: environment variables, then
+    variables naming a directory it sits in (``PPU_SDK_ROOT`` -> ``CUDA_SDK``), then defaults.
+    Each vendor plugin holds its own; preflight hands them to the probes."""
+
+    env: tuple[str, ...] = ()
+    derived: Mapping[str, str] = field(default_factory=dict)  # variable -> subdirectory
+    defaults: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
 class ProbeContext:
     """Everything a probe may look at; nothing else (no os.environ, no sys.path)."""
 
@@ -148,6 +159,7 @@ class ProbeContext:
     cuda_architectures: tuple[str, ...] = ()
     constraints: Mapping[str, str] = field(default_factory=dict)  # provider -> specifier
     shared_cxx_runtime: bool = False  # the stack's libraries exchange C++ types
+    places: Places = field(default_factory=Places)  # the vendor's toolkit discovery places
     cache: Path | None = None  # where probes keep what they found (keyed by program stat)
 
     def getenv(self, name: str) -> str | None:

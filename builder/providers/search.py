@@ -13,7 +13,7 @@ from pathlib import Path
 
 from builder.core import proc
 from builder.core.errors import StackError
-from builder.providers.probe import Candidate, ProbeContext
+from builder.providers.probe import Candidate, Places, ProbeContext
 
 TOOL_TIMEOUT = 20.0
 _DEFAULT_LIB_DIRS = (
@@ -40,6 +40,14 @@ def env_dirs(ctx: ProbeContext, names: Sequence[str], sub: str = "") -> Iterator
         if value:
             path = Path(value) / sub if sub else Path(value)
             yield Candidate(path=path, origin=f"${name}/{sub}" if sub else name)
+
+
+def place_dirs(ctx: ProbeContext, places: Places) -> Iterator[Candidate]:
+    """A vendor's toolkit places, in order: its variables, derived ones, its defaults."""
+    yield from env_dirs(ctx, places.env)
+    for var, sub in places.derived.items():
+        yield from env_dirs(ctx, (var,), sub)
+    yield from default_dirs(places.defaults)
 
 
 def default_dirs(paths: Iterable[str | Path], origin: str = "default path") -> Iterator[Candidate]:

@@ -327,6 +327,13 @@ class Fetcher:
                 owner, tree / sub.path, sub_cache, sub_source, None, f"{prefix}{sub.path}/"
             )
 
+    def _verify_patched(self, name: str, tree: Path) -> None:
+        if problem := patches.changed(tree, git_env(self.mirrors)):
+            raise SourceError(
+                f"patched source tree of component '{name}' changed underneath: {problem} ({tree})",
+                hint=f"remove {tree} to check it out and patch it again",
+            )
+
     def verify(
         self,
         name: str,
@@ -351,12 +358,7 @@ class Fetcher:
                 hint=f"remove {tree} to check it out again",
             )
         if patched:
-            if problem := patches.changed(tree, git_env(self.mirrors)):
-                raise SourceError(
-                    f"patched source tree of component '{name}' changed underneath: {problem} "
-                    f"({tree})",
-                    hint=f"remove {tree} to check it out and patch it again",
-                )
+            self._verify_patched(name, tree)
             return
         status = self._git(
             [

@@ -1,31 +1,42 @@
-"""Vendor plugins behind one Protocol, and the registry that maps names and aliases to them."""
+"""Vendor plugins behind one Protocol, and the registry that maps names and aliases to them.
+
+A vendor is its plugin module here (``builder/vendors/<name>.py``, exporting ``PLUGIN``: its
+provider table, toolkit places, CMake switches, wheel local version, device command) and its
+data entry in ``wheels/policy/vendors.json`` (aliases, local-version pattern, what its wheels
+may take from the machine or other distributions). The registry lists the vendors the data
+names; adding one touches its module and its data entry.
+"""
 
 from __future__ import annotations
 
 import difflib
+import importlib
 
 from builder.core.errors import UsageError
 from builder.core.host import HostFacts
 from builder.vendors.base import Vendor
-from builder.vendors.cpu import CPU
-from builder.vendors.moore import MOORE
-from builder.vendors.nvidia import NVIDIA
-from builder.vendors.thead import THEAD
+from wheels import policy
 
-_PLUGINS: tuple[Vendor, ...] = (CPU, NVIDIA, MOORE, THEAD)
-REGISTRY: dict[str, Vendor] = {v.name: v for v in _PLUGINS}
-ALIASES: dict[str, str] = {alias: v.name for v in REGISTRY.values() for alias in v.aliases}
+
+def _plugin(name: str) -> Vendor:
+    plugin: Vendor = importlib.import_module(f"builder.vendors.{name}").PLUGIN
+    assert plugin.name == name, f"builder/vendors/{name}.py is the plugin of {plugin.name}"
+    return plugin
+
+
+REGISTRY: dict[str, Vendor] = {name: _plugin(name) for name in policy.vendor_names()}
+ALIASES: dict[str, str] = {
+    alias: name for name in REGISTRY for alias in policy.load_vendor_policy(name).aliases
+}
 
 
 def canonical_name(name: str) -> str:
     """``ali`` -> ``thead``; raises UsageError with a suggestion for an unknown name."""
-    key = name.strip().lower()
-    if key in REGISTRY:
-        return key
-    if key in ALIASES:
-        return ALIASES[key]
+    found = policy.canonical_vendor(name)
+    if found is not None:
+        return found
     known = sorted([*REGISTRY, *ALIASES])
-    close = difflib.get_close_matches(key, known, n=1)
+    close = difflib.get_close_matches(name.strip().lower(), known, n=1)
     hint = f"did you mean '{close[0]}'?" if close else f"known vendors: {', '.join(known)}"
     raise UsageError(f"unknown vendor '{name}'", hint=hint)
 
@@ -35,8 +46,7 @@ def get(name: str) -> Vendor:
 
 
 def is_known(name: str) -> bool:
-    key = name.strip().lower()
-    return key in REGISTRY or key in ALIASES
+    return policy.canonical_vendor(name) is not None
 
 
 __all__ = ["ALIASES", "REGISTRY", "HostFacts", "Vendor", "canonical_name", "get", "is_known"]

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from builder.core.host import HostFacts
-    from builder.providers.probe import Provider
+    from builder.providers.probe import Places, Provider
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,10 +24,12 @@ class Vendor(Protocol):
     def name(self) -> str: ...
 
     @property
-    def aliases(self) -> tuple[str, ...]: ...
+    def description(self) -> str: ...
 
     @property
-    def description(self) -> str: ...
+    def places(self) -> Places:
+        """Where its toolkit is looked for; preflight's probes read them (ProbeContext.places)."""
+        ...
 
     @property
     def device_command(self) -> tuple[str, ...]:

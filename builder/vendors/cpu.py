@@ -6,19 +6,24 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from builder.core.host import HostFacts
+from builder.providers.probe import Places
 from builder.vendors.base import VendorSettings
 
 if TYPE_CHECKING:
     from builder.providers.probe import Provider
 
 
+# No toolkit to look for.
+PLACES = Places()
+
+
 @dataclass(frozen=True)
 class Cpu:
     name: str = "cpu"
-    aliases: tuple[str, ...] = ()
     description: str = "CPU only (C++17 compiler, OpenMP, MPI)"
     # Lists the vendor's devices; a runtime check runs only where it finds one.
     device_command: tuple[str, ...] = ()  # the host itself
+    places: Places = PLACES
 
     def providers(self) -> tuple[Provider, ...]:
         from builder.providers.common import TOOLS
@@ -36,4 +41,4 @@ class Cpu:
         return settings.local_version or "cpu"
 
 
-CPU = Cpu()
+PLUGIN = Cpu()

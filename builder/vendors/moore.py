@@ -6,22 +6,23 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from builder.core.host import HostFacts
+from builder.providers.probe import Places
 from builder.vendors.base import VendorSettings
-from builder.vendors.places import MUSA_DEFAULTS, MUSA_ENV_VARS
 
 if TYPE_CHECKING:
     from builder.providers.probe import Provider
 
-__all__ = ["MOORE", "MUSA_DEFAULTS", "MUSA_ENV_VARS"]
+# Where the toolkit is looked for, in upstream's order (preflight's probes read these).
+PLACES = Places(env=("MUSA_ROOT", "MUSA_HOME", "MUSA_PATH"), defaults=("/usr/local/musa",))
 
 
 @dataclass(frozen=True)
 class Moore:
     name: str = "moore"
-    aliases: tuple[str, ...] = ("musa", "mthreads")
     description: str = "Moore Threads GPUs through MUSA"
     # Lists the vendor's devices; a runtime check runs only where it finds one.
     device_command: tuple[str, ...] = ("mthreads-gmi", "-L")
+    places: Places = PLACES
 
     def providers(self) -> tuple[Provider, ...]:
         from builder.providers.common import TOOLS
@@ -31,11 +32,11 @@ class Moore:
         return (*TOOLS, *CPU_PROVIDERS, *MOORE_PROVIDERS)
 
     def cmake_defines(self, host: HostFacts, settings: VendorSettings) -> dict[str, str]:
-        root = host.toolkit.root if host.toolkit else MUSA_DEFAULTS[0]
+        root = host.toolkit.root if host.toolkit else PLACES.defaults[0]
         return {"MUSA_ROOT": str(root), **host.hints}
 
     def environment(self, host: HostFacts) -> dict[str, str]:
-        root = host.toolkit.root if host.toolkit else MUSA_DEFAULTS[0]
+        root = host.toolkit.root if host.toolkit else PLACES.defaults[0]
         return {"MUSA_ROOT": str(root), "MUSA_HOME": str(root)}
 
     def local_version(self, host: HostFacts, settings: VendorSettings) -> str:
@@ -45,4 +46,4 @@ class Moore:
         return "musa" + "".join(version.split(".")[:2]) if version else "musa"
 
 
-MOORE = Moore()
+PLUGIN = Moore()

@@ -6,22 +6,23 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from builder.core.host import HostFacts
+from builder.providers.probe import Places
 from builder.vendors.base import VendorSettings
-from builder.vendors.places import CUDA_DEFAULTS, CUDA_ENV_VARS
 
 if TYPE_CHECKING:
     from builder.providers.probe import Provider
 
-__all__ = ["CUDA_DEFAULTS", "CUDA_ENV_VARS", "NVIDIA"]
+# Where the toolkit is looked for, in upstream's order (preflight's probes read these).
+PLACES = Places(env=("CUDA_HOME", "CUDA_PATH"), defaults=("/usr/local/cuda",))
 
 
 @dataclass(frozen=True)
 class Nvidia:
     name: str = "nvidia"
-    aliases: tuple[str, ...] = ("cuda",)
     description: str = "NVIDIA GPUs through CUDA"
     # Lists the vendor's devices; a runtime check runs only where it finds one.
     device_command: tuple[str, ...] = ("nvidia-smi", "-L")  # one line per GPU
+    places: Places = PLACES
 
     def providers(self) -> tuple[Provider, ...]:
         from builder.providers.common import TOOLS
@@ -60,4 +61,4 @@ class Nvidia:
         return f"cu{major}{minor or '0'}"
 
 
-NVIDIA = Nvidia()
+PLUGIN = Nvidia()

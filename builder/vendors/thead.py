@@ -6,23 +6,28 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from builder.core.host import HostFacts
+from builder.providers.probe import Places
 from builder.vendors.base import VendorSettings
-from builder.vendors.places import PPU_DEFAULTS, PPU_DERIVED, PPU_ENV_VARS
 
 if TYPE_CHECKING:
     from builder.providers.probe import Provider
 
 DEFAULT_ARCHITECTURES = ("80",)
-__all__ = ["DEFAULT_ARCHITECTURES", "PPU_DEFAULTS", "PPU_DERIVED", "PPU_ENV_VARS", "THEAD"]
+# Where the toolkit is looked for, in upstream's order (preflight's probes read these).
+PLACES = Places(
+    env=("THEAD_CUDA_ROOT", "PPU_CUDA_ROOT"),
+    derived={"PPU_SDK_ROOT": "CUDA_SDK"},
+    defaults=("/usr/local/PPU_SDK/CUDA_SDK",),
+)
 
 
 @dataclass(frozen=True)
 class Thead:
     name: str = "thead"
-    aliases: tuple[str, ...] = ("ali", "ppu")
     description: str = "T-Head PPU through its CUDA-compatible SDK"
     # Lists the vendor's devices; a runtime check runs only where it finds one.
     device_command: tuple[str, ...] = ("ppu-smi", "-L")
+    places: Places = PLACES
 
     def providers(self) -> tuple[Provider, ...]:
         from builder.providers.common import TOOLS
@@ -32,7 +37,7 @@ class Thead:
         return (*TOOLS, *CPU_PROVIDERS, *THEAD_PROVIDERS)
 
     def cmake_defines(self, host: HostFacts, settings: VendorSettings) -> dict[str, str]:
-        root = host.toolkit.root if host.toolkit else PPU_DEFAULTS[0]
+        root = host.toolkit.root if host.toolkit else PLACES.defaults[0]
         compiler = host.toolkit.compiler if host.toolkit and host.toolkit.compiler else None
         arch = settings.cuda_architectures or DEFAULT_ARCHITECTURES
         return {
@@ -43,7 +48,7 @@ class Thead:
         }
 
     def environment(self, host: HostFacts) -> dict[str, str]:
-        root = host.toolkit.root if host.toolkit else PPU_DEFAULTS[0]
+        root = host.toolkit.root if host.toolkit else PLACES.defaults[0]
         return {"THEAD_CUDA_ROOT": str(root)}
 
     def local_version(self, host: HostFacts, settings: VendorSettings) -> str:
@@ -53,4 +58,4 @@ class Thead:
         return "ppu" + "".join(version.split(".")[:2]) if version else "ppu"
 
 
-THEAD = Thead()
+PLUGIN = Thead()

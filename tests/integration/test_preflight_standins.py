@@ -4,6 +4,7 @@ format, gcc-compiled ELF libraries with real SONAMEs, headers with version macro
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from builder.preflight import run_providers
 from builder.providers import cuda, musa, ppu, search
 from builder.providers.linked import LinkedSpec, provider
 from builder.providers.probe import Provider, ProviderResult
+from builder.vendors.moore import PLACES as MOORE_PLACES
 from tests import standins
 
 pytestmark = [
@@ -94,17 +96,17 @@ def test_standin_musa_wrong_version_fails_with_the_install_hint(
 def test_standin_musa_default_path_is_used_when_no_env_var_is_set(
     musa_roots: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(musa, "MUSA_DEFAULTS", (str(musa_roots["4.3"]),))
-    result = probe((musa.MUSA,), env={"PATH": "/usr/bin"}, options=MOORE)["musa"]
+    places = replace(MOORE_PLACES, defaults=(str(musa_roots["4.3"]),))
+    result = probe((musa.MUSA,), env={"PATH": "/usr/bin"}, options=MOORE, places=places)["musa"]
     assert result.status == "found" and result.origin == "default path"
 
 
 def test_standin_musa_env_var_pointing_at_nothing_is_skipped_and_said(
     musa_roots: dict[str, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(musa, "MUSA_DEFAULTS", (str(musa_roots["4.3"]),))
+    places = replace(MOORE_PLACES, defaults=(str(musa_roots["4.3"]),))
     env = {"PATH": "/usr/bin", "MUSA_ROOT": str(tmp_path / "nothing")}
-    result = probe((musa.MUSA,), env=env, options=MOORE)["musa"]
+    result = probe((musa.MUSA,), env=env, options=MOORE, places=places)["musa"]
     assert result.status == "found" and result.origin == "default path"
     assert f"skipped {tmp_path / 'nothing'} [MUSA_ROOT]: does not exist" in result.details
 

@@ -5,26 +5,28 @@ from __future__ import annotations
 
 import json
 from importlib import resources
+from pathlib import Path
 
 import pytest
 
 from builder.core.errors import StackError, UsageError
 from wheels.policy import (
-    VENDORS,
     TagVerdict,
     _parse,
     _vendor_from,
     is_python_api,
     load_vendor_policy,
     manylinux_policies,
+    vendor_names,
+    vendor_of_local,
 )
 
 
 def test_vendors_json_has_exactly_the_four_vendors_in_the_agreed_format() -> None:
     raw = json.loads(resources.files("wheels").joinpath("policy/vendors.json").read_text())
-    assert sorted(raw) == sorted(VENDORS)
+    assert list(raw) == list(vendor_names()) == ["cpu", "nvidia", "moore", "thead"]
     for vendor, entry in raw.items():
-        assert set(entry) == {"external", "distributions"}, vendor
+        assert set(entry) == {"aliases", "local", "external", "distributions"}, vendor
         assert all(isinstance(p, str) for p in entry["external"])
         for soname, lib in entry["distributions"].items():
             assert {"distribution", "dir"} <= set(lib) <= {"distribution", "dir", "import"}, soname
@@ -78,9 +80,39 @@ def test_flash_attn_extension_is_supplied_from_the_top_of_site_packages() -> Non
 
 
 def test_alias_ali_loads_the_thead_policy_and_unknown_vendor_is_a_usage_error() -> None:
+    from builder.vendors import canonical_name
+
     assert load_vendor_policy("ali").name == "thead"
-    with pytest.raises(UsageError):
+    assert load_vendor_policy("NVIDIA").name == "nvidia"
+    with pytest.raises(KeyError):
         load_vendor_policy("nvidai")
+    with pytest.raises(UsageError, match="unknown vendor 'nvidai'"):
+        canonical_name("nvidai")  # the registry's error, with a suggestion, for the CLI
+
+
+def test_every_vendor_plugin_makes_local_versions_its_data_entry_recognises() -> None:
+    """One vendor, two halves: the plugin names its wheels, the data entry reads them back."""
+    from builder.core.host import HostFacts, Toolkit
+    from builder.vendors import REGISTRY
+    from builder.vendors.base import VendorSettings
+
+    for name, plugin in REGISTRY.items():
+        for version in (None, "13.0", "4.3.1"):
+            toolkit = (
+                Toolkit(root=Path("/x"), compiler=None, version=version, found=True, source="test")
+                if version
+                else None
+            )
+            host = HostFacts(
+                python="py",
+                python_version="3.11",
+                soabi="",
+                pybind11_dir=None,
+                cpu_count=1,
+                toolkit=toolkit,
+            )
+            local = plugin.local_version(host, VendorSettings())
+            assert vendor_of_local(local) == name, (name, local)
 
 
 def test_external_patterns_are_globs() -> None:

@@ -24,7 +24,7 @@ from builder.manifest.model import Stack
 from builder.providers import cuda
 from builder.providers.linked import load as load_linked
 from builder.providers.probe import ProviderResult, evaluate
-from builder.vendors.nvidia import NVIDIA
+from builder.vendors.nvidia import PLUGIN as NVIDIA
 from tests import standins
 
 ROOT = Path(__file__).resolve().parents[2]

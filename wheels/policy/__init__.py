@@ -1,10 +1,13 @@
 """Policy as data: what each vendor expects outside a wheel, and the manylinux platform verdict.
 
-``policy/vendors.json`` says, per canonical vendor, which libraries the machine supplies (the
-driver: ``external``, fnmatch patterns allowed) and which other Python distributions supply
-which libraries, in which directory of site-packages (``distributions``; ``"."`` is the top of
-site-packages, where a torch extension such as flash-attn's ``flash_attn_2_cuda`` lives); this
-module loads it (:func:`load_vendor_policy`).
+``policy/vendors.json`` is the one data entry of each vendor (its plugin module,
+``builder/vendors/<name>.py``, is the other half): its ``aliases`` (``ali`` for thead), the
+pattern its wheels' local version matches (``local``: ``+cu130``), which libraries the machine
+supplies (the driver: ``external``, fnmatch patterns allowed) and which other Python
+distributions supply which libraries, in which directory of site-packages (``distributions``;
+``"."`` is the top of site-packages, where a torch extension such as flash-attn's
+``flash_attn_2_cuda`` lives). This module loads it (:func:`load_vendor_policy`) and is the one
+place vendor names are made canonical (:func:`canonical_vendor`).
 
 The manylinux verdict mirrors auditwheel 6.8 (``auditwheel>=6.8,<6.9`` in pyproject.toml), one
 module of ours against each of its, so that a new auditwheel release is re-read file against
@@ -28,6 +31,7 @@ from __future__ import annotations
 import functools
 import json
 import posixpath
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -42,19 +46,19 @@ from wheels.policy.wheel_abi import TagVerdict, platform_verdict
 from wheels.policy.wheeltools import wheel_platform
 
 __all__ = [
-    "VENDORS",
     "DistLib",
     "TagVerdict",
     "VendorPolicy",
+    "canonical_vendor",
     "host_library_dirs",
     "is_python_api",
     "load_vendor_policy",
     "manylinux_policies",
     "platform_verdict",
+    "vendor_names",
+    "vendor_of_local",
     "wheel_platform",
 ]
-
-VENDORS = ("cpu", "nvidia", "moore", "thead")
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,8 @@ class VendorPolicy:
     name: str
     external: tuple[str, ...]
     distributions: Mapping[str, DistLib] = field(default_factory=lambda: MappingProxyType({}))
+    aliases: tuple[str, ...] = ()
+    local: re.Pattern[str] | None = None  # what the local version of its wheels starts with
 
     def is_external(self, soname: str) -> bool:
         return any(fnmatchcase(soname, pattern) for pattern in self.external)
@@ -86,12 +92,34 @@ class VendorPolicy:
 
 
 def load_vendor_policy(name: str) -> VendorPolicy:
-    """The policy of vendor ``name`` (aliases such as ``ali`` accepted)."""
-    if name in VENDORS:
-        return _policies()[name]
-    from builder.vendors import canonical_name  # the registry, for aliases and suggestions
+    """The policy of vendor ``name`` (aliases such as ``ali`` accepted); KeyError if unknown."""
+    canonical = canonical_vendor(name)
+    if canonical is None:
+        raise KeyError(name)
+    return _policies()[canonical]
 
-    return _policies()[canonical_name(name)]
+
+def vendor_names() -> tuple[str, ...]:
+    """Every vendor, in the data's order."""
+    return tuple(_policies())
+
+
+def canonical_vendor(name: str) -> str | None:
+    """``ali`` -> ``thead``, ``NVIDIA`` -> ``nvidia``; None for a name no vendor has."""
+    key = name.strip().lower()
+    policies = _policies()
+    if key in policies:
+        return key
+    return next((p.name for p in policies.values() if key in p.aliases), None)
+
+
+def vendor_of_local(local: str) -> str | None:
+    """The vendor whose wheels' local version ``local`` (``cu130``) is; None when none."""
+    key = local.lower()
+    return next(
+        (p.name for p in _policies().values() if p.local is not None and p.local.match(key)),
+        None,
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -107,12 +135,10 @@ def _parse(text: str) -> dict[str, VendorPolicy]:
     except json.JSONDecodeError as exc:
         _bad_data(f"line {exc.lineno}: {exc.msg}")
     problems: list[str] = []
-    policies = {
-        v: _vendor_from(v, data.get(v) if isinstance(data, dict) else None, problems)
-        for v in VENDORS
-    }
-    if isinstance(data, dict):
-        problems += [f"{k}: not a known vendor" for k in data if k not in VENDORS]
+    if not isinstance(data, dict) or not data:
+        _bad_data("expected an object of vendors")
+    policies = {v: _vendor_from(v, raw, problems) for v, raw in data.items()}
+    problems += [f"{v}: not a vendor name (lowercase letters)" for v in data if not v.isalpha()]
     if problems:
         _bad_data("; ".join(problems))
     return policies
@@ -155,6 +181,23 @@ def _vendor_from(name: str, raw: Any, problems: list[str]) -> VendorPolicy:
         if where_in_site == ".":  # site-packages itself, which the audit calls ""
             where_in_site = ""
         dists[soname] = DistLib(entry["distribution"], where_in_site, module)
-    known = ("external", "distributions")
+    known = ("aliases", "local", "external", "distributions")
     problems += [f"{name}: unknown key '{k}'" for k in raw if k not in known]
-    return VendorPolicy(name, tuple(external), MappingProxyType(dists))
+    aliases = raw.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+        problems.append(f"{name}.aliases: expected a list of strings")
+        aliases = []
+    return VendorPolicy(
+        name, tuple(external), MappingProxyType(dists), tuple(aliases), _local(name, raw, problems)
+    )
+
+
+def _local(name: str, raw: Mapping[str, Any], problems: list[str]) -> re.Pattern[str] | None:
+    pattern = raw.get("local")
+    if pattern is None:
+        return None
+    try:
+        return re.compile(pattern) if isinstance(pattern, str) else None
+    except re.error as exc:
+        problems.append(f"{name}.local: not a regular expression ({exc})")
+        return None
