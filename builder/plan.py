@@ -137,8 +137,9 @@ def plan_component(
     recipe = component.recipe
     plugin = get_vendor(vendor)
     options = component.options_for(vendor)
-    if tests and recipe.test:
-        options.update(recipe.test.options)
+    test = recipe.test_for(vendor) if tests else None
+    if test is not None:
+        options.update(test.options)
     own = _own_host(host, component.name)
     vendor_defines = plugin.cmake_defines(own, stack.vendors[vendor].settings)
     env = plugin.environment(host)
@@ -158,7 +159,7 @@ def plan_component(
         stack, component, vendor, host, options, vendor_defines, prefix, done, source_dir
     )
     cmake_source = recipe.project if recipe.project else source_dir
-    test_command = recipe.test.command if tests and recipe.test else None
+    test_command = test.command if test is not None else None
     steps = _steps(cmake_source, build_dir, layout.staging_prefix(key), defines, jobs, test_command)
     return ComponentPlan(
         name=component.name,
@@ -225,7 +226,7 @@ def _key_inputs(
         "compiler_env": {k: own.env[k] for k in COMPILER_ENV if own.env.get(k)},
         "toolkit": _toolkit_identity(own),
         "providers": dict(sorted(own.providers.items())),
-        "tests": bool(tests and recipe.test),
+        "tests": bool(tests and recipe.test_for(vendor)),
     }
     if recipe.python:
         key_inputs["python"] = [own.python, own.soabi, own.pybind11_version]

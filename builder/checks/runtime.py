@@ -36,15 +36,15 @@ def find_device(vendor: Vendor, env: dict[str, str] | None = None) -> Device:
     tool, *args = vendor.device_command
     path = proc.which(tool, (env or os.environ).get("PATH"))
     if path is None:
-        return Device(False, f"no {vendor.name} device ({tool} not found)")
+        return Device(False, f"no {vendor.name} device: {tool} not found")
     try:
         result = proc.run([path, *args], check=False, timeout=30, env=env)
     except CommandFailed as exc:
-        return Device(False, f"no {vendor.name} device ({tool}: {exc.message})")
+        return Device(False, f"no {vendor.name} device: {tool}: {exc.message}")
     lines = [line.strip() for line in result.output.splitlines() if line.strip()]
     if result.returncode != 0 or not lines:
         why = lines[-1] if lines else f"exit status {result.returncode}"
-        return Device(False, f"no {vendor.name} device ({tool}: {why})")
+        return Device(False, f"no {vendor.name} device: {Path(tool).name}: {why}")
     return Device(True, lines[0])
 
 

@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "lock": "resolve COMPONENT=REF (a branch or tag) to a full SHA and pin it in stack.yaml",
     "ci": "CI support: `ci matrix` prints the vendor x Python job matrix as JSON",
     "sbom": "write a CycloneDX SBOM (JSON) of the vendor's stack as built",
+    "check": "run the vendor's runtime check (stack.yaml vendors.V.check) against a built wheel",
     "smoke": "install a wheel into a fresh venv and import every extension with RTLD_NOW binding",
     "release": (
         "preflight, build, reproducible wheel, audit, smoke, SBOM and SHA256SUMS into a "

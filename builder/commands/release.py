@@ -29,8 +29,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--strict",
         action="store_true",
-        help="fail when the vendor's runtime is absent from this host, so that "
-        "the smoke test could not load every file",
+        help="fail when the vendor's runtime or device is absent from this host, so that "
+        "the smoke test could not load every file or the runtime check could not run",
     )
 
 

@@ -73,9 +73,14 @@ class Recipe:
     # vendor's own (``vendors.<v>.patches``).
     patches: tuple[Patch, ...] = ()
     vendor_patches: Mapping[str, tuple[Patch, ...]] = field(default_factory=dict)
+    vendor_tests: Mapping[str, TestSpec] = field(default_factory=dict)  # instead of ``test``
 
     def depends_for(self, vendor: str) -> tuple[str, ...]:
         return (*self.depends, *self.vendor_depends.get(vendor, ()))
+
+    def test_for(self, vendor: str) -> TestSpec | None:
+        """The vendor's own test (``vendors.<v>.test``), else the recipe's."""
+        return self.vendor_tests.get(vendor, self.test)
 
     def patches_for(self, vendor: str) -> tuple[Patch, ...]:
         return (*self.patches, *self.vendor_patches.get(vendor, ()))

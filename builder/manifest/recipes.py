@@ -28,7 +28,7 @@ RECIPE_KEYS = (
     "submodules",
     "patches",
 )
-RECIPE_VENDOR_KEYS = ("options", "depends", "patches")
+RECIPE_VENDOR_KEYS = ("options", "depends", "patches", "test")
 TEST_KEYS = ("options", "command")
 
 
@@ -67,6 +67,7 @@ def load_recipe(
         vendor_depends=vendors.depends,
         patches=_patches(r, ("patches",), patch_dir),
         vendor_patches=vendors.patches,
+        vendor_tests=vendors.tests,
     )
     return recipe, doc
 
@@ -76,6 +77,7 @@ class _Vendors:
     options: dict[str, dict[str, str]] = field(default_factory=dict)
     depends: dict[str, tuple[str, ...]] = field(default_factory=dict)
     patches: dict[str, tuple[Patch, ...]] = field(default_factory=dict)
+    tests: dict[str, TestSpec] = field(default_factory=dict)
 
 
 def _vendors(r: Reader, patch_dir: Path) -> _Vendors:
@@ -94,6 +96,8 @@ def _vendors(r: Reader, patch_dir: Path) -> _Vendors:
             out.depends[vendor] = extra
         if own := _patches(r, ("vendors", raw, "patches"), patch_dir):
             out.patches[vendor] = own
+        if test := _read_test(r, ("vendors", raw, "test")):
+            out.tests[vendor] = test
     return out
 
 
@@ -166,12 +170,12 @@ def _dependency_vars(r: Reader) -> dict[str, str]:
     return out
 
 
-def _read_test(r: Reader) -> TestSpec | None:
-    if not r.has(("test",)):
+def _read_test(r: Reader, key: Key = ("test",)) -> TestSpec | None:
+    if not r.has(key):
         return None
-    r.mapping(("test",))
-    r.check_keys(("test",), TEST_KEYS)
-    command = r.strings(("test", "command"))
+    r.mapping(key)
+    r.check_keys(key, TEST_KEYS)
+    command = r.strings((*key, "command"))
     if not command:
-        r.error(("test",), "a test needs a 'command'")
-    return TestSpec(options=r.cmake_options(("test", "options")), command=command)
+        r.error(key, "a test needs a 'command'")
+    return TestSpec(options=r.cmake_options((*key, "options")), command=command)

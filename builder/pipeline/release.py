@@ -1,5 +1,7 @@
-"""The release gate: preflight, build, a reproducible wheel, its audit, the runtime checks,
-the SBOM, then the release directory (the wheel, its SBOM, SHA256SUMS and the reports).
+"""The release gate: preflight, build, a reproducible wheel, its audit, the import smoke test,
+the vendor's runtime check (where its device is present; ``check: not run (...)`` otherwise),
+the SBOM, then the release directory (the wheel, its SBOM, the check's output, SHA256SUMS and
+the reports).
 
 Everything is assembled in a temporary directory beside the output and renamed into place at the
 end: when any step fails, nothing is written to the output directory.
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.core.digest import file_digest
-from builder.core.errors import AuditError, StackError, UsageError
+from builder.core.errors import AuditError, CheckError, StackError, UsageError
 from builder.pipeline.build import build_plan, launcher_for
 from builder.pipeline.context import Context, open_context, plan_for, require_preflight
 from builder.pipeline.requests import PlanRequest, ReleaseRequest
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
 SUMS = "SHA256SUMS"
 REPORT = "release-report.json"
 BUILD_REPORT = "build-report.json"
+CHECK_LOG = "check.log"  # what the vendor's runtime check printed
 
 
 # --- the release directory ----------------------------------------------------------------------
@@ -121,6 +124,7 @@ def run_release(request: ReleaseRequest) -> Path:
     with pending_dir(gate.ctx) as work, staged_output(out) as staging:
         built = gate.package(selection, plan, work)
         gate.smoke(built.path)
+        gate.check(built.path, staging)
         gate.write(built.path, build_report, staging)
     return out
 
@@ -176,6 +180,30 @@ class Gate:
         if not result.ok or (self.request.strict and not result.complete):
             raise AuditError(f"the import smoke test of {wheel.name} failed:\n{result.render()}")
         self.done("smoke", **result.to_json())
+
+    def check(self, wheel: Path, staging: Path) -> None:
+        """The vendor's runtime check where its device is present; never a silent pass."""
+        from builder.checks.runtime import find_device, run_check
+        from builder.pipeline.check import failed
+        from builder.vendors import get as get_vendor
+
+        config = self.ctx.stack.vendors[self.ctx.vendor]
+        device = find_device(get_vendor(self.ctx.vendor))
+        why = None if config.check else f"no check declared in vendors.{self.ctx.vendor}.check"
+        why = why or (None if device.present else device.what)
+        if why is not None:
+            print(f"check: not run ({why})", file=sys.stderr)
+            if self.request.strict:
+                raise CheckError(f"check: not run ({why}), and --strict asks for it")
+            self.done("check", ran=False, reason=why)
+            return
+        assert config.check is not None
+        result = run_check(wheel, self.ctx.vendor, config.check, sys.executable)
+        (staging / CHECK_LOG).write_text(result.output, encoding="utf-8")
+        print(result.render(), file=sys.stderr)
+        if not result.ok:
+            raise failed(result)
+        self.done("check", ran=True, ok=True, script=config.check.name, device=device.what)
 
     def write(self, built: Path, build_report: RunReport, staging: Path) -> None:
         """Wheel, SBOM (checked against CycloneDX's schema), reports, then SHA256SUMS."""

@@ -39,7 +39,14 @@ def test_release_writes_the_wheel_its_sbom_sha256sums_and_the_run_reports(
     (wheel,) = out.glob("*.whl")
     stem = wheel.name.removesuffix(".whl")
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        [wheel.name, f"{stem}.cdx.json", "SHA256SUMS", "build-report.json", "release-report.json"]
+        [
+            wheel.name,
+            f"{stem}.cdx.json",
+            "SHA256SUMS",
+            "build-report.json",
+            "release-report.json",
+            "check.log",
+        ]
     )
     # SHA256SUMS is in `sha256sum -c` format and covers every other file.
     lines = (out / "SHA256SUMS").read_text().splitlines()
@@ -53,8 +60,19 @@ def test_release_writes_the_wheel_its_sbom_sha256sums_and_the_run_reports(
     assert check.returncode == 0
     report = json.loads((out / "release-report.json").read_text())
     assert report["ok"] is True
-    assert list(report["steps"]) == ["preflight", "build", "wheel", "verify", "smoke", "sbom"]
+    assert list(report["steps"]) == [
+        "preflight",
+        "build",
+        "wheel",
+        "verify",
+        "smoke",
+        "check",
+        "sbom",
+    ]
     assert report["steps"]["smoke"]["complete"] is True
+    # The cpu vendor's device is the host: the mini stack's runtime check ran, and passed.
+    assert report["steps"]["check"]["ran"] is True and report["steps"]["check"]["ok"] is True
+    assert '"check": "summary", "ok": true' in (out / "check.log").read_text()
     # The SBOM beside the wheel is the one inside it, valid, naming each component's hash.
     document = (out / f"{stem}.cdx.json").read_text()
     assert document == sbom_of(wheel)

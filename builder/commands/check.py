@@ -1,0 +1,39 @@
+"""``infini-stack check``: run the vendor's runtime check against a built wheel."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from builder.commands.common import add_manifest
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("wheel", type=Path, metavar="WHEEL", help="the wheel to check")
+    add_manifest(parser)
+    parser.add_argument(
+        "--vendor", "-V", default=None, help="the wheel's vendor (default: from its version)"
+    )
+    parser.add_argument(
+        "--python",
+        default=None,
+        metavar="PATH",
+        help="the interpreter the wheel is for (default: this one); the check's venv sees "
+        "what an install into it would see",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from builder.pipeline.check import CheckRequest, failed, run_check_request
+
+    result = run_check_request(
+        CheckRequest(
+            wheel=args.wheel, vendor=args.vendor, manifest=args.manifest, python=args.python
+        )
+    )
+    sys.stdout.write(result.output)
+    print(result.render(), file=sys.stderr)
+    if not result.ok:
+        raise failed(result)
+    return 0

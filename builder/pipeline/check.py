@@ -1,0 +1,74 @@
+"""``check`` on its own: the vendor's runtime check of a built wheel, on the vendor's device."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from builder.checks.runtime import CheckResult, find_device, run_check
+from builder.core.errors import EXIT_PREFLIGHT, CheckError, StackError, UsageError
+from builder.manifest.model import Stack
+from builder.pipeline.context import load_stack
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckRequest:
+    wheel: Path
+    vendor: str | None = None  # None: the vendor the wheel's local version names
+    manifest: Path | None = None
+    python: str | None = None  # the target interpreter (default: this one)
+
+
+class NoDevice(StackError):
+    """The vendor's device is not on this host: the check cannot run (not a pass)."""
+
+    exit_code = EXIT_PREFLIGHT
+
+
+def check_script(stack: Stack, vendor: str) -> Path:
+    config = stack.vendors.get(vendor)
+    if config is None or config.check is None:
+        raise UsageError(
+            f"{stack.label} declares no runtime check for {vendor}",
+            hint=f"name a script in vendors.{vendor}.check",
+        )
+    return config.check
+
+
+def wheel_vendor(wheel: Path, given: str | None) -> str:
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    from builder.vendors import canonical_name
+    from wheels.naming import vendor_of_local
+
+    if given:
+        return canonical_name(given)
+    try:
+        version = str(parse_wheel_filename(wheel.name)[1])
+    except InvalidWheelFilename as exc:
+        raise UsageError(f"{wheel.name} is not a wheel file name: {exc}") from exc
+    found = vendor_of_local(version)
+    if found is None:
+        raise UsageError(f"{wheel.name} names no vendor in its version", hint="pass --vendor")
+    return found
+
+
+def run_check_request(request: CheckRequest) -> CheckResult:
+    """Run the vendor's check against ``request.wheel``; NoDevice when it cannot run here."""
+    from builder.vendors import get as get_vendor
+
+    if not request.wheel.is_file():
+        raise UsageError(f"no such wheel: {request.wheel}")
+    vendor = wheel_vendor(request.wheel, request.vendor)
+    script = check_script(load_stack(request.manifest), vendor)
+    device = find_device(get_vendor(vendor))
+    if not device.present:
+        raise NoDevice(f"check: not run ({device.what})")
+    print(f"check: {script.name} on {device.what}", file=sys.stderr)
+    return run_check(request.wheel, vendor, script, request.python or sys.executable)
+
+
+def failed(result: CheckResult) -> CheckError:
+    tail = "\n".join(result.output.rstrip().splitlines()[-40:])
+    return CheckError(f"{result.render()}; its output ends:\n{tail}")

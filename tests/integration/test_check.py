@@ -1,0 +1,140 @@
+"""`infini-stack check`: the vendor's runtime check (stack.yaml vendors.<v>.check) run against an
+installed wheel in a fresh venv that sees what an install into the target interpreter would see;
+the release gate runs it where the vendor's device is present and says when it did not."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from builder.checks import venv
+from tests.conftest import HAVE_NVCC
+from tests.wheelmaker import make_wheel
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def mini_wheel(shared_home: Path, mini: Path, tmp_path: Path, cli) -> Path:  # type: ignore[no-untyped-def]
+    result = cli("wheel", "--manifest", mini, "--vendor", "cpu", "--out", tmp_path / "dist")
+    assert result.code == 0, result.err
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    return wheel
+
+
+def lines(out: str) -> dict[str, bool]:
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return {row["check"]: row["ok"] for row in rows}
+
+
+def test_the_mini_stack_check_imports_and_computes_in_a_fresh_venv(
+    mini_wheel: Path, mini: Path, cli
+) -> None:  # type: ignore[no-untyped-def]
+    result = cli("check", mini_wheel, "--manifest", mini)
+    assert result.code == 0, result.err
+    seen = lines(result.out)
+    assert seen["summary"] is True
+    # An exception thrown in libminicore_runtime reached Python as ValueError: one C++ runtime.
+    assert seen["exception"] is True and seen["allreduce"] is True and seen["add"] is True
+    assert "check engine.py: passed" in result.err
+
+
+def test_a_failing_check_fails_the_command_with_its_output(
+    mini_wheel: Path, mini: Path, cli
+) -> None:  # type: ignore[no-untyped-def]
+    script = mini.parent / "components" / "checks" / "engine.py"
+    script.write_text("import sys, minicore\nprint('the engine said boom')\nsys.exit(3)\n")
+    result = cli("check", mini_wheel, "--manifest", mini)
+    assert result.code == 7, result.err
+    assert "check engine.py: FAILED (exit status 3)" in result.err
+    assert "the engine said boom" in result.err
+    assert "Traceback" not in result.err
+
+
+def test_the_check_sees_the_packages_of_a_target_interpreter_that_is_itself_a_venv(
+    mini_wheel: Path, mini: Path, tmp_path: Path, cli
+) -> None:  # type: ignore[no-untyped-def]
+    """A package installed only in the target venv (not in its base interpreter) is seen: the
+    check's venv takes the target's site directories, not the base's."""
+    target = venv.make(tmp_path / "target", sys.executable, inherit=False)
+    only_there = make_wheel(
+        tmp_path / "w",
+        {"only_in_target/__init__.py": b"ANSWER = 42\n"},
+        name="only_in_target",
+        version="1.0",
+        tag="py3-none-any",
+    )
+    venv.install(only_there, target, tmp_path)
+    script = mini.parent / "components" / "checks" / "engine.py"
+    script.write_text(
+        "import sys\nimport minicore, only_in_target\n"
+        "sys.exit(0 if only_in_target.ANSWER == 42 else 1)\n"
+    )
+    assert cli("check", mini_wheel, "--manifest", mini, "--python", target).code == 0
+    # The base interpreter itself does not have it: the check did not fall back to it.
+    plain = subprocess.run([sys.executable, "-c", "import only_in_target"], check=False)
+    assert plain.returncode != 0
+
+
+def test_check_of_a_vendor_without_its_device_here_says_so_and_exits_3(
+    mini_wheel: Path, mini: Path, tmp_path: Path, cli
+) -> None:  # type: ignore[no-untyped-def]
+    renamed = mini_wheel.with_name(mini_wheel.name.replace("+cpu", "+cu130"))
+    renamed.write_bytes(mini_wheel.read_bytes())
+    result = cli("check", renamed, "--manifest", mini)
+    assert result.code == 3, result.err
+    assert "check: not run (no nvidia device" in result.err
+
+
+def test_check_of_a_vendor_with_no_declared_check_is_a_usage_error(
+    mini_wheel: Path, mini: Path, cli
+) -> None:  # type: ignore[no-untyped-def]
+    text = mini.read_text()
+    cpu = text.index("  cpu:\n")
+    declared = text.index("\n", cpu + len("  cpu:\n"))  # the cpu entry's one line: its check
+    mini.write_text(text[:cpu] + "  cpu: {}" + text[declared:])
+    result = cli("check", mini_wheel, "--manifest", mini)
+    assert result.code == 2, result.err
+    assert "declares no runtime check for cpu" in result.err
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(not HAVE_NVCC, reason="needs nvcc to build the nvidia mini stack")
+def test_release_without_the_vendors_device_prints_the_not_run_line(
+    home: Path, mini: Path, tmp_path: Path, cli
+) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "release"
+    result = cli("release", "--manifest", mini, "--vendor", "nvidia", "--no-verify", "-o", out)
+    assert result.code == 0, result.err
+    assert "check: not run (no nvidia device" in result.err
+    report = json.loads((out / "release-report.json").read_text())
+    assert report["steps"]["check"]["ran"] is False
+    assert not (out / "check.log").exists()
+
+
+def test_release_strict_refuses_when_the_check_cannot_run(
+    shared_home: Path, mini: Path, tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """A cpu vendor whose device listing finds nothing (a real program that says so)."""
+    from builder.vendors import REGISTRY
+
+    lister = tmp_path / "list-devices"
+    lister.write_text("#!/bin/sh\necho 'No devices were found' >&2\nexit 6\n")
+    lister.chmod(0o755)
+    monkeypatch.setitem(REGISTRY, "cpu", replace(REGISTRY["cpu"], device_command=(str(lister),)))
+    out = tmp_path / "release"
+    result = cli(
+        "release", "--manifest", mini, "--vendor", "cpu", "--no-verify", "--strict", "-o", out
+    )
+    assert result.code == 7, result.err
+    assert "check: not run (no cpu device: list-devices: No devices were found)" in result.err
+    assert "--strict asks for it" in result.err
+    assert not out.exists()  # nothing written
+    relaxed = cli("release", "--manifest", mini, "--vendor", "cpu", "--no-verify", "-o", out)
+    assert relaxed.code == 0, relaxed.err
+    assert "check: not run (no cpu device" in relaxed.err
