@@ -80,12 +80,15 @@ def test_vendor_known_to_the_tool_but_not_declared_in_the_manifest_is_a_usage_er
     tmp_path: Path,
     cli,  # type: ignore[no-untyped-def]
 ) -> None:
-    text = (MINI / "stack.yaml").read_text().replace("  moore: {}\n", "")
+    text = (MINI / "stack.yaml").read_text()
+    assert "  moore: {check: components/checks/engine.py}\n" in text
+    text = text.replace("  moore: {check: components/checks/engine.py}\n", "")
     manifest = MINI / "stack.yaml"
     copy = tmp_path / "stack.yaml"
     copy.write_text(text.replace("recipes: components", f"recipes: {MINI / 'components'}"))
     for name in ("rt", "ops", "ccl", "engine"):
         (tmp_path / name).symlink_to(manifest.parent / name)
+    (tmp_path / "components").symlink_to(manifest.parent / "components")  # the checks
     result = cli("ci", "matrix", "--manifest", copy, "--vendor", "moore")
     assert result.code == 2
     assert "vendor 'moore' is not declared" in result.err
