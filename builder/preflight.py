@@ -186,6 +186,7 @@ def selection(
                 extension=stack.components[name].recipe.python and name == extension,
                 git=isinstance(stack.components[name].source_for(vendor), GitSource),
                 provided=frozenset(stack.components[name].recipe.dependency_vars_for(vendor)),
+                toolkit=vendor not in stack.components[name].recipe.without_toolkit,
             )
             for name in names
         },

@@ -74,6 +74,9 @@ class Recipe:
     patches: tuple[Patch, ...] = ()
     vendor_patches: Mapping[str, tuple[Patch, ...]] = field(default_factory=dict)
     vendor_tests: Mapping[str, TestSpec] = field(default_factory=dict)  # instead of ``test``
+    # Vendors whose toolkit this recipe's build does not need (``vendors.<v>.toolkit: false``:
+    # the mini stack's stand-in backends); preflight then does not ask for it.
+    without_toolkit: frozenset[str] = frozenset()
 
     def depends_for(self, vendor: str) -> tuple[str, ...]:
         return (*self.depends, *self.vendor_depends.get(vendor, ()))

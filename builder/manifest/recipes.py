@@ -28,7 +28,7 @@ RECIPE_KEYS = (
     "submodules",
     "patches",
 )
-RECIPE_VENDOR_KEYS = ("options", "depends", "patches", "test")
+RECIPE_VENDOR_KEYS = ("options", "depends", "patches", "test", "toolkit")
 TEST_KEYS = ("options", "command")
 
 
@@ -68,6 +68,7 @@ def load_recipe(
         patches=_patches(r, ("patches",), patch_dir),
         vendor_patches=vendors.patches,
         vendor_tests=vendors.tests,
+        without_toolkit=frozenset(vendors.without_toolkit),
     )
     return recipe, doc
 
@@ -78,6 +79,7 @@ class _Vendors:
     depends: dict[str, tuple[str, ...]] = field(default_factory=dict)
     patches: dict[str, tuple[Patch, ...]] = field(default_factory=dict)
     tests: dict[str, TestSpec] = field(default_factory=dict)
+    without_toolkit: set[str] = field(default_factory=set)
 
 
 def _vendors(r: Reader, patch_dir: Path) -> _Vendors:
@@ -98,6 +100,8 @@ def _vendors(r: Reader, patch_dir: Path) -> _Vendors:
             out.patches[vendor] = own
         if test := _read_test(r, ("vendors", raw, "test")):
             out.tests[vendor] = test
+        if r.has(("vendors", raw, "toolkit")) and not r.boolean(("vendors", raw, "toolkit")):
+            out.without_toolkit.add(vendor)
     return out
 
 

@@ -39,8 +39,7 @@ from builder.providers.probe import (
     unusable,
 )
 
-UPSTREAM = frozenset({"infinirt", "infiniops", "infiniccl", "infinilm"})
-MOORE_RULE = Rule(names=UPSTREAM, options=("WITH_MOORE",))
+MOORE_RULE = Rule(toolkit=True, options=("WITH_MOORE",))
 
 
 def mcc_version(text: str) -> str | None:

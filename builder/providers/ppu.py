@@ -26,8 +26,7 @@ from builder.providers.probe import (
     unusable,
 )
 
-UPSTREAM = frozenset({"infinirt", "infiniops", "infiniccl", "infinilm"})
-THEAD_RULE = Rule(names=UPSTREAM, options=("WITH_THEAD", "WITH_NVIDIA", "INFINILM_WITH_CUDA"))
+THEAD_RULE = Rule(toolkit=True, options=("WITH_THEAD", "WITH_NVIDIA", "INFINILM_WITH_CUDA"))
 
 
 def _sdk_candidates(ctx: ProbeContext, deps: Deps) -> Iterator[Candidate]:

@@ -36,6 +36,7 @@ class ComponentNeeds:
     extension: bool = False  # it builds the wheel's pybind11 extensions (headers, pybind11)
     git: bool = False  # fetched with git
     provided: frozenset[str] = frozenset()  # cache variables the stack's own components supply
+    toolkit: bool = True  # its build needs the vendor's toolkit (recipe vendors.<v>.toolkit)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,6 +77,7 @@ class Rule:
     extension: bool = False
     git: bool = False
     wheel: bool = False  # the wheel (a pseudo component) needs it
+    toolkit: bool = False  # only components whose build needs the vendor's toolkit
     unless: str | None = None  # not when the stack supplies this cache variable itself
 
     def matches(self, name: str, needs: ComponentNeeds) -> bool:
@@ -88,6 +90,8 @@ class Rule:
         if self.python and not needs.python:
             return False
         if self.extension and not needs.extension:
+            return False
+        if self.toolkit and not needs.toolkit:
             return False
         return not (self.git and not needs.git)
 

@@ -11,6 +11,8 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from builder.core import proc
 from builder.core.errors import StackError
 from builder.providers.probe import Candidate, Places, ProbeContext
@@ -212,7 +214,7 @@ def file_name_version(path: Path, stem: str) -> str | None:
 
 def normalize(name: str) -> str:
     """PEP 503 normal form: ``NVIDIA_nccl.cu13`` -> ``nvidia-nccl-cu13``."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return str(canonicalize_name(name))
 
 
 def index_distributions(site_dirs: Iterable[Path]) -> dict[str, tuple[Path, ...]]:

@@ -378,3 +378,22 @@ def test_standin_linked_glob_matching_nothing_is_missing_with_the_reason(tmp_pat
     result = linked_probe(tmp_path, linked_spec((HAVE,), glob="flash_attn/nope*.so"))
     assert result.status == "missing"
     assert any("matched 0 files" in d for d in result.details)
+
+
+def test_a_recipe_says_when_its_build_needs_no_vendor_toolkit(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """The mini stack's moore backends are stand-ins (vendors.moore.toolkit: false); a recipe
+    without that line needs the MUSA toolkit, which this host lacks."""
+    import shutil
+
+    from tests.conftest import MINI
+
+    root = tmp_path / "mini"
+    shutil.copytree(MINI, root)
+    assert cli("preflight", "--manifest", root / "stack.yaml", "--vendor", "moore").code == 0
+    recipe = root / "components" / "minirt.yaml"
+    text = recipe.read_text()
+    assert ", toolkit: false}" in text
+    recipe.write_text(text.replace(", toolkit: false}", "}", 1))
+    result = cli("preflight", "--manifest", root / "stack.yaml", "--vendor", "moore")
+    assert result.code == 3
+    assert "musa: missing" in result.err
