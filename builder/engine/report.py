@@ -40,6 +40,9 @@ class ComponentResult:
     seconds: float = 0.0
     waited: float = 0.0  # seconds spent waiting for another process's lock
     jobs: int = 0  # the share of the job budget it compiled with
+    step_started: dict[str, float] = field(default_factory=dict)  # step -> s after run start
+    build_dir: str = ""  # its CMake build directory (its .ninja_log: report --trace)
+    depends: list[str] = field(default_factory=list)  # the components it waited for
 
 
 @dataclass
@@ -59,6 +62,7 @@ class RunReport:
     error: str | None = None
     interrupted: str | None = None
     fast_path: bool = False  # settled from the no-op memo, without loading the manifest
+    wheels: list[str] = field(default_factory=list)  # what `wheel` or `release` wrote
 
     def result(self, name: str) -> ComponentResult:
         return next(c for c in self.components if c.name == name)
