@@ -35,7 +35,10 @@ MINI = ROOT / "examples" / "mini-stack" / "stack.yaml"
 DIST = Path(os.environ.get("INFINI_STACK_DIST") or ROOT / "dist")  # where sessions write wheels
 ENV_DIR = ROOT / ".nox" / "_env"
 RUNTIME_MODULES = ("yaml", "packaging", "elftools", "auditwheel", "pybind11")
-DEV_MODULES = (*RUNTIME_MODULES, "pytest", "mypy", "ruff", "check_jsonschema", "cyclonedx")
+DEV_MODULES = (
+    *RUNTIME_MODULES,
+    *("pytest", "mypy", "ruff", "check_jsonschema", "cyclonedx", "variantlib", "graphviz"),
+)
 DEMO_VENDORS = ("cpu", "nvidia")
 EXIT_PREFLIGHT = 3
 STRICT_ENV = "INFINI_STACK_STRICT"
