@@ -142,11 +142,14 @@ def device_archs(wheel: Path, elfs: Iterable[Mapping[str, Any]]) -> dict[str, di
         else:
             missing.append(elf["member"])
     if missing and wheel.is_file():
-        with zipfile.ZipFile(wheel) as zf:
-            for member in missing:
-                code = elf_device_code(zf.read(member)).loaded()
-                if code.entries:
-                    out[member] = {"sass": list(code.sass_archs), "ptx": list(code.ptx_archs)}
+        try:
+            with zipfile.ZipFile(wheel) as zf:
+                for member in missing:
+                    code = elf_device_code(zf.read(member)).loaded()
+                    if code.entries:
+                        out[member] = {"sass": list(code.sass_archs), "ptx": list(code.ptx_archs)}
+        except (OSError, zipfile.BadZipFile, KeyError, ValueError, EOFError):
+            pass  # the audit above says what is wrong with the archive
     return out
 
 
