@@ -239,7 +239,13 @@ def _dot_svg(
         return None
     g = graphviz.Digraph(
         # At most 10.5 x 9 inches: dot scales a larger graph down to fit a page's width.
-        graph_attr={"rankdir": "LR", "fontname": "Helvetica", "nodesep": "0.25", "size": "10.5,9"},
+        graph_attr={
+            "rankdir": "LR",
+            "fontname": "Helvetica",
+            "nodesep": "0.25",
+            "size": "10.5,9",
+            "pad": "0.3",
+        },
         node_attr={"shape": "box", "style": "rounded,filled", "fontname": "Helvetica"},
         edge_attr={"fontname": "Helvetica", "fontsize": "9"},
     )
