@@ -35,7 +35,10 @@ MINI = ROOT / "examples" / "mini-stack" / "stack.yaml"
 DIST = Path(os.environ.get("INFINI_STACK_DIST") or ROOT / "dist")  # where sessions write wheels
 ENV_DIR = ROOT / ".nox" / "_env"
 RUNTIME_MODULES = ("yaml", "packaging", "elftools", "auditwheel", "pybind11")
-DEV_MODULES = (*RUNTIME_MODULES, "pytest", "mypy", "ruff", "check_jsonschema", "cyclonedx")
+DEV_MODULES = (
+    *RUNTIME_MODULES,
+    *("pytest", "mypy", "ruff", "check_jsonschema", "cyclonedx", "variantlib", "graphviz"),
+)
 DEMO_VENDORS = ("cpu", "nvidia")
 EXIT_PREFLIGHT = 3
 STRICT_ENV = "INFINI_STACK_STRICT"
@@ -308,3 +311,74 @@ def release(session: nox.Session, vendor: str) -> None:
     out = DIST / "release" / vendor
     shutil.rmtree(out, ignore_errors=True)
     cli(session, python, "release", "--vendor", vendor, "-o", out, *session.posargs)
+
+
+# --- the HTML report in a real browser ----------------------------------------------------------
+
+BROWSER_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
+
+
+def chromium(session: nox.Session) -> str:
+    """Debian's chromium, installed with apt-get when it is not there yet."""
+    found = shutil.which("chromium")
+    if found:
+        return found
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    session.run(*sudo, "apt-get", "update", external=True)
+    session.run(*sudo, "apt-get", "install", "-y", "chromium", external=True)
+    found = shutil.which("chromium")
+    if not found:
+        session.error("apt-get installed no chromium command")
+    return found
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return 0, 0
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+@nox.session(name="report-browser", venv_backend="none", default=False)
+def report_browser(session: nox.Session) -> None:
+    """Build the mini stack's cpu wheel, write `report --html`, render it in headless Chromium
+    (a screenshot and the DOM it built) and check the timeline and the wheel's graph are there.
+    Writes dist/report-browser/: report.html, report.png, report.dom.html."""
+    python = tool_python(session)
+    browser = chromium(session)
+    out = DIST / "report-browser"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    session.env["INFINI_STACK_HOME"] = str(out / "home")
+    cli(session, python, "wheel", "--manifest", MINI, "--vendor", "cpu", "--out", out / "dist")
+    page = out / "report.html"
+    cli(session, python, "report", "--html", page)
+    profile = out / "chromium-profile"
+    flags = [*BROWSER_FLAGS, f"--user-data-dir={profile}"]
+    png = out / "report.png"
+    shot = [f"--screenshot={png}", "--window-size=1400,2000", page.as_uri()]
+    session.run(browser, *flags, *shot, external=True)
+    dom = session.run(browser, *flags, "--dump-dom", page.as_uri(), external=True, silent=True)
+    shutil.rmtree(profile, ignore_errors=True)
+    text = str(dom or "")
+    (out / "report.dom.html").write_text(text, encoding="utf-8")
+    wanted = {
+        "the timeline": 'id="timeline-svg"',
+        "a component on it": 'data-component="minilm"',
+        "the components table": 'id="components-table"',
+        "the wheel's graph": 'class="graph"',
+    }
+    missing = [what for what, marker in wanted.items() if marker not in text]
+    if missing:
+        session.error(f"the rendered page lacks {', '.join(missing)}")
+    if png_size(png) != (1400, 2000):
+        session.error(f"{png} is not a 1400x2000 screenshot")
+    session.log(f"rendered: {png} ({png.stat().st_size} bytes); the DOM has {len(wanted)} parts")

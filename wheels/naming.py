@@ -1,7 +1,17 @@
-"""The one place that decides wheel names: distribution, local version per vendor, tags."""
+"""The one place that decides wheel names: distribution, local version per vendor, tags, and
+the PEP 825 variant label.
+
+A variant wheel (PEP 825, "Variant label") is named
+``{distribution}-{version}-{python tag}-{abi tag}-{platform tag}-{variant label}.whl``. Its
+version is the public one (``0.1.0``): the vendor's wheels of one release are variants of one
+version, told apart by their label, which is the vendor's local version (``cu130``,
+``musa43``, ``ppu12``); a vendor whose wheel carries no variant property (cpu) is the
+``null`` variant, which PEP 825 reserves for the variant with zero properties.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 import sysconfig
@@ -21,10 +31,12 @@ class WheelName:
     python_tag: str
     abi_tag: str
     platform_tag: str
+    variant: str | None = None  # the PEP 825 variant label; None: not a variant wheel
 
     @property
     def filename(self) -> str:
-        return f"{escaped_name(self.distribution)}-{self.version}-{self.tag}.whl"
+        label = f"-{self.variant}" if self.variant is not None else ""
+        return f"{escaped_name(self.distribution)}-{self.version}-{self.tag}{label}.whl"
 
     @property
     def tag(self) -> str:
@@ -66,6 +78,56 @@ def wheel_name(
         abi_tag=abi_tag,
         platform_tag=platform or platform_tag(),
     )
+
+
+NULL_VARIANT = "null"  # PEP 825: the label of the variant with zero properties
+VARIANT_LABEL = re.compile(r"^[0-9a-z_.]+$")  # PEP 825, "Variant label"
+
+
+def variant_label(local: str, *, has_properties: bool) -> str:
+    """The variant label of a vendor's wheel: its local version (``cu130``), lowercased, or
+    ``null`` for a wheel with no variant property."""
+    if not has_properties:
+        return NULL_VARIANT
+    label = re.sub(r"[^0-9a-z_.]+", "_", local.lower()).strip("_")
+    if not label or label == NULL_VARIANT:
+        raise ValueError(f"no variant label can be made of the local version '{local}'")
+    return label
+
+
+def variant_name(distribution: str, version: str, local: str, *, has_properties: bool) -> WheelName:
+    """The variant wheel's name: the public version (no local part) and the label."""
+    name = wheel_name(distribution, version, "")
+    return dataclasses.replace(name, variant=variant_label(local, has_properties=has_properties))
+
+
+def split_variant(filename: str) -> tuple[str, str | None]:
+    """``x-1.0-cp311-cp311-linux_x86_64-cu130.whl`` -> (``x-1.0-cp311-cp311-linux_x86_64.whl``,
+    ``cu130``); a name without a variant label comes back as it is, with None.
+
+    PEP 825: the label follows the platform tag; a Python tag never starts with a digit, so six
+    parts whose third starts with a digit carry a build tag instead."""
+    if not filename.endswith(".whl"):
+        return filename, None
+    parts = filename[: -len(".whl")].split("-")
+    has_label = len(parts) == 7 or (len(parts) == 6 and not parts[2][:1].isdigit())
+    if not has_label:
+        return filename, None
+    return "-".join(parts[:-1]) + ".whl", parts[-1]
+
+
+def index_file_name(distribution: str, version: str) -> str:
+    """PEP 825's index-level metadata file, ``{name}-{version}-variants.json``, with name and
+    version normalised as in wheel file names."""
+    return f"{escaped_name(distribution)}-{Version(version)}-variants.json"
+
+
+def vendor_of_variant(label: str) -> str | None:
+    """The vendor a variant label names: ``null`` is cpu's, otherwise the local-version
+    pattern of each vendor (a label is a local version)."""
+    from wheels.policy import vendor_of_local as by_local
+
+    return "cpu" if label == NULL_VARIANT else by_local(label)
 
 
 def vendor_of_local(version: str) -> str | None:

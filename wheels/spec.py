@@ -17,3 +17,4 @@ class WheelSpec:
     requires: tuple[str, ...]
     requires_python: str
     summary: str
+    variant: bool = False  # also write the PEP 825 variant wheel (builder/pipeline/variant.py)

@@ -7,8 +7,12 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from builder.core.errors import EXIT_AUDIT, UsageError
+
+if TYPE_CHECKING:
+    from wheels.audit_report import WheelAudit
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -21,6 +25,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "from each wheel's local version (+cpu, +cu130, +musa..., +ppu...), else cpu",
     )
     parser.add_argument("--json", action="store_true", help="print the full graph as JSON")
+    parser.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="also write the audit as one self-contained HTML page: each ELF, what it needs "
+        "and where each need resolves, findings marked, CUDA architectures per ELF",
+    )
     parser.add_argument(
         "--symbols",
         action="store_true",
@@ -67,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
         )
         for path in args.wheels
     ]
+    if args.html:
+        _write_html(args.html, audits)
     if args.json:
         print(json.dumps(to_json(audits, symbols=args.symbols), indent=2))
     else:
@@ -79,3 +92,14 @@ def run(args: argparse.Namespace) -> int:
             )
         return EXIT_AUDIT
     return 0
+
+
+def _write_html(target: Path, audits: list[WheelAudit]) -> None:
+    from builder import __version__
+    from wheels.audit_html import audit_page
+    from wheels.audit_report import to_json
+
+    text = audit_page(to_json(audits)["wheels"], f"infini-stack {__version__}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    print(f"audit page: {target}", file=sys.stderr)

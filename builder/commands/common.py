@@ -130,6 +130,15 @@ def add_repair(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_variant(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--variant",
+        action="store_true",
+        help="also write the PEP 825 variant wheel (label cu130, musa43, ppu12; null for cpu) "
+        "and {name}-{version}-variants.json beside the wheel (stack.yaml: wheel.variant: true)",
+    )
+
+
 def stack_request(args: argparse.Namespace) -> StackRequest:
     return StackRequest(
         vendor=args.vendor,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from builder.commands.common import add_build_options, add_repair, build_request
+from builder.commands.common import add_build_options, add_repair, add_variant, build_request
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -20,6 +20,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="the release directory: must not exist or be empty",
     )
     add_repair(parser)
+    add_variant(parser)
     parser.add_argument(
         "--no-verify",
         dest="verify",
@@ -44,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
         verify=args.verify,
         repair=args.repair,
         strict=args.strict,
+        variant=args.variant,
     )
     print(run_release(request))
     return 0

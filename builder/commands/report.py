@@ -1,9 +1,12 @@
-"""``infini-stack report``: print the last run report (a table, or the JSON itself)."""
+"""``infini-stack report``: print the last run report (a table, or the JSON itself); export it
+as a Chrome trace (``--trace``) or one self-contained HTML page (``--html``)."""
 
 from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
+from typing import Any
 
 from builder.commands.common import add_home, add_json, layout_from, print_json
 
@@ -11,12 +14,28 @@ from builder.commands.common import add_home, add_json, layout_from, print_json
 def configure(parser: argparse.ArgumentParser) -> None:
     add_home(parser)
     add_json(parser)
+    parser.add_argument(
+        "--trace",
+        type=Path,
+        metavar="FILE",
+        help="write the run as a Chrome trace-event file (open it in Perfetto or "
+        "chrome://tracing): job slots, components, steps and each build's Ninja edges",
+    )
+    parser.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="write one self-contained HTML page: the timeline, the components with keys and "
+        "step times, and the audit of the wheels the run wrote",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from builder.engine import report
 
     data = report.read_last(layout_from(args))
+    if args.trace or args.html:
+        return _export(data, args.trace, args.html)
     if args.json:
         print_json(data)
         return 0
@@ -29,4 +48,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"\n{c['name']}:\n{c['error']}")
     if data.get("interrupted"):
         print(f"\n{data['interrupted']}")
+    return 0
+
+
+def _export(data: dict[str, Any], trace_file: Path | None, html_file: Path | None) -> int:
+    from builder.engine import html_report, trace
+
+    if trace_file is not None:
+        print(trace.write(data, trace_file))
+    if html_file is not None:
+        print(html_report.write(data, html_file))
     return 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from builder.commands.common import add_build_options, add_repair, build_request
+from builder.commands.common import add_build_options, add_repair, add_variant, build_request
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -25,6 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "require byte-identical wheels (names the first member that differs)",
     )
     add_repair(parser)
+    add_variant(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,7 +33,12 @@ def run(args: argparse.Namespace) -> int:
     from builder.pipeline.wheel import run_wheel
 
     request = WheelRequest(
-        build=build_request(args), out=args.out, verify=args.verify, repair=args.repair
+        build=build_request(args),
+        out=args.out,
+        verify=args.verify,
+        repair=args.repair,
+        variant=args.variant,
     )
-    print(run_wheel(request))
+    for path in run_wheel(request):
+        print(path)
     return 0

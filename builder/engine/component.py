@@ -73,6 +73,8 @@ class Builder:
         start = time.monotonic()
         result.prefix = str(component.prefix)
         result.jobs = jobs
+        result.build_dir = str(component.build_dir)
+        result.depends = list(component.depends)
         if self.store.has(component.key):
             result.status = "hit"
             return
@@ -122,6 +124,7 @@ class Builder:
             log = self.log_path(component, step.kind)
             result.logs[step.kind] = str(log)
             self.progress.step(component.name, step.kind)
+            result.step_started[step.kind] = round(time.monotonic() - self.started, 3)
             try:
                 done = proc.run(
                     argv,

@@ -40,6 +40,9 @@ class ComponentResult:
     seconds: float = 0.0
     waited: float = 0.0  # seconds spent waiting for another process's lock
     jobs: int = 0  # the share of the job budget it compiled with
+    step_started: dict[str, float] = field(default_factory=dict)  # step -> s after run start
+    build_dir: str = ""  # its CMake build directory (its .ninja_log: report --trace)
+    depends: list[str] = field(default_factory=list)  # the components it waited for
 
 
 @dataclass
@@ -59,6 +62,7 @@ class RunReport:
     error: str | None = None
     interrupted: str | None = None
     fast_path: bool = False  # settled from the no-op memo, without loading the manifest
+    wheels: list[str] = field(default_factory=list)  # what `wheel` or `release` wrote
 
     def result(self, name: str) -> ComponentResult:
         return next(c for c in self.components if c.name == name)
@@ -242,8 +246,9 @@ class LiveProgress(Progress):
                 out.append(f"\x1b[{self.shown}F\x1b[J")  # up to the live block, clear below
             out.extend(line + "\n" for line in lines)
             now = time.monotonic()
+            width = terminal_width(self.stream)
             live = [
-                f"  {name:<14} {step:<10} {now - since:5.1f}s"
+                clip(f"  {name:<14} {step:<10} {now - since:5.1f}s", width)
                 for name, (step, since) in self.running.items()
             ]
             out.extend(line + "\n" for line in live)
@@ -289,6 +294,24 @@ class LiveProgress(Progress):
         with self.lock:
             self.running.clear()
         self._print()
+
+
+def terminal_width(stream: IO[str], env: Mapping[str, str] | None = None) -> int:
+    """The columns of the terminal ``stream`` writes to, else ``$COLUMNS``, else 80."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns or 80
+    except (AttributeError, OSError, ValueError):
+        columns = (os.environ if env is None else env).get("COLUMNS", "")
+        return int(columns) if columns.isdigit() and int(columns) > 0 else 80
+
+
+def clip(line: str, width: int) -> str:
+    """``line`` cut to fit in ``width`` columns without wrapping: a live line that wrapped would
+    take two rows, and the cursor-up redraw, which counts one a line, would leave debris."""
+    if len(line) < width:
+        return line
+    keep = max(width - 4, 0)
+    return line[:keep] + "..." if keep else line[: max(width - 1, 0)]
 
 
 def progress_for(

@@ -62,6 +62,7 @@ WHEEL_KEYS = (
     "requires",
     "requires_python",
     "summary",
+    "variant",
 )
 BUILD_TYPES = ("Release", "Debug", "RelWithDebInfo", "MinSizeRel")
 
@@ -438,6 +439,7 @@ def _read_wheel(
         requires=r.strings((*key, "requires")),
         requires_python=requires_python,
         summary=r.string((*key, "summary"), default="") or "",
+        variant=r.boolean((*key, "variant")),
     )
 
 

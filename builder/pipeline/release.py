@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING, Any
 from builder.core.digest import file_digest
 from builder.core.errors import AuditError, CheckError, StackError, UsageError
 from builder.pipeline.build import build_plan, launcher_for
+from builder.pipeline.built import Built
 from builder.pipeline.context import Context, open_context, plan_for, require_preflight
 from builder.pipeline.requests import PlanRequest, ReleaseRequest
 from builder.pipeline.wheel import (
-    Built,
     assemble,
     epoch_for,
     pending_dir,
+    record_wheels,
     repair_and_audit,
     verify_rebuild,
     wheel_selection,
@@ -111,8 +112,9 @@ class ReleaseReport:
 
 
 def run_release(request: ReleaseRequest) -> Path:
-    """Preflight, build, wheel (verified reproducible), audit, smoke, SBOM, SHA256SUMS -> the
-    request's output directory, written whole at the end or not at all."""
+    """Preflight, build, wheel (verified reproducible), audit, smoke, the runtime check, the
+    variant wheel (when asked), SBOM, SHA256SUMS -> the request's output directory, written
+    whole at the end or not at all."""
     from builder.pipeline import sbom
 
     out = request.output
@@ -125,7 +127,9 @@ def run_release(request: ReleaseRequest) -> Path:
         built = gate.package(selection, plan, work)
         gate.smoke(built.path)
         gate.check(built.path, staging)
-        gate.write(built.path, build_report, staging)
+        made = gate.variant(plan, built, work)
+        gate.write(built.path, build_report, staging, variant=made)
+    record_wheels(build_report, gate.ctx, [out / p.name for p in (built.path, made) if p])
     return out
 
 
@@ -172,6 +176,16 @@ class Gate:
             self.done("repair", ok=True, wheel=built.path.name, audit="passed")
         return built
 
+    def variant(self, plan: Plan, built: Built, work: Path) -> Path | None:
+        """The PEP 825 variant wheel, when stack.yaml's wheel.variant (or --variant) asks."""
+        from builder.pipeline import variant
+
+        if not variant.wanted(self.ctx, self.request.variant):
+            return None
+        made = variant.variant_of(self.ctx, plan, built, work / "variant")
+        self.done("variant", ok=True, wheel=made.path.name, audit="passed")
+        return made.path
+
     def smoke(self, wheel: Path) -> None:
         from builder.checks.smoke import smoke
 
@@ -205,12 +219,19 @@ class Gate:
             raise failed(result)
         self.done("check", ran=True, ok=True, script=config.check.name, device=device.what)
 
-    def write(self, built: Path, build_report: RunReport, staging: Path) -> None:
-        """Wheel, SBOM (checked against CycloneDX's schema), reports, then SHA256SUMS."""
+    def write(
+        self, built: Path, build_report: RunReport, staging: Path, variant: Path | None = None
+    ) -> None:
+        """Wheel (and its variant with the variants.json index), SBOM (checked against
+        CycloneDX's schema), reports, then SHA256SUMS."""
         from builder.pipeline import sbom
+        from builder.pipeline.variant import write_index
 
         wheel = staging / built.name
         shutil.copyfile(built, wheel)
+        if variant is not None:
+            shutil.copyfile(variant, staging / variant.name)
+            write_index(staging, self.ctx)
         document = sbom_of(wheel)
         problems = sbom.validate(document)
         if problems:

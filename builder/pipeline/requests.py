@@ -52,6 +52,7 @@ class WheelRequest:
     out: Path = Path("dist")
     verify: bool = False  # build everything again from fresh directories, compare the wheels
     repair: bool = False  # retag manylinux with auditwheel repair, audit again
+    variant: bool = False  # also the PEP 825 variant wheel (stack.yaml wheel.variant says so too)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,3 +62,4 @@ class ReleaseRequest:
     verify: bool = True
     repair: bool = False
     strict: bool = False  # the smoke test must load every file
+    variant: bool = False  # also the PEP 825 variant wheel (stack.yaml wheel.variant says so too)

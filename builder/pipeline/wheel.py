@@ -14,14 +14,15 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from builder import __version__
 from builder.core import proc
-from builder.core.errors import AuditError, UsageError
+from builder.core.errors import UsageError
 from builder.manifest.model import GitSource, Source
 from builder.pipeline.build import build_plan, launcher_for
+from builder.pipeline.built import Built, audit_or_keep, sbom_finisher
 from builder.pipeline.context import (
     Context,
     open_context,
@@ -31,9 +32,11 @@ from builder.pipeline.context import (
 )
 from builder.pipeline.requests import PlanRequest, StackRequest, WheelRequest
 from builder.plan import Plan
+
+if TYPE_CHECKING:
+    from builder.engine.report import RunReport
 from builder.vendors import get as get_vendor
 from wheels.assemble import (
-    Finisher,
     WheelInputs,
     build_wheel,
     pack,
@@ -43,34 +46,47 @@ from wheels.naming import wheel_name
 from wheels.policy import DistLib, load_vendor_policy
 
 
-def run_wheel(request: WheelRequest) -> Path:
-    """Build, assemble, audit (verify, repair), then write the wheel to ``request.out``."""
+def run_wheel(request: WheelRequest) -> list[Path]:
+    """Build, assemble, audit (verify, repair), then write the wheel to ``request.out``; with
+    a variant, its variant wheel and the release's variants.json too. Returns what it wrote."""
+    from builder.pipeline import variant
+
     ctx = open_context(request.build.stack, wheel=True)
     selection = wheel_selection(ctx, request.build.plan)
     require_preflight(ctx, selection.components, wheel=True)
     plan = plan_for(ctx, selection)
-    build_plan(ctx, plan, launcher=launcher_for(request.build.launcher), command="wheel")
+    report = build_plan(ctx, plan, launcher=launcher_for(request.build.launcher), command="wheel")
     epoch = epoch_for(ctx, plan)
     with pending_dir(ctx) as work:
         built = assemble(ctx, plan, work / "first", epoch=epoch)
-        if request.verify:
-            verify_rebuild(ctx, selection, plan, built, work / "second")
+        second = (
+            verify_rebuild(ctx, selection, plan, built, work / "second") if request.verify else None
+        )
         if request.repair:
-            built = repair_and_audit(ctx, plan, built, work / "repaired")
-        return publish(built.path, request.out)
+            built, second = repair_and_audit(ctx, plan, built, work / "repaired"), None
+        made = [built]
+        if variant.wanted(ctx, request.variant):
+            made.append(variant.variant_of(ctx, plan, built, work / "variant"))
+            if second is not None:
+                variant.verify(ctx, plan, made[-1], dataclasses.replace(built, path=second), work)
+        paths = [publish(b.path, request.out) for b in made]
+    index = variant.write_index(request.out, ctx) if len(made) > 1 else None
+    record_wheels(report, ctx, paths)
+    return [*paths, *([index] if index else [])]
+
+
+def record_wheels(report: RunReport, ctx: Context, wheels: list[Path]) -> None:
+    """The run report names the wheels the run wrote (``report --html`` audits them)."""
+    from builder.engine import report as run_report
+
+    report.wheels = [str(p.resolve()) for p in wheels]
+    run_report.write(report, ctx.layout)
 
 
 def wheel_selection(ctx: Context, request: PlanRequest) -> PlanRequest:
     """What the wheel is made of: its component and the bundled ones (unless the request
     names components)."""
     return dataclasses.replace(request, components=request.components or wheel_components(ctx))
-
-
-@dataclass(frozen=True)
-class Built:
-    path: Path
-    inputs: WheelInputs
-    requires: tuple[str, ...]  # Requires-Dist added for libraries other distributions supply
 
 
 def supplied_libraries(vendor: str) -> dict[str, DistLib]:
@@ -102,20 +118,6 @@ def wheel_inputs(ctx: Context, plan: Plan, epoch: int) -> WheelInputs:
     )
 
 
-def sbom_finisher(plan: Plan, inputs: WheelInputs) -> Finisher | None:
-    """Puts the SBOM of exactly what was staged into ``.dist-info/sboms/`` (PEP 770)."""
-    from builder.pipeline import sbom
-
-    if not sbom.available():
-        print(f"warning: no SBOM in the wheel: {sbom.INSTALL_HINT}", file=sys.stderr)
-        return None
-
-    def finish(root: Path, requires: list[str]) -> dict[str, bytes]:
-        return {sbom.SBOM_PATH: sbom.document(plan, inputs, root, requires).encode()}
-
-    return finish
-
-
 def assemble(ctx: Context, plan: Plan, dest: Path, *, epoch: int) -> Built:
     """Assemble the wheel (with its SBOM) into ``dest`` and audit it."""
     inputs = wheel_inputs(ctx, plan, epoch)
@@ -144,23 +146,6 @@ def publish(wheel: Path, out: Path) -> Path:
     target = out / wheel.name
     shutil.move(str(wheel), target)
     return target
-
-
-def audit_or_keep(wheel: Path, vendor: str, keep_dir: Path) -> None:
-    from wheels.audit import audit_wheel
-    from wheels.audit_report import render_text
-    from wheels.policy import load_vendor_policy
-
-    result = audit_wheel(wheel, load_vendor_policy(vendor))
-    if not result.ok:
-        # Kept under its own name (installable for inspection), in a folder that says why.
-        rejected = keep_dir / "rejected"
-        rejected.mkdir(parents=True, exist_ok=True)
-        kept = rejected / wheel.name
-        shutil.copyfile(wheel, kept)
-        raise AuditError(
-            render_text([result]) + f"\nthe wheel failed its audit; it was kept at {kept}",
-        )
 
 
 # --- --verify -----------------------------------------------------------------------------------

@@ -26,7 +26,10 @@ def test_vendors_json_has_exactly_the_four_vendors_in_the_agreed_format() -> Non
     raw = json.loads(resources.files("wheels").joinpath("policy/vendors.json").read_text())
     assert list(raw) == list(vendor_names()) == ["cpu", "nvidia", "moore", "thead"]
     for vendor, entry in raw.items():
-        assert set(entry) == {"aliases", "local", "external", "distributions"}, vendor
+        keys = {"aliases", "local", "external", "distributions"}
+        assert keys <= set(entry) <= {*keys, "variant"}, vendor
+        # Every accelerator vendor has its PEP 825 namespace; cpu's wheel is the null variant.
+        assert ("variant" in entry) == (vendor != "cpu"), vendor
         assert all(isinstance(p, str) for p in entry["external"])
         for soname, lib in entry["distributions"].items():
             assert {"distribution", "dir"} <= set(lib) <= {"distribution", "dir", "import"}, soname

@@ -25,7 +25,7 @@ from packaging.version import InvalidVersion, Version
 
 from wheels.audit.findings import Findings
 from wheels.audit.members import MemberError, MemberScan, inflate, read_raw, task_for, with_changes
-from wheels.naming import escaped_name
+from wheels.naming import escaped_name, split_variant
 
 HASHES = ("sha256", "sha384", "sha512")
 
@@ -111,7 +111,7 @@ def is_member_file(info: zipfile.ZipInfo) -> bool:
 def read_metadata(archive: Archive, f: Findings) -> None:
     """The file name, then the dist-info directory's WHEEL, METADATA and RECORD."""
     try:
-        name, version, _build, tags = parse_wheel_filename(archive.path.name)
+        name, version, _build, tags = parse_wheel_filename(split_variant(archive.path.name)[0])
     except (InvalidWheelFilename, InvalidVersion) as exc:
         f.violation("bad-filename", None, f"not a wheel file name: {exc}")
         name, version, tags = None, None, frozenset()

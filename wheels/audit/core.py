@@ -28,10 +28,11 @@ from wheels.audit.ldso import Elves, extension_module
 from wheels.audit.members import MemberScan, task_for
 from wheels.audit.pool import cores, scan_members
 from wheels.audit.tags import check_tags, manylinux_whitelist, tag_verdicts
+from wheels.audit.variants import check_variant
 from wheels.audit_report import AuditStats, Finding, WheelAudit
 from wheels.elf import ElfInfo, HostLibraries
 from wheels.loading import site_dirs
-from wheels.naming import vendor_of_local
+from wheels.naming import split_variant, vendor_of_local, vendor_of_variant
 from wheels.policy import VendorPolicy
 from wheels.policy.lddtree import host_library_dirs
 from wheels.policy.wheeltools import wheel_platform
@@ -62,8 +63,11 @@ def audit_wheel(
 def infer_vendor(path: Path) -> str:
     """The vendor a wheel was built for, from its local version: ``+cu130`` -> nvidia; cpu (whose
     policy expects every library in the wheel) when the name says none."""
+    base, label = split_variant(Path(path).name)
+    if label is not None:  # a PEP 825 variant wheel: its label names the vendor
+        return vendor_of_variant(label) or "cpu"
     try:
-        _, version, _, _ = parse_wheel_filename(Path(path).name)
+        _, version, _, _ = parse_wheel_filename(base)
     except (InvalidWheelFilename, InvalidVersion):
         return "cpu"
     return vendor_of_local(str(version)) or "cpu"
@@ -142,6 +146,7 @@ def _audit_archive(
     ctx = _context(archive, policy, elfs, arch, host)
     reports = check_elfs(ctx, archive, f)
     check_tags(archive, verdicts[1], bool(elfs), f)
+    check_variant(archive, elfs, policy, f)
     stats = AuditStats(
         members=len(archive.infos),
         elf_members=len(elfs),
@@ -169,7 +174,7 @@ def _audit_archive(
 
 def _prepare(archive: Archive, host: HostLibraries) -> None:
     """Work the analysis will need anyway, done while children finish their last members."""
-    arch, _, _ = wheel_platform(archive.path.name)
+    arch, _, _ = wheel_platform(split_variant(archive.path.name)[0])
     if arch is not None:
         manylinux_whitelist(arch)
     host.prefetch(

@@ -10,6 +10,7 @@ from wheels.audit.archive import Archive
 from wheels.audit.findings import Findings
 from wheels.audit.members import MemberScan
 from wheels.elf import HostLibraries
+from wheels.naming import split_variant
 from wheels.policy import VendorPolicy
 from wheels.policy.manylinux import manylinux_policies
 from wheels.policy.wheel_abi import TagVerdict, platform_verdict
@@ -64,7 +65,7 @@ def tag_verdicts(
     """auditwheel's own verdict, and the one with the vendor's outside libraries excluded."""
     members = {n: s.elf for n, s in scans.items()}
     order = archive.record_order or list(members)
-    plain = platform_verdict(archive.path.name, members, order, host)
+    plain = platform_verdict(split_variant(archive.path.name)[0], members, order, host)
     bundled = {posixpath.basename(n) for n, e in members.items() if e is not None}
 
     def excluded(soname: str) -> bool:  # like ``auditwheel repair --exclude``
@@ -73,4 +74,6 @@ def tag_verdicts(
     needed = {n for e in members.values() if e is not None for n in e.needed}
     if not any(excluded(n) for n in needed):
         return plain, plain
-    return plain, platform_verdict(archive.path.name, members, order, host, excluded)
+    return plain, platform_verdict(
+        split_variant(archive.path.name)[0], members, order, host, excluded
+    )

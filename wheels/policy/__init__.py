@@ -6,7 +6,8 @@ pattern its wheels' local version matches (``local``: ``+cu130``), which librari
 supplies (the driver: ``external``, fnmatch patterns allowed) and which other Python
 distributions supply which libraries, in which directory of site-packages (``distributions``;
 ``"."`` is the top of site-packages, where a torch extension such as flash-attn's
-``flash_attn_2_cuda`` lives). This module loads it (:func:`load_vendor_policy`) and is the one
+``flash_attn_2_cuda`` lives) and its PEP 825 variant namespace and provider (``variant``:
+:mod:`wheels.policy.variants`). This module loads it (:func:`load_vendor_policy`) and is the one
 place vendor names are made canonical (:func:`canonical_vendor`).
 
 The manylinux verdict mirrors auditwheel 6.8 (``auditwheel>=6.8,<6.9`` in pyproject.toml), one
@@ -42,12 +43,14 @@ from typing import Any, NoReturn
 from wheels.policy.lddtree import host_library_dirs
 from wheels.policy.manylinux import manylinux_policies
 from wheels.policy.python_api import is_python_api
+from wheels.policy.variants import VariantPolicy, parse_variant
 from wheels.policy.wheel_abi import TagVerdict, platform_verdict
 from wheels.policy.wheeltools import wheel_platform
 
 __all__ = [
     "DistLib",
     "TagVerdict",
+    "VariantPolicy",
     "VendorPolicy",
     "canonical_vendor",
     "host_library_dirs",
@@ -79,6 +82,7 @@ class VendorPolicy:
     distributions: Mapping[str, DistLib] = field(default_factory=lambda: MappingProxyType({}))
     aliases: tuple[str, ...] = ()
     local: re.Pattern[str] | None = None  # what the local version of its wheels starts with
+    variant: VariantPolicy | None = None  # its PEP 825 variant data (wheels.policy.variants)
 
     def is_external(self, soname: str) -> bool:
         return any(fnmatchcase(soname, pattern) for pattern in self.external)
@@ -181,14 +185,19 @@ def _vendor_from(name: str, raw: Any, problems: list[str]) -> VendorPolicy:
         if where_in_site == ".":  # site-packages itself, which the audit calls ""
             where_in_site = ""
         dists[soname] = DistLib(entry["distribution"], where_in_site, module)
-    known = ("aliases", "local", "external", "distributions")
+    known = ("aliases", "local", "external", "distributions", "variant")
     problems += [f"{name}: unknown key '{k}'" for k in raw if k not in known]
     aliases = raw.get("aliases", [])
     if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
         problems.append(f"{name}.aliases: expected a list of strings")
         aliases = []
     return VendorPolicy(
-        name, tuple(external), MappingProxyType(dists), tuple(aliases), _local(name, raw, problems)
+        name,
+        tuple(external),
+        MappingProxyType(dists),
+        tuple(aliases),
+        _local(name, raw, problems),
+        parse_variant(f"{name}.variant", raw.get("variant"), problems),
     )
 
 

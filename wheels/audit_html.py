@@ -1,0 +1,355 @@
+"""The audit as a picture, for one self-contained HTML page (``audit --html``, and the wheel
+part of ``report --html``).
+
+Per wheel: its verdict and tags, its violations and warnings, a graph of each ELF file, what it
+needs and where each need resolves (in the wheel, another distribution, the system, the
+vendor's runtime; missing and libpython in red), the ELF files with a finding drawn in its
+colour, and a table per ELF file with its CUDA architectures.
+
+The graph is laid out by Graphviz's ``dot`` when the ``graphviz`` package and the ``dot``
+program are there (the ``report`` extra; Debian's ``graphviz``): it is the layered layout of
+directed graphs people know, and it writes SVG that goes into the page as it is. Otherwise a
+plain layered layout of our own draws it: ELF files loaded by nothing else on the left, the
+libraries of the wheel next, what comes from outside on the right, grouped by where.
+
+Nothing on the page is fetched when it is viewed: inline SVG and CSS, no script.
+"""
+
+from __future__ import annotations
+
+import html
+import zipfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from wheels.variants import elf_device_code
+
+KIND_COLOURS = {
+    "wheel": "#2b6cb0",
+    "distribution": "#6b46c1",
+    "system": "#4a5568",
+    "external": "#2f855a",
+    "libpython": "#c53030",
+    "missing": "#c53030",
+}
+KIND_WORDS = {
+    "wheel": "in the wheel",
+    "distribution": "another distribution",
+    "system": "system",
+    "external": "vendor runtime",
+    "libpython": "libpython",
+    "missing": "missing",
+}
+SEVERITY_COLOURS = {"violation": "#c53030", "warning": "#b7791f"}
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;color:#1a202c;
+background:#f7fafc}
+header{background:#1a202c;color:#fff;padding:16px 28px}header h1{margin:0;font-size:20px}
+header .meta{color:#cbd5e0;font-size:13px;margin-top:4px}
+nav{padding:8px 28px;background:#edf2f7;border-bottom:1px solid #e2e8f0}
+nav a{margin-right:18px;color:#2b6cb0;text-decoration:none}
+main{padding:8px 28px 40px}section{margin:22px 0}h2{font-size:17px;margin:0 0 10px}
+h3{font-size:15px;margin:18px 0 8px}
+table{border-collapse:collapse;background:#fff;font-size:13px}
+th,td{border:1px solid #e2e8f0;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#edf2f7}td.num{text-align:right;font-variant-numeric:tabular-nums}
+code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace}
+.ok{color:#2f855a;font-weight:600}.bad{color:#c53030;font-weight:600}
+.finding{margin:3px 0;padding:4px 8px;border-left:4px solid;background:#fff}
+.violation{border-color:#c53030}.warning{border-color:#b7791f}
+.badge{display:inline-block;padding:0 6px;border-radius:8px;color:#fff;font-size:11px}
+.graph,.timeline{background:#fff;border:1px solid #e2e8f0;overflow:auto;max-width:100%}
+.legend span{margin-right:14px;font-size:12px}
+"""
+
+
+def page(title: str, body: str, subtitle: str = "") -> str:
+    """One HTML document, its style inline."""
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{_e(title)}</title><style>{CSS}</style></head><body>"
+        f"<header><h1>{_e(title)}</h1><div class='meta'>{subtitle}</div></header>"
+        f"{body}</body></html>\n"
+    )
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def audit_section(wheels: Sequence[Mapping[str, Any]]) -> str:
+    """Every wheel of an audit's JSON (``to_json(...)["wheels"]``)."""
+    if not wheels:
+        return "<p>No wheel was written by this run.</p>"
+    return "".join(_wheel(w) for w in wheels)
+
+
+def _wheel(w: Mapping[str, Any]) -> str:
+    path = Path(str(w.get("path", "")))
+    verdict = "<span class='ok'>PASS</span>" if w.get("ok") else "<span class='bad'>FAIL</span>"
+    tags = ", ".join(w.get("declared_tags") or []) or "(none)"
+    head = (
+        f"<h3 id='wheel-{_e(path.name)}'>{_e(path.name)} {verdict}</h3>"
+        f"<p>vendor {_e(w.get('vendor'))}; declared {_e(tags)}; the ELF contents allow "
+        f"<code>{_e(w.get('tag') or '(unknown)')}</code></p>"
+    )
+    findings = [("violation", f) for f in w.get("violations", [])]
+    findings += [("warning", f) for f in w.get("warnings", [])]
+    listed = "".join(
+        f"<div class='finding {s}'><b>{s}</b> <code>{_e(f.get('member') or '')}</code> "
+        f"{_e(f['message'])} <small>[{_e(f['code'])}]</small></div>"
+        for s, f in findings
+    )
+    archs = device_archs(path, w.get("elfs", []))
+    head += _variant_line(path)
+    return head + listed + _legend() + graph_svg(w) + _elf_table(w.get("elfs", []), archs)
+
+
+def _variant_line(wheel: Path) -> str:
+    """A PEP 825 variant wheel's label and properties, from its variant.json."""
+    from wheels.variants import read_from_wheel
+
+    try:
+        doc = read_from_wheel(wheel) if wheel.is_file() else None
+        (label, props), *_ = doc["variants"].items() if doc else [(None, {})]
+    except (OSError, ValueError, KeyError, AttributeError, zipfile.BadZipFile):
+        return ""
+    if label is None:
+        return ""
+    listed = [f"{ns} :: {f} :: {v}" for ns, fs in props.items() for f, vs in fs.items() for v in vs]
+    return f"<p>variant <code>{_e(label)}</code>: {_e('; '.join(listed) or 'no properties')}</p>"
+
+
+def _legend() -> str:
+    spans = "".join(
+        f"<span><span class='badge' style='background:{c}'>{_e(KIND_WORDS[k])}</span></span>"
+        for k, c in KIND_COLOURS.items()
+    )
+    return f"<p class='legend'>{spans}</p>"
+
+
+def device_archs(wheel: Path, elfs: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, list[str]]]:
+    """SASS and PTX targets per ELF member: from the audit JSON where it has them (the audit's
+    own CUDA reading), else read from the wheel with wheels.fatbin."""
+    out: dict[str, dict[str, list[str]]] = {}
+    missing = []
+    for elf in elfs:
+        found = _json_archs(elf)
+        if found is not None:
+            out[elf["member"]] = found
+        else:
+            missing.append(elf["member"])
+    if missing and wheel.is_file():
+        try:
+            with zipfile.ZipFile(wheel) as zf:
+                for member in missing:
+                    code = elf_device_code(zf.read(member)).loaded()
+                    if code.entries:
+                        out[member] = {"sass": list(code.sass_archs), "ptx": list(code.ptx_archs)}
+        except (OSError, zipfile.BadZipFile, KeyError, ValueError, EOFError):
+            pass  # the audit above says what is wrong with the archive
+    return out
+
+
+def _json_archs(elf: Mapping[str, Any]) -> dict[str, list[str]] | None:
+    for key in ("cuda", "device_code"):
+        value = elf.get(key)
+        if isinstance(value, Mapping):
+            sass = value.get("sass") or value.get("sass_archs") or []
+            ptx = value.get("ptx") or value.get("ptx_archs") or []
+            return {"sass": [str(s) for s in sass], "ptx": [str(p) for p in ptx]}
+    return None
+
+
+def _elf_table(elfs: Sequence[Mapping[str, Any]], archs: Mapping[str, Any]) -> str:
+    rows = []
+    for elf in elfs:
+        needs = "<br>".join(
+            f"<code>{_e(n['soname'])}</code> <span class='badge' "
+            f"style='background:{KIND_COLOURS.get(n['kind'], '#718096')}'>"
+            f"{_e(KIND_WORDS.get(n['kind'], n['kind']))}</span> "
+            f"<small>{_e(n.get('where') or '')}</small>"
+            for n in elf.get("needs", [])
+        )
+        cuda = archs.get(elf["member"])
+        cuda_text = (
+            f"SASS {_e(', '.join(cuda['sass']) or '-')}<br>PTX {_e(', '.join(cuda['ptx']) or '-')}"
+            if cuda
+            else "-"
+        )
+        rows.append(
+            f"<tr><td><code>{_e(elf['member'])}</code></td><td>{_e(elf['kind'])}</td>"
+            f"<td><code>{_e(elf.get('soname') or '')}</code></td>"
+            f"<td><code>{_e(elf.get('runpath') or '')}</code></td><td>{needs}</td>"
+            f"<td>{cuda_text}</td></tr>"
+        )
+    head = "<tr><th>ELF</th><th>kind</th><th>SONAME</th><th>RUNPATH</th><th>needs</th>"
+    return f"<table class='elfs'>{head}<th>CUDA</th></tr>{''.join(rows)}</table>"
+
+
+# --- the graph ----------------------------------------------------------------------------------
+
+
+def _nodes_edges(
+    w: Mapping[str, Any],
+) -> tuple[dict[str, tuple[str, str, str]], list[tuple[str, str, str]]]:
+    """Nodes (id -> (label, kind, severity)) and edges (from, to, kind) of a wheel's graph."""
+    severity: dict[str, str] = {}
+    for sev, key in (("warning", "warnings"), ("violation", "violations")):
+        for f in w.get(key, []):
+            if f.get("member"):
+                severity[f["member"]] = sev
+    elfs = list(w.get("elfs", []))
+    nodes = {
+        e["member"]: (e["member"], "elf:" + e["kind"], severity.get(e["member"], "")) for e in elfs
+    }
+    edges = []
+    for e in elfs:
+        for need in e.get("needs", []):
+            target = need.get("where") if need["kind"] == "wheel" else None
+            if target not in nodes:
+                target = f"{need['kind']}:{need['soname']}"
+                bad = "violation" if need["kind"] in ("missing", "libpython") else ""
+                nodes.setdefault(target, (need["soname"], need["kind"], bad))
+            edges.append((e["member"], str(target), need["kind"]))
+    return nodes, edges
+
+
+def graph_svg(w: Mapping[str, Any], *, layout: str = "auto") -> str:
+    """The wheel's graph as inline SVG, by dot where it can be run (``layout="auto"``), else,
+    or with ``layout="plain"``, laid out here."""
+    nodes, edges = _nodes_edges(w)
+    if not nodes:
+        return ""
+    svg = _dot_svg(nodes, edges) if layout == "auto" else None
+    layout = "dot"
+    if svg is None:
+        svg, layout = _plain_svg(nodes, edges), "plain"
+    return f"<div class='graph' data-layout='{layout}'>{svg}</div>"
+
+
+def _dot_svg(
+    nodes: Mapping[str, tuple[str, str, str]], edges: Sequence[tuple[str, str, str]]
+) -> str | None:
+    try:
+        import graphviz
+    except ImportError:
+        return None
+    g = graphviz.Digraph(
+        # At most 10.5 x 9 inches: dot scales a larger graph down to fit a page's width.
+        graph_attr={
+            "rankdir": "LR",
+            "fontname": "Helvetica",
+            "nodesep": "0.25",
+            "size": "10.5,9",
+            "pad": "0.3",
+        },
+        node_attr={"shape": "box", "style": "rounded,filled", "fontname": "Helvetica"},
+        edge_attr={"fontname": "Helvetica", "fontsize": "9"},
+    )
+    ids = {node: f"n{i}" for i, node in enumerate(nodes)}
+    for kind in ("distribution", "system", "external", "missing", "libpython"):
+        members = [n for n, (_, k, _) in nodes.items() if k == kind]
+        if members:
+            with g.subgraph(name=f"cluster_{kind}") as sub:
+                sub.attr(label=KIND_WORDS[kind], color="#cbd5e0", fontname="Helvetica")
+                for n in members:
+                    _dot_node(sub, ids[n], nodes[n])
+    for n, spec in nodes.items():
+        if spec[1].startswith("elf:"):
+            _dot_node(g, ids[n], spec)
+    for a, b, kind in edges:
+        g.edge(ids[a], ids[b], color=KIND_COLOURS.get(kind, "#718096"))
+    try:
+        svg = str(g.pipe(format="svg").decode())
+    except (graphviz.ExecutableNotFound, graphviz.CalledProcessError, OSError):
+        return None
+    return svg[svg.index("<svg") :]
+
+
+def _dot_node(g: Any, node_id: str, spec: tuple[str, str, str]) -> None:
+    label, kind, sev = spec
+    colour = KIND_COLOURS.get(kind, KIND_COLOURS["wheel"] if kind.startswith("elf:") else "#718096")
+    g.node(
+        node_id,
+        label=label,
+        fillcolor="#fff5f5" if sev == "violation" else ("#fffaf0" if sev else "#ffffff"),
+        color=SEVERITY_COLOURS.get(sev, colour),
+        penwidth="2.5" if sev else "1.2",
+        tooltip=f"{label} ({KIND_WORDS.get(kind, kind.removeprefix('elf:'))})",
+    )
+
+
+def _columns(
+    nodes: Mapping[str, tuple[str, str, str]], edges: Sequence[tuple[str, str, str]]
+) -> list[list[str]]:
+    """Column 0: ELF files nothing in the wheel loads; 1: the wheel's other ELF files; then
+    one column of outside targets, grouped by kind."""
+    loaded = {b for _, b, k in edges if k == "wheel"}
+    elf = [n for n, (_, k, _) in nodes.items() if k.startswith("elf:")]
+    order = list(KIND_WORDS)
+    outside = sorted(
+        (n for n, (_, k, _) in nodes.items() if not k.startswith("elf:")),
+        key=lambda n: (order.index(nodes[n][1]) if nodes[n][1] in order else 9, nodes[n][0]),
+    )
+    return [
+        c
+        for c in ([n for n in elf if n not in loaded], [n for n in elf if n in loaded], outside)
+        if c
+    ]
+
+
+def _plain_svg(
+    nodes: Mapping[str, tuple[str, str, str]], edges: Sequence[tuple[str, str, str]]
+) -> str:
+    columns = _columns(nodes, edges)
+    box_w, box_h, gap_x, gap_y = 300, 26, 120, 12
+    where: dict[str, tuple[int, int]] = {}
+    for ci, column in enumerate(columns):
+        for ri, n in enumerate(column):
+            where[n] = (20 + ci * (box_w + gap_x), 20 + ri * (box_h + gap_y))
+    width = 40 + len(columns) * (box_w + gap_x) - gap_x
+    height = 40 + max(len(c) for c in columns) * (box_h + gap_y)
+    parts = [
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
+        f"viewBox='0 0 {width} {height}' font-family='sans-serif' font-size='12'>"
+    ]
+    for a, b, kind in edges:
+        (x1, y1), (x2, y2) = where[a], where[b]
+        sx, sy, ex, ey = x1 + box_w, y1 + box_h / 2, x2, y2 + box_h / 2
+        if x2 <= x1:  # a library loading one in its own column: around the right side
+            ex = x2 + box_w
+        mid = (sx + ex) / 2 if ex > sx else sx + 60
+        colour = KIND_COLOURS.get(kind, "#718096")
+        parts.append(
+            f"<path d='M{sx},{sy} C{mid},{sy} {mid},{ey} {ex},{ey}' fill='none' "
+            f"stroke='{colour}' stroke-width='1.3'/>"
+        )
+    for n, (x, y) in where.items():
+        parts.append(_plain_box(nodes[n], x, y, box_w, box_h))
+    return "".join(parts) + "</svg>"
+
+
+def _plain_box(spec: tuple[str, str, str], x: int, y: int, w: int, h: int) -> str:
+    label, kind, sev = spec
+    base = KIND_COLOURS["wheel"] if kind.startswith("elf:") else KIND_COLOURS.get(kind, "#718096")
+    stroke = SEVERITY_COLOURS.get(sev, base)
+    fill = "#fff5f5" if sev == "violation" else ("#fffaf0" if sev else "#ffffff")
+    shown = label if len(label) <= 44 else "…" + label[-43:]
+    what = KIND_WORDS.get(kind, kind.removeprefix("elf:"))
+    return (
+        f"<g><title>{_e(label)} ({_e(what)})</title>"
+        f"<rect x='{x}' y='{y}' width='{w}' height='{h}' rx='6' fill='{fill}' "
+        f"stroke='{stroke}' stroke-width='{2.5 if sev else 1.2}'/>"
+        f"<text x='{x + 8}' y='{y + 17}'>{_e(shown)}</text></g>"
+    )
+
+
+def audit_page(wheels: Sequence[Mapping[str, Any]], generator: str) -> str:
+    """``audit --html``: the audit part alone, as a page."""
+    bad = sum(not w.get("ok") for w in wheels)
+    subtitle = f"{len(wheels)} wheel(s), {bad} failed; {_e(generator)}"
+    body = f"<main><section id='wheels'><h2>Audit</h2>{audit_section(wheels)}</section></main>"
+    return page("infini-stack audit", body, subtitle)
