@@ -45,6 +45,7 @@ std::string infini_stack_probe_format(unsigned long value) {
 }
 void infini_stack_probe_throw() { throw std::runtime_error("probe"); }
 """
+Read = Callable[[ProbeContext, Candidate, Deps], Reading]
 WANTED = "libstdc++.so.6 (the stack's libraries exchange C++ types)"
 HINT = (
     "use a compiler that links the shared libstdc++.so.6 (e.g. the system g++: "
@@ -135,10 +136,29 @@ def _reading(data: dict[str, object], ctx: ProbeContext) -> Reading:
 # --- CXX ------------------------------------------------------------------------------------------
 
 
-def _cxx_candidates(ctx: ProbeContext, deps: Deps) -> Iterator[Candidate]:
-    cxx = deps.get("cxx")
-    if cxx is not None and cxx.ok and cxx.path:
-        yield Candidate(path=Path(cxx.path), origin="cxx")
+def _found(provider: str) -> Callable[[ProbeContext, Deps], Iterator[Candidate]]:
+    """The one candidate: the program another provider found (the compiler, nvcc)."""
+
+    def candidates(ctx: ProbeContext, deps: Deps) -> Iterator[Candidate]:
+        found = deps.get(provider)
+        if found is not None and found.ok and found.path:
+            yield Candidate(path=Path(found.path), origin=provider)
+
+    return candidates
+
+
+def _provider(name: str, what: str, compiler: str, read: Read) -> Provider:
+    return Provider(
+        name=name,
+        what=what,
+        needed_for=BUILD,
+        after=(compiler,),
+        requires=(compiler,),
+        candidates=_found(compiler),
+        read=read,
+        hint=HINT,
+        wanted=_wanted,
+    )
 
 
 def _read_cxx(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Reading:
@@ -152,26 +172,12 @@ def _read_cxx(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Reading:
     return remembered(ctx, str(candidate.path), argv, lambda: link(argv, "probe.cpp", ctx))
 
 
-CXX_RUNTIME = Provider(
-    name="cxx-runtime",
-    what="the C++ runtime CXX links into shared libraries",
-    needed_for=BUILD,
-    after=("cxx",),
-    requires=("cxx",),
-    candidates=_cxx_candidates,
-    read=_read_cxx,
-    hint=HINT,
-    wanted=_wanted,
+CXX_RUNTIME = _provider(
+    "cxx-runtime", "the C++ runtime CXX links into shared libraries", "cxx", _read_cxx
 )
 
 
 # --- the CUDA host compiler -----------------------------------------------------------------------
-
-
-def _cuda_candidates(ctx: ProbeContext, deps: Deps) -> Iterator[Candidate]:
-    cuda = deps.get("cuda")
-    if cuda is not None and cuda.ok and cuda.path:
-        yield Candidate(path=Path(cuda.path), origin="cuda")  # nvcc
 
 
 def _read_cuda(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Reading:
@@ -192,14 +198,9 @@ def _read_cuda(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Reading:
     return remembered(ctx, program, argv, lambda: link(argv, "probe.cu", ctx))
 
 
-CUDA_HOST_RUNTIME = Provider(
-    name="cuda-host-runtime",
-    what="the C++ runtime nvcc's host compiler (CUDAHOSTCXX) links into shared libraries",
-    needed_for=BUILD,
-    after=("cuda",),
-    requires=("cuda",),
-    candidates=_cuda_candidates,
-    read=_read_cuda,
-    hint=HINT,
-    wanted=_wanted,
+CUDA_HOST_RUNTIME = _provider(
+    "cuda-host-runtime",
+    "the C++ runtime nvcc's host compiler (CUDAHOSTCXX) links into shared libraries",
+    "cuda",  # its path is nvcc's
+    _read_cuda,
 )
