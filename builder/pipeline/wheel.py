@@ -127,7 +127,7 @@ def assemble(ctx: Context, plan: Plan, dest: Path, *, epoch: int) -> Built:
         return dict(finish(root, found)) if finish else {}
 
     wheel = build_wheel(inputs, dest, remember)
-    audit_or_keep(wheel, ctx.vendor, ctx.layout.home / "wheels")
+    audit_or_keep(wheel, ctx.vendor, ctx.layout.home / "wheels", cuda_architectures(ctx))
     return Built(path=wheel, inputs=inputs, requires=tuple(requires))
 
 
@@ -146,12 +146,20 @@ def publish(wheel: Path, out: Path) -> Path:
     return target
 
 
-def audit_or_keep(wheel: Path, vendor: str, keep_dir: Path) -> None:
+def cuda_architectures(ctx: Context) -> tuple[str, ...]:
+    """The CUDA architectures the stack declares for the vendor (stack.yaml), which the
+    audit holds the wheel's device code to."""
+    return ctx.stack.vendors[ctx.vendor].settings.cuda_architectures
+
+
+def audit_or_keep(
+    wheel: Path, vendor: str, keep_dir: Path, cuda_architectures: tuple[str, ...] = ()
+) -> None:
     from wheels.audit import audit_wheel
     from wheels.audit_report import render_text
     from wheels.policy import load_vendor_policy
 
-    result = audit_wheel(wheel, load_vendor_policy(vendor))
+    result = audit_wheel(wheel, load_vendor_policy(vendor), cuda_architectures=cuda_architectures)
     if not result.ok:
         # Kept under its own name (installable for inspection), in a folder that says why.
         rejected = keep_dir / "rejected"
@@ -227,7 +235,7 @@ def repair_and_audit(ctx: Context, plan: Plan, built: Built, work: Path) -> Buil
     out = work / "wheel"
     out.mkdir()
     wheel = pack(root, inputs, list(built.requires), out / inputs.name.filename)
-    audit_or_keep(wheel, ctx.vendor, ctx.layout.home / "wheels")
+    audit_or_keep(wheel, ctx.vendor, ctx.layout.home / "wheels", cuda_architectures(ctx))
     return Built(path=wheel, inputs=inputs, requires=built.requires)
 
 
