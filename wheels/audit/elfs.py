@@ -1,7 +1,8 @@
 """The checks of each ELF file, in order: architecture, install place, RUNPATH, resolution,
-stranded needs, a private C++ runtime that C++ symbols cross (:mod:`~wheels.audit.cxx`),
-libpython (not needed, not linked in statically), the extension's ``PyInit_<name>`` and symbol
-closure; and the report of each."""
+stranded needs, the imports its packages must run first (:mod:`~wheels.audit.preloads`), a
+private C++ runtime that C++ symbols cross (:mod:`~wheels.audit.cxx`), libpython (not needed,
+not linked in statically), the extension's ``PyInit_<name>`` and symbol closure; and the
+report of each."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from wheels.audit.archive import Archive
 from wheels.audit.cxx import check_cxx_runtimes
 from wheels.audit.findings import Findings
 from wheels.audit.ldso import Elves, check_runpaths, elf_kind, resolve_all
+from wheels.audit.preloads import check_preloads
 from wheels.audit.scopes import check_stranded, check_symbols, scopes_by_member
 from wheels.audit_report import ElfReport, SymbolCheck, plural, shorten
 from wheels.elf import ElfInfo
@@ -77,6 +79,7 @@ def check_elfs(ctx: Elves, archive: Archive, f: Findings) -> list[ElfReport]:
     in_python = {m for root in ctx.extensions for m in ctx.groups[root].members}
     scopes = scopes_by_member(ctx)
     check_stranded(ctx, archive, scopes, f)
+    check_preloads(ctx, archive, scopes, f)
     cxx = check_cxx_runtimes(ctx, scopes, f)
     reports = []
     for member, info in ctx.elfs.items():
