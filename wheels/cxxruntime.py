@@ -105,8 +105,9 @@ def describe(result: CxxRuntime, shown: int = 4) -> str:
         return "uses no C++ runtime at its interface"
     if not result.internals and result.signs:
         return (
-            f"imports {', '.join(result.signs)}, which only a C++ runtime's locale and unwinder "
-            "code calls, and needs no libstdc++.so.6: a private, hidden copy of the C++ runtime"
+            f"imports {', '.join(result.signs)}, which only a C++ runtime's own locale or "
+            "unwinder code calls, and needs no libstdc++.so.6: a private copy of (part of) the "
+            "C++ runtime that exports none of it"
         )
     if not result.internals:
         return (

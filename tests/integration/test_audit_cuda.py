@@ -5,7 +5,9 @@ nvcc builds one tiny kernel library per ``-gencode`` mix: SASS for sm_90 (runs o
 90), SASS and PTX for 80 (runs on 90 once the driver JIT-compiles the PTX), SASS for sm_80 only
 (no kernel image for 90). gcc builds what nvcc would not: a ``.nv_fatbin`` section of garbage,
 and a library large enough that the audit keeps only part of it inflated, its fat binary
-(crafted bytes) past that part. cuobjdump, where present, says what each library holds.
+(crafted bytes) past that part. cuobjdump, where present, says what each library holds; and the
+fat binary headers picked out while a library streams past are all its device code's reading
+needs.
 """
 
 from __future__ import annotations
@@ -29,12 +31,15 @@ from tests.integration.test_fatbin_nvcc import (
     needs_cuobjdump,
     nvcc_release,
 )
+from tests.unit.test_devicecode import Unreadable
 from tests.unit.test_fatbin import ELF, LINUX64, PTX, PTX_TEXT, entry, fatbin
 from tests.wheelmaker import Compiler, have_gcc, make_wheel
 from wheels.audit import audit_wheel
 from wheels.audit.members import KEEP_PREFIX, SNAPSHOT_ABOVE
 from wheels.audit_report import WheelAudit, render_text, to_json
 from wheels.elf import section_span
+from wheels.fatbin import read_fatbin, read_fatbin_at
+from wheels.fatbin_tap import FatbinTap
 from wheels.policy import load_vendor_policy
 
 pytestmark = [pytest.mark.integration]
@@ -227,6 +232,22 @@ def test_listed_architectures_match_cuobjdump(
     counts = {(k, t.replace("sm_", "compute_") if k == "ptx" else t): dumped.count((k, t))
               for k, t in set(dumped)}  # fmt: skip
     assert images == counts
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("name", list(BUILDS))
+def test_the_headers_seen_while_streaming_are_all_a_read_of_nvccs_layout_needs(
+    libraries: dict[str, Path], name: str
+) -> None:
+    data = libraries[name].read_bytes()
+    tap = FatbinTap()
+    for start in range(0, len(data), 4096):  # as the inflater hands out parts
+        tap.feed(data[start : start + 4096])
+    span = section_span(data, ".nv_fatbin")
+    assert span is not None and tap.seen.bytes_at
+    offset, size = span
+    blind = read_fatbin_at(Unreadable(len(data)), offset, size, ".nv_fatbin", tap.seen)
+    assert blind == read_fatbin(data[offset : offset + size])
 
 
 # -- what nvcc would not build -------------------------------------------------------------------

@@ -29,7 +29,7 @@ SHOWN = 3
 _STD = re.compile(r"^_Z(?:T[VTIS])?N?K?S[tsoiad]")
 
 BREAKS = (
-    "each C++ runtime has its own exception machinery, locale facets and RTTI, so an exception "
+    "Each C++ runtime has its own exception machinery, locale facets and RTTI, so an exception "
     "thrown across the line is not caught (std::terminate, or Python's 'SystemError: ... "
     "returned NULL without setting an exception'), a locale or stream made on one side picks "
     "facets of the wrong kind on the other, and typeid/dynamic_cast across it disagree: link "
