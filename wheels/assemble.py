@@ -40,7 +40,15 @@ from pathlib import Path
 from builder.core import proc
 from builder.core.errors import BuildError, UsageError
 from wheels.elf import ELF_MAGIC, ElfError, HostLibraries, build_id_span, dynamic
-from wheels.loading import installed_copy, site_dirs, stranded_needs
+from wheels.loading import (
+    GLOBAL_CALL,
+    GLOBAL_IMPORTS,
+    installed_copy,
+    loaded_by_import,
+    preload_modules,
+    site_dirs,
+    stranded_needs,
+)
 from wheels.naming import EXTENSION_NAME, WheelName
 from wheels.policy import DistLib
 from wheels.spec import WheelSpec
@@ -142,13 +150,16 @@ def fix_loading(
 ) -> list[str]:
     """Make every ELF under ``root`` load from the installed wheel; returns the Requires-Dist.
 
-    Each RUNPATH is rewritten to reach what the ELF needs. A library another distribution
-    supplies may itself need one that its own search path does not reach (flash-attn's
-    extension counts on ``import torch`` having loaded ``libtorch_python.so``). Where that
-    distribution's copy is installed here (in ``dirs``, by default this host's site
-    directories), such a need is added to the DT_NEEDED of the ELF that loads it, or, when only
-    an import may load it (the policy's ``import``), that import is written into the package of
-    every extension that loads the ELF (:func:`write_preloads`).
+    Each RUNPATH is rewritten to reach what the ELF needs. A need whose policy names an import
+    (``libtorch_python.so``: ``import torch``) is imported first by the package of every
+    extension that loads the ELF (:func:`write_preloads`), so that it is found wherever pip
+    installed its distribution, not only in the wheel's own site-packages. A need that only an
+    import can load (flash-attn's extension module, which has no SONAME) is dropped from
+    DT_NEEDED and imported, with the imports it needs first, and made global (see
+    :mod:`wheels.loading`). A library another distribution supplies may itself need one that
+    its own search path does not reach; where that distribution's copy is installed here (in
+    ``dirs``, by default this host's site directories), such a need is added to the DT_NEEDED
+    of the ELF that loads it, or, when only an import may load it, that import is written.
     """
     dirs = site_dirs() if dirs is None else dirs
     host = HostLibraries(())  # reads each installed library once
@@ -159,44 +170,102 @@ def fix_loading(
     for path, info in elves.items():
         where.setdefault(info.soname or path.name, path.parent / (info.soname or path.name))
     requires: list[str] = []
-    preloads: dict[Path, list[tuple[str, str]]] = {}
-    tool = None
+    preloads: dict[Path, list[Preload]] = {}
     for path, info in elves.items():
-        stranded = _stranded(info, supplied, dirs, host, loaded={*where, *info.needed})
+        needs = _Needs.of(info, supplied, where)
+        stranded = _stranded(needs.linked, supplied, dirs, host, loaded={*where, *info.needed})
         added = [soname for soname, lib in stranded if lib.module is None]
-        preloads[path] = [(lib.module, soname) for soname, lib in stranded if lib.module]
+        preloads[path] = _preloads(needs, stranded, supplied)
         requires += [lib.distribution for _, lib in stranded]
+        requires += [supplied[n].distribution for n in needs.imported]
         wanted = [p for p in info.runpath if p.startswith("$ORIGIN")]
-        for need in (*info.needed, *added):
+        for need in (*needs.linked, *added):
             if need in where:
                 wanted.append(_origin(path.parent, where[need].parent))
             elif need in supplied:
                 wanted.append(_origin(path.parent, root / supplied[need].dir))
                 requires.append(supplied[need].distribution)
-        runpath = list(dict.fromkeys(wanted))
-        if tuple(runpath) != info.runpath or added:
-            tool = tool or patchelf()
-            argv = [tool, "--set-rpath", ":".join(runpath)] if runpath else [tool, "--remove-rpath"]
-            for need in added:
-                argv += ["--add-needed", need]
-            proc.run([*argv, str(path)], what=f"patchelf on {path.relative_to(root)}")
+        _patch(path, root, info, list(dict.fromkeys(wanted)), added, needs.imported)
     write_preloads(root, elves, where, preloads)
     return list(dict.fromkeys(requires))
 
 
-def _stranded(
+@dataclass(frozen=True)
+class _Needs:
+    """An ELF's needs: those ld.so loads (``linked``) and those only an import loads."""
+
+    linked: tuple[str, ...]
+    imported: tuple[str, ...]
+
+    @classmethod
+    def of(
+        cls, info: Dynamic, supplied: Mapping[str, DistLib], where: Mapping[str, Path]
+    ) -> _Needs:
+        imported = tuple(
+            n
+            for n in info.needed
+            if n not in where and n in supplied and loaded_by_import(n, supplied[n])
+        )
+        return cls(tuple(n for n in info.needed if n not in imported), imported)
+
+
+def _patch(
+    path: Path,
+    root: Path,
     info: Dynamic,
+    runpath: list[str],
+    added: Sequence[str],
+    removed: Sequence[str],
+) -> None:
+    """patchelf ``path``: its RUNPATH set to ``runpath``, needs added and removed."""
+    if tuple(runpath) == info.runpath and not added and not removed:
+        return
+    tool = patchelf()
+    argv = [tool, "--set-rpath", ":".join(runpath)] if runpath else [tool, "--remove-rpath"]
+    for need in added:
+        argv += ["--add-needed", need]
+    for need in removed:
+        argv += ["--remove-needed", need]
+    proc.run([*argv, str(path)], what=f"patchelf on {path.relative_to(root)}")
+
+
+def _stranded(
+    needed: Sequence[str],
     supplied: Mapping[str, DistLib],
     dirs: Sequence[Path],
     host: HostLibraries,
     loaded: set[str],
 ) -> list[tuple[str, DistLib]]:
-    """What the distribution libraries ``info`` needs will need and not find by themselves."""
+    """What the distribution libraries in ``needed`` will need and not find by themselves."""
     out: list[tuple[str, DistLib]] = []
-    for need in info.needed:
+    for need in needed:
         hit = installed_copy(supplied[need], need, dirs, host) if need in supplied else None
         if hit is not None:
             out += [s for s in stranded_needs(*hit, supplied, dirs, loaded) if s not in out]
+    return out
+
+
+@dataclass(frozen=True)
+class Preload:
+    """A module a package imports before anything else, for a need (``soname``) of one of the
+    ELFs it loads; ``symbols_global``: its library's symbols are made global too."""
+
+    module: str
+    soname: str
+    symbols_global: bool = False
+
+
+def _preloads(
+    needs: _Needs, stranded: Sequence[tuple[str, DistLib]], supplied: Mapping[str, DistLib]
+) -> list[Preload]:
+    out = [Preload(m, soname) for soname, lib in stranded for m in preload_modules(lib)]
+    for soname in needs.linked:
+        lib = supplied.get(soname)
+        out += [Preload(m, soname) for m in preload_modules(lib)] if lib else []
+    for soname in needs.imported:
+        lib = supplied[soname]
+        out += [Preload(m, soname) for m in lib.after]
+        out += [Preload(m, soname, True) for m in (lib.module,) if m]
     return out
 
 
@@ -207,17 +276,21 @@ def write_preloads(
     root: Path,
     elves: Mapping[Path, Dynamic],
     where: Mapping[str, Path],
-    preloads: Mapping[Path, Sequence[tuple[str, str]]],
+    preloads: Mapping[Path, Sequence[Preload]],
 ) -> None:
-    """Import each module an ELF's stranded needs call for, in the ``__init__.py`` of the
-    package of every extension module that loads that ELF, before anything else runs there."""
+    """Import each module the ELFs' needs call for, in the ``__init__.py`` of the package of
+    every extension module that loads those ELFs, before anything else runs there, in the
+    order the needs call for them (torch before flash_attn_2_cuda)."""
     for path in elves:
-        if not EXTENSION_NAME.match(path.name):
-            continue
-        wanted: dict[str, str] = {}
+        if not EXTENSION_NAME.match(path.name) or path.parent == root:
+            continue  # a top-level module has no package to import anything first
+        wanted: dict[str, tuple[str, bool]] = {}
         for member in _load_order(path, elves, where):
-            for module, soname in preloads.get(member, ()):
-                wanted.setdefault(module, f"{member.relative_to(root)} needs {soname}")
+            for p in preloads.get(member, ()):
+                why, was_global = wanted.get(
+                    p.module, (f"{member.relative_to(root)} needs {p.soname}", False)
+                )
+                wanted[p.module] = (why, was_global or p.symbols_global)
         if wanted:
             _prepend_imports(path.parent / "__init__.py", wanted)
 
@@ -234,7 +307,7 @@ def _load_order(path: Path, elves: Mapping[Path, Dynamic], where: Mapping[str, P
     return order
 
 
-def _prepend_imports(init: Path, modules: Mapping[str, str]) -> None:
+def _prepend_imports(init: Path, modules: Mapping[str, tuple[str, bool]]) -> None:
     try:
         text = init.read_text(encoding="utf-8") if init.is_file() else ""
         body = ast.parse(text).body
@@ -250,9 +323,22 @@ def _prepend_imports(init: Path, modules: Mapping[str, str]) -> None:
             break
         head = node.end_lineno or head
     lines = text.splitlines(keepends=True)
+    init.write_text("".join([*lines[:head], *_preload_block(modules), *lines[head:]]), "utf-8")
+
+
+def _preload_block(modules: Mapping[str, tuple[str, bool]]) -> list[str]:
     block = [f"{PRELOAD_MARK}: a library this package loads needs what only an import loads\n"]
-    block += [f"import {m}  # noqa: F401, E402 ({why})\n" for m, why in sorted(modules.items())]
-    init.write_text("".join([*lines[:head], *block, *lines[head:]]), encoding="utf-8")
+    block += [f"import {m}  # noqa: F401, E402 ({why})\n" for m, (why, _) in modules.items()]
+    made_global = [m for m, (_, symbols_global) in modules.items() if symbols_global]
+    if made_global:
+        block += [f"{line}  # noqa: E402\n" for line in GLOBAL_IMPORTS]
+        block += [
+            f"{GLOBAL_CALL.format(module=m)}  # noqa: E501 (its symbols, for the libraries "
+            "that need it and cannot name it)\n"
+            for m in made_global
+        ]
+        block.append("del _ctypes, _os\n")
+    return block
 
 
 def normalise_build_id(path: Path) -> bool:

@@ -6,6 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from wheels.devicecode import summary as device_summary
+from wheels.fatbin import DeviceCode
+
 Severity = Literal["violation", "warning"]
 NeedKind = Literal["wheel", "distribution", "system", "external", "libpython", "missing"]
 ElfKind = Literal["extension", "library", "executable"]
@@ -70,6 +73,21 @@ class ElfReport:
     isa: str | None
     defined_names: str = ""  # NUL-separated, as ElfInfo.export_names
     undefined_names: tuple[str, ...] = ()
+    device: DeviceCode | None = None  # the CUDA device code it carries (distinct images)
+    cxx_runtime: str | None = None  # "shared", "private (isolated)", ...; None: no C++ seen
+
+
+@dataclass(frozen=True)
+class CudaReport:
+    """The CUDA device code of a wheel's ELF files, and what it was checked against."""
+
+    elfs: int  # ELF files that carry device code
+    sass: tuple[str, ...]  # what the CUDA runtime loads from them, all together
+    ptx: tuple[str, ...]
+    architectures: tuple[str, ...]  # declared (stack.yaml, --cuda-arch); () when none given
+    runtime: str | None  # the CUDA runtime the wheel declares, "13.0"
+    runtime_from: str | None  # where it says so
+    checked: bool  # the vendor's wheels are checked (nvidia)
 
 
 @dataclass(frozen=True)
@@ -99,6 +117,7 @@ class WheelAudit:
     elfs: tuple[ElfReport, ...]
     findings: tuple[Finding, ...]
     stats: AuditStats
+    cuda: CudaReport | None = None
 
     @property
     def violations(self) -> tuple[Finding, ...]:
@@ -135,6 +154,7 @@ def _wheel_text(audit: WheelAudit) -> str:
         f"(auditwheel show: {audit.auditwheel_tag or '(no verdict)'})",
     ]
     lines += [f"  why not better: {r}" for r in audit.tag_reasons]
+    lines += _cuda_text(audit.cuda)
     lines += [f"  {f.line()}" for f in audit.violations]
     lines += [f"  {f.line()}" for f in audit.warnings]
     for elf in audit.elfs:
@@ -167,7 +187,32 @@ def _elf_text(elf: ElfReport) -> list[str]:
         )
     summary += f", {len(sym.missing)} MISSING" if sym.missing else ""
     lines.append(summary)
+    if elf.device is not None:
+        lines.append(f"      CUDA device code: {device_summary(elf.device)}")
+    if elf.cxx_runtime is not None:
+        lines.append(f"      C++ runtime: {elf.cxx_runtime}")
     return lines
+
+
+def _cuda_text(cuda: CudaReport | None) -> list[str]:
+    if cuda is None:
+        return []
+    head = (
+        f"  CUDA device code in {plural(cuda.elfs, 'ELF file')}: "
+        f"SASS {', '.join(cuda.sass) or 'none'}; PTX {', '.join(cuda.ptx) or 'none'}"
+    )
+    runtime = (
+        f"the CUDA {cuda.runtime} runtime ({cuda.runtime_from})"
+        if cuda.runtime
+        else "no declared CUDA runtime"
+    )
+    if not cuda.checked:
+        return [head, "  CUDA architectures: not checked for this vendor"]
+    if not cuda.architectures:
+        archs = "none declared (give --cuda-arch or --manifest)"
+    else:
+        archs = ", ".join(cuda.architectures)
+    return [head, f"  CUDA architectures: {archs}; checked against {runtime}"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,6 +246,7 @@ def _wheel_json(audit: WheelAudit, symbols: bool) -> dict[str, Any]:
         "violations": [_finding_json(f) for f in audit.violations],
         "warnings": [_finding_json(f) for f in audit.warnings],
         "elfs": [_elf_json(e, symbols) for e in audit.elfs],
+        "cuda": _cuda_json(audit.cuda) if audit.cuda else None,
         "stats": audit.stats.__dict__,
     }
 
@@ -242,6 +288,42 @@ def _elf_json(elf: ElfReport, symbols: bool) -> dict[str, Any]:
             "unverifiable_from": list(sym.unverifiable_from),
             "missing": list(sym.missing),
         },
+        "cuda": _device_json(elf.device) if elf.device is not None else None,
+        "cxx_runtime": elf.cxx_runtime,
+    }
+
+
+def _cuda_json(cuda: CudaReport) -> dict[str, Any]:
+    return {
+        "elfs": cuda.elfs,
+        "sass": list(cuda.sass),
+        "ptx": list(cuda.ptx),
+        "architectures": list(cuda.architectures),
+        "runtime": cuda.runtime,
+        "runtime_from": cuda.runtime_from,
+        "checked": cuda.checked,
+    }
+
+
+def _device_json(code: DeviceCode) -> dict[str, Any]:
+    loaded = code.loaded()
+    return {
+        "sass": list(loaded.sass_archs),
+        "ptx": list(loaded.ptx_archs),
+        "sections": list(code.sections),
+        "images": [
+            {
+                "kind": e.kind,
+                "target": e.target,
+                "ptx_isa": f"{e.ptx_version[0]}.{e.ptx_version[1]}" if e.ptx_version else None,
+                "count": e.count,
+                "bytes": e.size,
+                "compression": e.compression,
+                "relocatable": e.relocatable,
+                "debug": e.debug,
+            }
+            for e in code.entries
+        ],
     }
 
 

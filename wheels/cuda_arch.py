@@ -180,13 +180,23 @@ def check_device_code(
 ) -> tuple[Finding, ...]:
     """Findings for one ELF file's device code, given the declared ``cuda_architectures``
     (as stack.yaml spells them) and the CUDA runtime version the wheel declares."""
+    found = check_architectures(code, architectures)
+    loaded = code.loaded()
+    if not loaded.entries:
+        return found
+    return (*found, *_ptx_warnings(loaded, runtime))
+
+
+def check_architectures(code: DeviceCode, architectures: Sequence[str]) -> tuple[Finding, ...]:
+    """The findings of :func:`check_device_code` that need no runtime version: the declared
+    architectures without code, or the warning that the file has only relocatable code."""
     if not code.entries:
         return ()
     loaded = code.loaded()
     if not loaded.entries:
         return (_relocatable_only(code),)
     archs = [a for a in (parse_arch(t) for t in architectures) if a is not None]
-    return (*_arch_violations(loaded, archs), *_ptx_warnings(loaded, runtime))
+    return tuple(_arch_violations(loaded, archs))
 
 
 def _relocatable_only(code: DeviceCode) -> Finding:

@@ -35,6 +35,18 @@ _RUNTIME = re.compile(
     r")(?=\0|$)"
 )
 
+# What a copy linked in with its symbols hidden (``-Wl,--exclude-libs,ALL``) still shows: the
+# glibc internals that libstdc++'s locale code calls (its "gnu" locale model) and the lookup
+# that libgcc's own unwinder uses (GCC 12 and later). Nothing but a C++ runtime calls them.
+HIDDEN_SIGNS = (
+    "__newlocale",
+    "__uselocale",
+    "__duplocale",
+    "__freelocale",
+    "__nl_langinfo_l",
+    "_dl_find_object",
+)
+
 Runtime = Literal["shared", "private", "none"]
 
 
@@ -44,6 +56,7 @@ class CxxRuntime:
 
     runtime: Runtime  # shared: needs libstdc++.so.6 (or libc++); private: carries a copy
     internals: tuple[str, ...]  # runtime definitions it exports (a private copy that shows)
+    signs: tuple[str, ...] = ()  # HIDDEN_SIGNS it imports (a private copy that hides)
 
     @property
     def private(self) -> bool:
@@ -54,17 +67,20 @@ def classify(info: ElfInfo) -> CxxRuntime:
     """What ``info`` links: the shared runtime, a private copy, or no C++ runtime at all.
 
     A copy whose symbols are hidden (``-Wl,--exclude-libs,ALL``) leaves no definitions to see;
-    such an ELF is "private" when it has C++ symbols at its interface and needs no shared
-    runtime, and "none" when nothing C++ shows at all (then nothing C++ can cross either).
+    such an ELF is "private" when it imports what only a C++ runtime calls (:data:`HIDDEN_SIGNS`)
+    or has C++ symbols at its interface, and needs no shared runtime; "none" when nothing C++
+    shows at all (then nothing C++ can cross either).
     """
     internals = tuple(sorted(set(info.exported_like(_RUNTIME))))
+    imported = set(info.undefined)
+    signs = tuple(s for s in HIDDEN_SIGNS if s in imported)
     if set(info.needed) & SHARED_RUNTIMES:
         runtime: Runtime = "shared"
-    elif internals or cxx_interface(info):
+    elif internals or signs or cxx_interface(info):
         runtime = "private"
     else:
         runtime = "none"
-    return CxxRuntime(runtime=runtime, internals=internals)
+    return CxxRuntime(runtime=runtime, internals=internals, signs=signs)
 
 
 def cxx_interface(info: ElfInfo) -> bool:
@@ -87,6 +103,12 @@ def describe(result: CxxRuntime, shown: int = 4) -> str:
         return "needs the shared C++ runtime"
     if result.runtime == "none":
         return "uses no C++ runtime at its interface"
+    if not result.internals and result.signs:
+        return (
+            f"imports {', '.join(result.signs)}, which only a C++ runtime's own locale or "
+            "unwinder code calls, and needs no libstdc++.so.6: a private copy of (part of) the "
+            "C++ runtime that exports none of it"
+        )
     if not result.internals:
         return (
             "has C++ symbols at its interface but needs no libstdc++.so.6: a private, hidden "

@@ -50,7 +50,7 @@ import re
 import struct
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 FATBIN_SECTION = ".nv_fatbin"
 RELFATBIN_SECTION = "__nv_relfatbin"
@@ -91,7 +91,9 @@ class FatbinEntry:
     """One image in a fat binary: SASS for ``sm_<arch>`` or PTX for ``compute_<arch>``.
 
     ``size`` is what the payload takes in the fat binary (compressed, padded to 8 bytes);
-    ``offset`` is where the entry's header starts in the section it was read from.
+    ``offset`` is where the entry's header starts in the section it was read from. ``count``
+    is 1 for an entry as read; :func:`distinct` merges equal images into one entry that counts
+    them (its sizes are their sums, its offset the first one's).
     """
 
     kind: Kind
@@ -106,6 +108,7 @@ class FatbinEntry:
     debug: bool
     offset: int
     kind_code: int
+    count: int = 1
 
     @property
     def compressed(self) -> bool:
@@ -164,6 +167,95 @@ def read_device_code(sections: Mapping[str, bytes]) -> DeviceCode:
 
 def read_fatbin(data: bytes, section: str = FATBIN_SECTION) -> DeviceCode:
     """Every entry of every fat binary in ``data``, the bytes of section ``section``."""
+    return _read(_Buffer(data), section)
+
+
+class Ranges(Protocol):
+    """Random access to bytes that need not all be in memory (``wheels.elf.ByteSource``)."""
+
+    @property
+    def size(self) -> int: ...
+
+    def range(self, offset: int, size: int) -> memoryview: ...
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What is known of a file's bytes without reading them again (:mod:`wheels.fatbin_tap`
+    collects it as the file streams past): bytes by offset, and where the first byte that is
+    not zero lies from an offset on."""
+
+    bytes_at: Mapping[int, bytes]
+    nonzero_from: Mapping[int, int]
+
+
+def read_fatbin_at(
+    source: Ranges, offset: int, size: int, section: str, seen: Seen | None = None
+) -> DeviceCode:
+    """Like :func:`read_fatbin`, for the ``size`` bytes at ``offset`` of ``source``, of which
+    only the headers are read: a section of hundreds of megabytes is never copied. What
+    ``seen`` knows is not read from ``source``."""
+    if offset < 0 or size < 0 or offset + size > source.size:
+        raise FatbinError(f"{section} at offset {offset:#x} size {size} lies outside the file")
+    return _read(_Window(source, offset, size, seen or Seen({}, {})), section)
+
+
+class _Bytes(Protocol):
+    """What the parser reads: ``size`` bytes, some ranges of them, and where zeros end."""
+
+    @property
+    def size(self) -> int: ...
+
+    def read(self, offset: int, size: int) -> bytes: ...
+
+    def nonzero(self, offset: int) -> int | None: ...
+
+
+class _Buffer:
+    def __init__(self, data: bytes) -> None:
+        self.data, self.size = data, len(data)
+
+    def read(self, offset: int, size: int) -> bytes:
+        return self.data[offset : offset + size]
+
+    def nonzero(self, offset: int) -> int | None:
+        found = _NONZERO.search(self.data, offset)
+        return found.start() if found else None
+
+
+class _Window:
+    """``size`` bytes at ``base`` of a larger source, read a header at a time."""
+
+    STEP = 4096
+
+    def __init__(self, source: Ranges, base: int, size: int, seen: Seen) -> None:
+        self.source, self.base, self.size, self.seen = source, base, size, seen
+
+    def read(self, offset: int, size: int) -> bytes:
+        size = max(0, min(size, self.size - offset))
+        kept = self.seen.bytes_at.get(self.base + offset)
+        if kept is not None and len(kept) >= size:
+            return kept[:size]
+        return bytes(self.source.range(self.base + offset, size))
+
+    def nonzero(self, offset: int) -> int | None:
+        if offset >= self.size:
+            return None
+        kept = self.seen.bytes_at.get(self.base + offset)
+        if kept and kept[0]:
+            return offset
+        known = self.seen.nonzero_from.get(self.base + offset)
+        if known is not None:
+            return known - self.base if known - self.base < self.size else None
+        while offset < self.size:
+            found = _NONZERO.search(self.read(offset, self.STEP))
+            if found:
+                return offset + found.start()
+            offset += self.STEP
+        return None
+
+
+def _read(data: _Bytes, section: str) -> DeviceCode:
     relocatable = section == RELFATBIN_SECTION
     entries: list[FatbinEntry] = []
     for start, end in _fatbins(data, section):
@@ -171,22 +263,22 @@ def read_fatbin(data: bytes, section: str = FATBIN_SECTION) -> DeviceCode:
     return DeviceCode(tuple(entries), (section,))
 
 
-def _fatbins(data: bytes, section: str) -> Iterator[tuple[int, int]]:
+def _fatbins(data: _Bytes, section: str) -> Iterator[tuple[int, int]]:
     """(first entry, end) of each fat binary, skipping zero padding between them."""
     offset = 0
-    while (found := _NONZERO.search(data, offset)) is not None:
-        offset = found.start()
-        if len(data) - offset < _HEADER.size:
-            raise _error(section, offset, f"{len(data) - offset} bytes, too few for a header")
-        magic, version, header_size, size = _HEADER.unpack_from(data, offset)
+    while (found := data.nonzero(offset)) is not None:
+        offset = found
+        if data.size - offset < _HEADER.size:
+            raise _error(section, offset, f"{data.size - offset} bytes, too few for a header")
+        magic, version, header_size, size = _HEADER.unpack(data.read(offset, _HEADER.size))
         _check_magic(magic, section, offset)
         if version != FATBIN_VERSION:
             raise _error(section, offset, f"fat binary version {version}, not {FATBIN_VERSION}")
         if header_size < _HEADER.size:
             raise _error(section, offset, f"header size {header_size}, under {_HEADER.size}")
         end = offset + header_size + size
-        if end > len(data):
-            left = len(data) - offset
+        if end > data.size:
+            left = data.size - offset
             raise _error(section, offset, f"fat binary of {end - offset} bytes, {left} left")
         yield offset + header_size, end
         offset = end
@@ -205,7 +297,7 @@ def _check_magic(magic: int, section: str, offset: int) -> None:
 
 
 def _entries(
-    data: bytes, start: int, end: int, section: str, relocatable: bool
+    data: _Bytes, start: int, end: int, section: str, relocatable: bool
 ) -> Iterator[FatbinEntry]:
     offset = start
     while offset < end:
@@ -217,10 +309,10 @@ def _entries(
 
 
 def _entry(
-    data: bytes, offset: int, end: int, section: str, relocatable: bool
+    data: _Bytes, offset: int, end: int, section: str, relocatable: bool
 ) -> tuple[FatbinEntry, int]:
     (kind_code, _, header_size, padded, _, _, minor, major, arch, _, _, flags, _, full) = (
-        _ENTRY.unpack_from(data, offset)
+        _ENTRY.unpack(data.read(offset, _ENTRY.size))
     )
     if header_size < _ENTRY.size:
         raise _error(section, offset, f"entry header size {header_size}, under {_ENTRY.size}")
@@ -267,7 +359,7 @@ def _compression(flags: int) -> Compression | None:
 
 
 def _ptx_version(
-    data: bytes,
+    data: _Bytes,
     payload: int,
     size: int,
     header: tuple[int, int],
@@ -278,7 +370,7 @@ def _ptx_version(
         return header
     if compression is not None:
         return None
-    text = data[payload : payload + min(size, _PTX_PREAMBLE)]
+    text = data.read(payload, min(size, _PTX_PREAMBLE))
     found = _PTX_VERSION.search(text)
     return (int(found.group(1)), int(found.group(2))) if found else None
 

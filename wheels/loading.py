@@ -8,6 +8,16 @@ library (flash-attn's) usually has no RUNPATH: it finds ``libtorch_python.so`` o
 ``import torch`` loaded it first. Loading the wheel then fails unless the wheel's library loads
 that need itself; :func:`stranded_needs` names such needs, for the assembler (which adds them)
 and the audit (which rejects a wheel that lacks them).
+
+A need found through RUNPATH is found only where pip put the other distribution beside the
+wheel, in the same site-packages. Installed in another site directory (a venv that sees the
+system's packages, a ``.pth``), it is still importable, so the wheel imports what the policy
+names (``import torch``) before its extensions load: ld.so then finds the library already
+loaded, by its SONAME. A Python extension module used as a library (flash-attn's
+``flash_attn_2_cuda``) has no SONAME, and ld.so never matches a need to an object it loaded by
+path without one: such a library cannot be a DT_NEEDED at all (:func:`loaded_by_import`); the
+wheel imports it and makes its symbols global (:data:`GLOBAL_CALL`) before its own libraries,
+which leave it undefined, are loaded.
 """
 
 from __future__ import annotations
@@ -25,6 +35,23 @@ from wheels.elf import ElfInfo, HostLibraries
 from wheels.policy import DistLib
 
 ORIGIN = re.compile(r"\$(ORIGIN\b|\{ORIGIN\})")
+
+# How a package's __init__.py makes an imported extension module's symbols global, so that the
+# libraries loaded after it find them: RTLD_NOLOAD reopens the copy the import loaded.
+GLOBAL_CALL = "_ctypes.CDLL({module}.__file__, _os.RTLD_NOW | _os.RTLD_GLOBAL | _os.RTLD_NOLOAD)"
+GLOBAL_IMPORTS = ("import ctypes as _ctypes", "import os as _os")
+
+
+def loaded_by_import(soname: str, lib: DistLib) -> bool:
+    """Is ``soname`` the extension module ``lib``'s import loads (``flash_attn_2_cuda.cpython-
+    312-x86_64-linux-gnu.so`` for ``import flash_attn_2_cuda``)? Built without a SONAME, it can
+    only be loaded by that import, never found as a DT_NEEDED once installed elsewhere."""
+    return lib.module is not None and soname.partition(".")[0] == lib.module.rpartition(".")[2]
+
+
+def preload_modules(lib: DistLib) -> tuple[str, ...]:
+    """What the package of an ELF needing ``lib``'s library imports, in order."""
+    return (*lib.after, lib.module) if lib.module else ()
 
 
 def site_dirs() -> tuple[Path, ...]:

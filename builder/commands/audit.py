@@ -24,6 +24,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="vendor policy for every wheel: cpu, nvidia, moore or thead (alias ali); default: "
         "from each wheel's local version (+cpu, +cu130, +musa..., +ppu...), else cpu",
     )
+    parser.add_argument(
+        "--cuda-arch",
+        action="append",
+        default=[],
+        metavar="ARCH",
+        help="a CUDA architecture the NVIDIA wheel's device code must run on (90, 100f, 90a); "
+        "repeatable; added to those of --manifest",
+    )
+    parser.add_argument(
+        "--manifest",
+        "-m",
+        type=Path,
+        default=None,
+        help="take the CUDA architectures from this stack.yaml (vendors.nvidia.cuda_architectures)",
+    )
     parser.add_argument("--json", action="store_true", help="print the full graph as JSON")
     parser.add_argument(
         "--html",
@@ -66,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     fixed = load_vendor_policy(canonical_name(args.vendor)) if args.vendor else None
+    architectures = cuda_architectures(args.manifest, args.cuda_arch)
     cache_dir = (
         None if args.no_cache else (args.cache_dir or default_cache_dir(default_home(os.environ)))
     )
@@ -75,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
             fixed or load_vendor_policy(infer_vendor(path)),
             cache_dir=cache_dir,
             workers=args.jobs,
+            cuda_architectures=architectures,
         )
         for path in args.wheels
     ]
@@ -103,3 +120,25 @@ def _write_html(target: Path, audits: list[WheelAudit]) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
     print(f"audit page: {target}", file=sys.stderr)
+
+
+def cuda_architectures(manifest: Path | None, given: list[str]) -> tuple[str, ...]:
+    """The architectures of ``manifest``'s nvidia vendor, then ``given``, each once; a string
+    that is not a CUDA architecture is a usage error."""
+    from wheels.cuda_arch import CudaArchError, parse_arch
+
+    found: list[str] = []
+    if manifest is not None:
+        from builder.manifest.loader import load_stack
+
+        vendor = load_stack(manifest).vendors.get("nvidia")
+        if vendor is None:
+            raise UsageError(f"{manifest} has no nvidia vendor to take CUDA architectures from")
+        found += vendor.settings.cuda_architectures
+    for text in given:
+        try:
+            parse_arch(text)
+        except CudaArchError as exc:
+            raise UsageError(f"--cuda-arch: {exc}", hint="e.g. --cuda-arch 90") from None
+        found.append(text)
+    return tuple(dict.fromkeys(found))

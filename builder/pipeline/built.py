@@ -36,12 +36,16 @@ def sbom_finisher(plan: Plan, inputs: WheelInputs) -> Finisher | None:
     return finish
 
 
-def audit_or_keep(wheel: Path, vendor: str, keep_dir: Path) -> None:
+def audit_or_keep(
+    wheel: Path, vendor: str, keep_dir: Path, cuda_architectures: tuple[str, ...] = ()
+) -> None:
+    """Audit ``wheel`` (its device code against ``cuda_architectures``); a wheel that fails is
+    kept in ``keep_dir``/rejected, and the audit's report is the error."""
     from wheels.audit import audit_wheel
     from wheels.audit_report import render_text
     from wheels.policy import load_vendor_policy
 
-    result = audit_wheel(wheel, load_vendor_policy(vendor))
+    result = audit_wheel(wheel, load_vendor_policy(vendor), cuda_architectures=cuda_architectures)
     if not result.ok:
         # Kept under its own name (installable for inspection), in a folder that says why.
         rejected = keep_dir / "rejected"

@@ -57,7 +57,8 @@ def variant_of(ctx: Context, plan: Plan, built: Built, dest: Path) -> Built:
             extra.update(finish(root, list(built.requires)))
         inputs = dataclasses.replace(inputs, extra_files=extra)
         wheel = pack(root, inputs, list(built.requires), dest / name.filename)
-    audit_or_keep(wheel, ctx.vendor, ctx.layout.home / "wheels")
+    settings = ctx.stack.vendors[ctx.vendor].settings
+    audit_or_keep(wheel, ctx.vendor, ctx.layout.home / "wheels", settings.cuda_architectures)
     return Built(path=wheel, inputs=inputs, requires=built.requires)
 
 

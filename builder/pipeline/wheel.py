@@ -129,7 +129,7 @@ def assemble(ctx: Context, plan: Plan, dest: Path, *, epoch: int) -> Built:
         return dict(finish(root, found)) if finish else {}
 
     wheel = build_wheel(inputs, dest, remember)
-    audit_or_keep(wheel, ctx.vendor, ctx.layout.home / "wheels")
+    audit_or_keep(wheel, ctx.vendor, ctx.layout.home / "wheels", cuda_architectures(ctx))
     return Built(path=wheel, inputs=inputs, requires=tuple(requires))
 
 
@@ -146,6 +146,12 @@ def publish(wheel: Path, out: Path) -> Path:
     target = out / wheel.name
     shutil.move(str(wheel), target)
     return target
+
+
+def cuda_architectures(ctx: Context) -> tuple[str, ...]:
+    """The CUDA architectures the stack declares for the vendor (stack.yaml), which the
+    audit holds the wheel's device code to."""
+    return ctx.stack.vendors[ctx.vendor].settings.cuda_architectures
 
 
 # --- --verify -----------------------------------------------------------------------------------
@@ -212,7 +218,7 @@ def repair_and_audit(ctx: Context, plan: Plan, built: Built, work: Path) -> Buil
     out = work / "wheel"
     out.mkdir()
     wheel = pack(root, inputs, list(built.requires), out / inputs.name.filename)
-    audit_or_keep(wheel, ctx.vendor, ctx.layout.home / "wheels")
+    audit_or_keep(wheel, ctx.vendor, ctx.layout.home / "wheels", cuda_architectures(ctx))
     return Built(path=wheel, inputs=inputs, requires=built.requires)
 
 

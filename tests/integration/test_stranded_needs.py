@@ -1,11 +1,13 @@
 """A distribution's library that finds its own needs only after an import (gcc stand-ins).
 
-flash-attn's extension has no RUNPATH: it needs ``libtorch_python.so``, which only ``import
-torch`` may load, and ``libcudart.so.13``, which it finds only because torch loaded it first. A
-wheel library linked against that extension then fails to load in a fresh interpreter. The
-stand-ins are real gcc-built ELFs under those names, installed in a site directory the way torch,
-nvidia-cuda-runtime and flash-attn install theirs, with a stand-in ``torch`` package that loads
-its library as torch's ``_C`` does; the interpreter and ld.so do the loading.
+A library without a RUNPATH (here a stand-in ``libtorch.so``) may need ``libtorch_python.so``,
+which only ``import torch`` may load, and ``libcudart.so.13``, which it finds only because
+something loaded it first. A wheel library linked against it then fails to load in a fresh
+interpreter unless the wheel loads those first. The stand-ins are real gcc-built ELFs under
+those names, installed in a site directory the way torch and nvidia-cuda-runtime install theirs,
+with a stand-in ``torch`` package that loads its library as torch's ``_C`` does; the interpreter
+and ld.so do the loading. (flash-attn's extension, which has no SONAME either, is loaded by
+import instead: tests/integration/test_site_layouts.py.)
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CliResult
-from tests.wheelmaker import EXT, FLASH_ATTN, Compiler, have_gcc, make_wheel
+from tests.wheelmaker import EXT, Compiler, have_gcc, make_wheel
 from wheels.assemble import PRELOAD_MARK, fix_loading, read_dynamic
 from wheels.policy import load_vendor_policy
 
@@ -31,6 +33,7 @@ pytestmark = [
 
 TORCH_PYTHON = "libtorch_python.so"
 CUDART = "libcudart.so.13"
+LIBTORCH = "libtorch.so"
 EXTENSION = """
 #include <Python.h>
 extern int ops_attention(int);
@@ -50,13 +53,18 @@ def standin_site(root: Path) -> Path:
     torch_python = cc.shared(TORCH_PYTHON, "int THPVariable_Wrap(int x) { return x; }\n",
                              soname=TORCH_PYTHON)  # fmt: skip
     cudart = cc.shared(CUDART, "int cudaGetDevice(int *d) { *d = 0; return 0; }\n", soname=CUDART)
-    flash = cc.shared(
-        FLASH_ATTN,
+    libtorch = cc.shared(
+        LIBTORCH,
         "extern int THPVariable_Wrap(int);\nextern int cudaGetDevice(int *);\n"
         "int mha_fwd_kvcache(int x) { int d; cudaGetDevice(&d); return THPVariable_Wrap(x); }\n",
+        soname=LIBTORCH,
         links=[torch_python, cudart],
     )
-    for lib, where in ((torch_python, "torch/lib"), (cudart, "nvidia/cu13/lib"), (flash, ".")):
+    for lib, where in (
+        (torch_python, "torch/lib"),
+        (cudart, "nvidia/cu13/lib"),
+        (libtorch, "torch/lib"),
+    ):
         (site / where).mkdir(parents=True, exist_ok=True)
         shutil.copy(lib, site / where / lib.name)
     (site / "torch" / "__init__.py").write_text(
@@ -68,7 +76,7 @@ def standin_site(root: Path) -> Path:
         "extern int mha_fwd_kvcache(int);\n"
         "int ops_attention(int x) { return mha_fwd_kvcache(x); }\n",
         soname="libops.so",
-        flags=[f"-L{site}", f"-l:{FLASH_ATTN}"],
+        links=[site / "torch" / "lib" / LIBTORCH],
     )
     ext = cc.shared(
         f"_ops{EXT}", EXTENSION, links=[ops], flags=[f"-I{sysconfig.get_paths()['include']}"]
@@ -102,7 +110,7 @@ def import_installed(root: Path, site: Path) -> subprocess.CompletedProcess[str]
     )
 
 
-def test_standin_flash_extension_loads_once_the_assembler_adds_its_need_and_the_torch_import(
+def test_standin_library_loads_once_the_assembler_adds_its_need_and_the_torch_import(
     tmp_path: Path,
 ) -> None:
     site = standin_site(tmp_path / "a")
@@ -110,8 +118,8 @@ def test_standin_flash_extension_loads_once_the_assembler_adds_its_need_and_the_
     info = read_dynamic(tmp_path / "a" / "wheel" / "demo" / "lib" / "libops.so")
     assert info is not None
     assert info.needed[0] == CUDART and TORCH_PYTHON not in info.needed
-    assert info.runpath == ("$ORIGIN/../..", "$ORIGIN/../../nvidia/cu13/lib")
-    assert requires == ["torch", "nvidia-cuda-runtime", "flash-attn"]
+    assert info.runpath == ("$ORIGIN/../../torch/lib", "$ORIGIN/../../nvidia/cu13/lib")
+    assert requires == ["torch", "nvidia-cuda-runtime"]
     init = (tmp_path / "a" / "wheel" / "demo" / "__init__.py").read_text()
     assert init.index("The demo package") < init.index("import torch") < init.index("from . import")
     assert init.count(PRELOAD_MARK) == 1
@@ -121,7 +129,7 @@ def test_standin_flash_extension_loads_once_the_assembler_adds_its_need_and_the_
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["answer", "42", "True"]
 
-    # Assembled where flash-attn's copy cannot be read: the RUNPATH only, and the import fails.
+    # Assembled where torch's copy cannot be read: the RUNPATH only, and the import fails.
     bare_site = standin_site(tmp_path / "b")
     assemble(tmp_path / "b", None)
     failed = import_installed(tmp_path / "b", bare_site)
@@ -134,7 +142,7 @@ def test_audit_rejects_a_standin_wheel_whose_distribution_library_is_stranded(
     site = standin_site(tmp_path)
     tree = tmp_path / "wheel" / "demo"
     names = ["__init__.py", "lib/libops.so", f"_ops{EXT}"]
-    requires = ["flash-attn", "torch", "nvidia-cuda-runtime"]
+    requires = ["torch", "nvidia-cuda-runtime"]
 
     def wheel(name: str) -> Path:
         files: dict[str, bytes | Path] = {f"demo/{n}": tree / n for n in names}
@@ -144,7 +152,7 @@ def test_audit_rejects_a_standin_wheel_whose_distribution_library_is_stranded(
     stranded = wheel("stranded")
     fix_loading(tree.parent, dict(load_vendor_policy("nvidia").distributions), dirs=[site])
     fixed = wheel("fixed")
-    # flash-attn's copy is importable from a sys.path entry (as a PYTHONPATH install is).
+    # torch's copy is importable from a sys.path entry (as a PYTHONPATH install is).
     monkeypatch.syspath_prepend(str(site))
     bad: CliResult = cli("audit", stranded, "--vendor", "nvidia")
     assert bad.code != 0

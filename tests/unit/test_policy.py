@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from builder.core.errors import StackError, UsageError
+from wheels.loading import loaded_by_import
 from wheels.policy import (
     TagVerdict,
     _parse,
@@ -20,6 +21,8 @@ from wheels.policy import (
     vendor_names,
     vendor_of_local,
 )
+
+KEYS = {"distribution", "dir", "import", "after"}
 
 
 def test_vendors_json_has_exactly_the_four_vendors_in_the_agreed_format() -> None:
@@ -32,7 +35,7 @@ def test_vendors_json_has_exactly_the_four_vendors_in_the_agreed_format() -> Non
         assert ("variant" in entry) == (vendor != "cpu"), vendor
         assert all(isinstance(p, str) for p in entry["external"])
         for soname, lib in entry["distributions"].items():
-            assert {"distribution", "dir"} <= set(lib) <= {"distribution", "dir", "import"}, soname
+            assert {"distribution", "dir"} <= set(lib) <= KEYS, soname
 
 
 def test_libtorch_python_may_only_be_loaded_by_importing_torch() -> None:
@@ -41,6 +44,32 @@ def test_libtorch_python_may_only_be_loaded_by_importing_torch() -> None:
         assert lib is not None and lib.module == "torch", vendor
         libtorch = load_vendor_policy(vendor).supplier("libtorch.so")
         assert libtorch is not None and libtorch.module is None, vendor
+
+
+def test_flash_attn_is_loaded_by_its_own_import_after_torch() -> None:
+    policy = load_vendor_policy("nvidia")
+    flash = {s: lib for s, lib in policy.distributions.items() if s.startswith("flash_attn_2")}
+    assert len(flash) == 5
+    for soname, lib in flash.items():
+        assert (lib.module, lib.after) == ("flash_attn_2_cuda", ("torch",)), soname
+        assert loaded_by_import(soname, lib), soname
+    torch_python = policy.supplier("libtorch_python.so")
+    assert torch_python is not None and not loaded_by_import("libtorch_python.so", torch_python)
+
+
+def test_policy_after_needs_module_names_and_an_import() -> None:
+    problems: list[str] = []
+    raw = {
+        "distributions": {
+            "a.so": {"distribution": "a", "dir": ".", "after": ["torch"]},
+            "b.so": {"distribution": "b", "dir": ".", "import": "b", "after": "torch"},
+        }
+    }
+    _vendor_from("demo", raw, problems)
+    assert problems == [
+        "demo.distributions.a.so.after: only an entry with an import has imports before it",
+        "demo.distributions.b.so.after: expected a list of module names",
+    ]
 
 
 def test_policy_entry_with_a_bad_import_or_an_unknown_key_is_a_problem() -> None:

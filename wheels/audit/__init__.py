@@ -9,8 +9,10 @@ distribution (which must be a Requires-Dist), to a manylinux system library or t
 vendor expects on the machine; the needs of another distribution's library that only the wheel
 can make it find (:mod:`wheels.loading`); libpython absent (not needed, not linked in
 statically); the extension's ``PyInit_<name>``; every undefined symbol bound by the libraries it
-loads. Per wheel: archive hygiene, RECORD, and the platform tag against auditwheel's rules
-(:mod:`wheels.policy`).
+loads; the imports a package must run first for what it loads from other distributions; a
+private C++ runtime that C++ symbols cross; the CUDA device code against the declared
+architectures. Per wheel: archive hygiene, RECORD, and the platform tag against auditwheel's
+rules (:mod:`wheels.policy`).
 
 The modules, in the order an audit runs through them:
 
@@ -21,6 +23,9 @@ The modules, in the order an audit runs through them:
 - :mod:`~wheels.audit.archive`: zip hygiene, dist-info, WHEEL, METADATA, RECORD;
 - :mod:`~wheels.audit.ldso`: the ld.so model (RUNPATH, resolution, load groups);
 - :mod:`~wheels.audit.scopes`: load scopes, stranded needs, symbol closure;
+- :mod:`~wheels.audit.preloads`: what packages import first, and what that makes global;
+- :mod:`~wheels.audit.cxx`: private C++ runtimes that C++ symbols cross;
+- :mod:`~wheels.audit.cuda`: CUDA device code against architectures and runtime;
 - :mod:`~wheels.audit.elfs`: the per-ELF checks and reports;
 - :mod:`~wheels.audit.tags`: the declared platform tag against the verdict;
 - :mod:`~wheels.audit.findings`: what all of them report into.

@@ -1,5 +1,6 @@
 """The result cache: one JSON file per batch of members, keyed by the hash of the batch's
-compressed bytes (plain data, no pickle: :func:`wheels.elf.to_record`)."""
+compressed bytes (plain data, no pickle: :func:`wheels.elf.to_record` and, for CUDA device code,
+:func:`wheels.devicecode.to_record`)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from wheels import devicecode
 from wheels.audit.members import MemberScan, Task
 from wheels.elf import from_record, to_record
 
-CACHE_VERSION = "infini-stack-audit-2"
+CACHE_VERSION = "infini-stack-audit-3"  # 3: each ELF's CUDA device code
 
 
 @dataclass(frozen=True)
@@ -60,11 +62,13 @@ def _scan_to(scan: MemberScan) -> dict[str, object]:
         "elf_error": scan.elf_error,
         "not_elf_but_named": scan.not_elf_but_named,
         "elf": to_record(scan.elf) if scan.elf is not None else None,
+        "device": devicecode.to_record(scan.device) if scan.device is not None else None,
+        "device_error": scan.device_error,
     }
 
 
 def _scan_from(task: Task, row: Mapping[str, object]) -> MemberScan:
-    elf = row["elf"]
+    elf, device, device_error = row["elf"], row["device"], row["device_error"]
     size, digest, error = row["size"], row["digest"], row["elf_error"]
     if not isinstance(size, int) or not isinstance(digest, str):
         raise TypeError("bad cache row")
@@ -77,4 +81,6 @@ def _scan_from(task: Task, row: Mapping[str, object]) -> MemberScan:
         elf=from_record(elf) if isinstance(elf, dict) else None,
         elf_error=error if isinstance(error, str) else None,
         not_elf_but_named=bool(row["not_elf_but_named"]),
+        device=devicecode.from_record(device) if isinstance(device, dict) else None,
+        device_error=device_error if isinstance(device_error, str) else None,
     )

@@ -3,8 +3,9 @@ metadata is checked, then the ELF files and the platform tag; never a traceback.
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
@@ -22,6 +23,7 @@ from wheels.audit.archive import (
     requirements,
 )
 from wheels.audit.cache import Cache
+from wheels.audit.cuda import check_cuda
 from wheels.audit.elfs import check_elfs
 from wheels.audit.findings import Findings
 from wheels.audit.ldso import Elves, extension_module
@@ -29,7 +31,7 @@ from wheels.audit.members import MemberScan, task_for
 from wheels.audit.pool import cores, scan_members
 from wheels.audit.tags import check_tags, manylinux_whitelist, tag_verdicts
 from wheels.audit.variants import check_variant
-from wheels.audit_report import AuditStats, Finding, WheelAudit
+from wheels.audit_report import AuditStats, CudaReport, ElfReport, Finding, WheelAudit
 from wheels.elf import ElfInfo, HostLibraries
 from wheels.loading import site_dirs
 from wheels.naming import split_variant, vendor_of_local, vendor_of_variant
@@ -44,15 +46,20 @@ def audit_wheel(
     *,
     cache_dir: Path | None = None,
     workers: int | None = None,
+    cuda_architectures: Sequence[str] | None = None,
 ) -> WheelAudit:
     """Audit one wheel; never raises for anything the wheel contains or lacks.
 
     ``cache_dir`` enables the result cache there; ``workers`` defaults to the usable cores.
+    ``cuda_architectures`` are those the stack declares (stack.yaml's
+    ``vendors.nvidia.cuda_architectures``, ``"90"``, ``"100f"``): an NVIDIA wheel's device code
+    must run on each; None or empty lists the device code without that check.
     """
     start = time.perf_counter()
     findings = Findings(str(path))
+    archs = tuple(cuda_architectures or ())
     try:
-        return _audit(Path(path), policy, cache_dir, workers or cores(), findings, start)
+        return _audit(Path(path), policy, cache_dir, workers or cores(), archs, findings, start)
     except Exception as exc:  # the safety net: a bug here must not become a traceback
         findings.violation(
             "internal", None, f"the audit stopped early: {type(exc).__name__}: {exc}"
@@ -104,6 +111,7 @@ def _audit(
     policy: VendorPolicy,
     cache_dir: Path | None,
     workers: int,
+    archs: tuple[str, ...],
     f: Findings,
     start: float,
 ) -> WheelAudit:
@@ -111,7 +119,7 @@ def _audit(
     if archive is None:
         return _empty(path, policy, f, start)
     with archive.zf:
-        return _audit_archive(archive, policy, cache_dir, workers, f, start)
+        return _audit_archive(archive, policy, cache_dir, workers, archs, f, start)
 
 
 def _audit_archive(
@@ -119,6 +127,7 @@ def _audit_archive(
     policy: VendorPolicy,
     cache_dir: Path | None,
     workers: int,
+    archs: tuple[str, ...],
     f: Findings,
     start: float,
 ) -> WheelAudit:
@@ -144,7 +153,7 @@ def _audit_archive(
     verdicts = tag_verdicts(archive, by_name, policy, host)
     arch = verdicts[0].arch or _first_arch(elfs.values())
     ctx = _context(archive, policy, elfs, arch, host)
-    reports = check_elfs(ctx, archive, f)
+    reports, cuda = _check_elfs(ctx, archive, by_name, archs, f)
     check_tags(archive, verdicts[1], bool(elfs), f)
     check_variant(archive, elfs, policy, f)
     stats = AuditStats(
@@ -169,7 +178,25 @@ def _audit_archive(
         elfs=tuple(reports),
         findings=tuple(_ordered(f.items)),
         stats=stats,
+        cuda=cuda,
     )
+
+
+def _check_elfs(
+    ctx: Elves,
+    archive: Archive,
+    by_name: Mapping[str, MemberScan],
+    archs: tuple[str, ...],
+    f: Findings,
+) -> tuple[list[ElfReport], CudaReport | None]:
+    """Every ELF's checks and report, its CUDA device code among them."""
+    devices = {n: s.device for n, s in by_name.items() if s.elf and s.device is not None}
+    errors = {n: s.device_error for n, s in by_name.items() if s.elf and s.device_error}
+    cuda = check_cuda(archive, devices, errors, ctx.policy.name, archs, f)
+    reports = [
+        dataclasses.replace(r, device=devices.get(r.member)) for r in check_elfs(ctx, archive, f)
+    ]
+    return reports, cuda
 
 
 def _prepare(archive: Archive, host: HostLibraries) -> None:

@@ -1,14 +1,18 @@
 """The checks of each ELF file, in order: architecture, install place, RUNPATH, resolution,
-stranded needs, libpython (not needed, not linked in statically), the extension's
-``PyInit_<name>`` and symbol closure; and the report of each."""
+stranded needs, the imports its packages must run first (:mod:`~wheels.audit.preloads`), a
+private C++ runtime that C++ symbols cross (:mod:`~wheels.audit.cxx`), libpython (not needed,
+not linked in statically), the extension's ``PyInit_<name>`` and symbol closure; and the
+report of each."""
 
 from __future__ import annotations
 
 import re
 
 from wheels.audit.archive import Archive
+from wheels.audit.cxx import check_cxx_runtimes
 from wheels.audit.findings import Findings
 from wheels.audit.ldso import Elves, check_runpaths, elf_kind, resolve_all
+from wheels.audit.preloads import check_preloads
 from wheels.audit.scopes import check_stranded, check_symbols, scopes_by_member
 from wheels.audit_report import ElfReport, SymbolCheck, plural, shorten
 from wheels.elf import ElfInfo
@@ -75,15 +79,19 @@ def check_elfs(ctx: Elves, archive: Archive, f: Findings) -> list[ElfReport]:
     in_python = {m for root in ctx.extensions for m in ctx.groups[root].members}
     scopes = scopes_by_member(ctx)
     check_stranded(ctx, archive, scopes, f)
+    check_preloads(ctx, archive, scopes, f)
+    cxx = check_cxx_runtimes(ctx, scopes, f)
     reports = []
     for member, info in ctx.elfs.items():
         _check_python(ctx, member, info, f)
         symbols = check_symbols(ctx, member, scopes[member], member in in_python, f)
-        reports.append(_report(ctx, member, info, symbols))
+        reports.append(_report(ctx, member, info, symbols, cxx.get(member)))
     return reports
 
 
-def _report(ctx: Elves, member: str, info: ElfInfo, symbols: SymbolCheck) -> ElfReport:
+def _report(
+    ctx: Elves, member: str, info: ElfInfo, symbols: SymbolCheck, cxx: str | None
+) -> ElfReport:
     return ElfReport(
         member=member,
         kind=elf_kind(ctx, member, info),
@@ -103,4 +111,5 @@ def _report(ctx: Elves, member: str, info: ElfInfo, symbols: SymbolCheck) -> Elf
             f"{n}@{v}" if v else n
             for n, v in zip(info.undefined, info.undefined_versions, strict=True)
         ),
+        cxx_runtime=cxx,
     )

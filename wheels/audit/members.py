@@ -19,6 +19,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from wheels import devicecode
 from wheels.elf import (
     ELF_MAGIC,
     ByteSource,
@@ -28,6 +29,8 @@ from wheels.elf import (
     looks_like_elf,
     read_elf,
 )
+from wheels.fatbin import DeviceCode
+from wheels.fatbin_tap import FatbinTap
 
 MAX_MEMBER = 4 << 30  # larger members are reported, not inflated
 INFLATE_STEP = 32 << 10  # compressed bytes per inflate call: bounded output, no giant join
@@ -35,6 +38,7 @@ ONE_SHOT_BELOW = 1 << 20  # members this small are inflated in one call
 SNAPSHOT_ABOVE = 64 << 20  # members this big are not kept inflated, see _Inflated
 SNAPSHOT_EVERY = 4 << 20
 KEEP_PREFIX = 8 << 20
+KEEP_BLOCKS = 8  # re-inflated blocks of a big member kept at once (SNAPSHOT_EVERY bytes each)
 HASH_THREAD_ABOVE = 64 << 20  # members this big are hashed on a second thread, given a free core
 
 
@@ -66,6 +70,8 @@ class MemberScan:
     elf_error: str | None = None
     not_elf_but_named: bool = False
     read_error: str | None = None
+    device: DeviceCode | None = None  # CUDA device code, for an ELF file that has some
+    device_error: str | None = None
 
 
 class MemberError(Exception):
@@ -197,10 +203,13 @@ class _Inflated:
     headers) are inflated again from the nearest saved state.
     """
 
-    def __init__(self, raw: bytes, prefix: bytes, points: list[_Point], size: int) -> None:
+    def __init__(
+        self, raw: bytes, prefix: bytes, points: list[_Point], size: int, tap: FatbinTap
+    ) -> None:
         self.raw, self.prefix, self.points, self.size = raw, prefix, points, size
+        self.fatbin_seen = tap.seen  # headers seen while inflating: see wheels.fatbin_tap
         self._outs = [p.out for p in points]
-        self._blocks: dict[int, bytes] = {}
+        self._blocks: dict[int, bytes] = {}  # the few last inflated, see _block
 
     def head(self, size: int) -> bytes:
         return bytes(self.range(0, min(size, self.size)))
@@ -229,6 +238,8 @@ class _Inflated:
                 pos += INFLATE_STEP
                 parts.append(part)
                 out += len(part)
+            if len(self._blocks) >= KEEP_BLOCKS:  # a walk over a big fatbin touches them all
+                del self._blocks[next(iter(self._blocks))]
             self._blocks[k] = b"".join(parts)[: end - point.out]
         return self._blocks[k]
 
@@ -241,6 +252,7 @@ def _inflate_stream(task: Task, raw: bytes, digest: _Digest) -> ByteSource:
     view = memoryview(raw)
     parts: list[bytes] = []
     points = [_Point(0, 0, inflater.copy())]
+    tap = FatbinTap()
     kept = 0
     try:
         for start in range(0, len(raw), INFLATE_STEP):
@@ -251,6 +263,8 @@ def _inflate_stream(task: Task, raw: bytes, digest: _Digest) -> ByteSource:
                 parts.append(part)
                 kept += len(part)
             digest.add(part)
+            if not keep_all:
+                tap.feed(part)
             if not keep_all and digest.size >= points[-1].out + SNAPSHOT_EVERY:
                 points.append(_Point(digest.size, start + INFLATE_STEP, inflater.copy()))
         tail = inflater.flush()
@@ -259,11 +273,12 @@ def _inflate_stream(task: Task, raw: bytes, digest: _Digest) -> ByteSource:
     if tail:
         parts.append(tail)
         digest.add(tail)
+        tap.feed(tail)
     if not inflater.eof:
         raise MemberError("deflate data ends early (truncated member)")
     if keep_all:
         return Chunks(parts)
-    return _Inflated(raw, b"".join(parts), points, digest.size)
+    return _Inflated(raw, b"".join(parts), points, digest.size, tap)
 
 
 def _inflate_other(task: Task, path: Path) -> bytes:
@@ -302,9 +317,12 @@ def scan_member(task: Task, raw: bytes | MemberError, path: Path, spare_core: bo
     if head != ELF_MAGIC:
         return with_changes(base, not_elf_but_named=True)
     try:
-        return with_changes(base, elf=read_elf(content))
+        elf = read_elf(content)
     except ElfError as exc:
         return with_changes(base, elf_error=str(exc))
+    # From the same bytes: in memory, or for a big member the headers seen while inflating.
+    device, device_error = devicecode.scan(content, getattr(content, "fatbin_seen", None))
+    return with_changes(base, elf=elf, device=device, device_error=device_error)
 
 
 def with_changes(scan: MemberScan, **changes: object) -> MemberScan:

@@ -10,7 +10,8 @@ else).
   (:mod:`~wheels.elf.decode`);
 - :func:`dynamic`: the dynamic segment alone (:mod:`~wheels.elf.dynamic`);
 - :func:`defined_functions`: the functions ``.dynsym`` exports (:mod:`~wheels.elf.symbols`);
-- :func:`section_span`, :func:`section_bytes`: a section by name (:mod:`~wheels.elf.reader`);
+- :func:`section_span`, :func:`section_spans`, :func:`section_bytes`: sections by name
+  (:mod:`~wheels.elf.reader`);
 - :func:`build_id_span`: where the GNU build-id lies (:mod:`~wheels.elf.notes`);
 - :func:`to_record`, :func:`from_record`: :class:`ElfInfo` for the audit cache
   (:mod:`~wheels.elf.records`); :class:`HostLibraries`: this host's libraries
@@ -32,6 +33,7 @@ from wheels.elf.reader import (
     ElfError,
     section_bytes,
     section_span,
+    section_spans,
 )
 from wheels.elf.records import from_record, to_record
 from wheels.elf.symbols import defined_functions
@@ -54,5 +56,6 @@ __all__ = [
     "read_elf_file",
     "section_bytes",
     "section_span",
+    "section_spans",
     "to_record",
 ]

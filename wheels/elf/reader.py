@@ -176,6 +176,7 @@ class Segment:
     offset: int
     vaddr: int
     filesz: int
+    flags: int = 0  # PF_X 1, PF_W 2, PF_R 4
 
 
 def read_header(r: Reader) -> Header:
@@ -199,13 +200,13 @@ def read_segments(r: Reader, h: Header) -> list[Segment]:
     if r.cls == 64:
         fmt = r.layout.fmt("", "IIQQQQQQ")
         for i in range(h.phnum):
-            p_type, _fl, off, vaddr, _pa, filesz, _msz, _al = r.unpack(fmt, h.phoff + i * 56, "")
-            out.append(Segment(p_type, off, vaddr, filesz))
+            p_type, fl, off, vaddr, _pa, filesz, _msz, _al = r.unpack(fmt, h.phoff + i * 56, "")
+            out.append(Segment(p_type, off, vaddr, filesz, fl))
     else:
         fmt = r.layout.fmt("IIIIIIII", "")
         for i in range(h.phnum):
-            p_type, off, vaddr, _pa, filesz, _msz, _fl, _al = r.unpack(fmt, h.phoff + i * 32, "")
-            out.append(Segment(p_type, off, vaddr, filesz))
+            p_type, off, vaddr, _pa, filesz, _msz, fl, _al = r.unpack(fmt, h.phoff + i * 32, "")
+            out.append(Segment(p_type, off, vaddr, filesz, fl))
     return out
 
 
@@ -304,6 +305,24 @@ def section_span(source: Data | Path, name: str) -> tuple[int, int] | None:
     with opened(source) as image:
         section = image.section_named(name)
         return (section.offset, section.size) if section is not None else None
+
+
+def section_spans(source: Data | Path, names: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """(file offset, size) of each section of ``names`` the file has, from one read of its
+    headers; a section that occupies no bytes of the file (SHT_NOBITS) has size 0, and one
+    that lies outside the file raises :class:`ElfError`."""
+    spans: dict[str, tuple[int, int]] = {}
+    with opened(source) as image:
+        for name in names:
+            section = image.section_named(name)
+            if section is None:
+                continue
+            size = 0 if section.sh_type == SHT_NOBITS else section.size
+            if section.offset < 0 or section.offset + size > image.reader.size:  # not read
+                raise ElfError(f"section {name} at offset {section.offset} size {size} lies "
+                               "outside the file")  # fmt: skip
+            spans[name] = (section.offset, size)
+    return spans
 
 
 def section_bytes(source: Data | Path, name: str) -> bytes | None:

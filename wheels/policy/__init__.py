@@ -6,9 +6,11 @@ pattern its wheels' local version matches (``local``: ``+cu130``), which librari
 supplies (the driver: ``external``, fnmatch patterns allowed) and which other Python
 distributions supply which libraries, in which directory of site-packages (``distributions``;
 ``"."`` is the top of site-packages, where a torch extension such as flash-attn's
-``flash_attn_2_cuda`` lives) and its PEP 825 variant namespace and provider (``variant``:
-:mod:`wheels.policy.variants`). This module loads it (:func:`load_vendor_policy`) and is the one
-place vendor names are made canonical (:func:`canonical_vendor`).
+``flash_attn_2_cuda`` lives), which import loads each (``import``) and which imports must
+come before that one (``after``: flash-attn's extension needs torch's libraries loaded), and its
+PEP 825 variant namespace and provider (``variant``: :mod:`wheels.policy.variants`). This
+module loads it (:func:`load_vendor_policy`) and is the one place vendor names are made
+canonical (:func:`canonical_vendor`).
 
 The manylinux verdict mirrors auditwheel 6.8 (``auditwheel>=6.8,<6.9`` in pyproject.toml), one
 module of ours against each of its, so that a new auditwheel release is re-read file against
@@ -73,6 +75,8 @@ class DistLib:
     # The Python module whose import loads this library (torch: libtorch_python.so). Such a
     # library may only be loaded after that import; see wheels.loading.
     module: str | None = None
+    # Modules to import before ``module`` (flash_attn_2_cuda needs what `import torch` loads).
+    after: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -169,22 +173,9 @@ def _vendor_from(name: str, raw: Any, problems: list[str]) -> VendorPolicy:
         problems.append(f"{name}.distributions: expected an object")
         raw_dists = {}
     for soname, entry in raw_dists.items():
-        where = f"{name}.distributions.{soname}"
-        if not isinstance(entry, dict) or not all(
-            isinstance(entry.get(k), str) and entry.get(k) for k in ("distribution", "dir")
-        ):
-            problems.append(f"{where}: expected {{'distribution': str, 'dir': str}}")
-            continue
-        module = entry.get("import")
-        if module is not None and not (isinstance(module, str) and module.isidentifier()):
-            problems.append(f"{where}.import: expected a module name")
-            module = None
-        unknown = sorted(set(entry) - {"distribution", "dir", "import"})
-        problems += [f"{where}: unknown key '{k}'" for k in unknown]
-        where_in_site = posixpath.normpath(entry["dir"])
-        if where_in_site == ".":  # site-packages itself, which the audit calls ""
-            where_in_site = ""
-        dists[soname] = DistLib(entry["distribution"], where_in_site, module)
+        lib = _dist_lib(f"{name}.distributions.{soname}", entry, problems)
+        if lib is not None:
+            dists[soname] = lib
     known = ("aliases", "local", "external", "distributions", "variant")
     problems += [f"{name}: unknown key '{k}'" for k in raw if k not in known]
     aliases = raw.get("aliases", [])
@@ -199,6 +190,35 @@ def _vendor_from(name: str, raw: Any, problems: list[str]) -> VendorPolicy:
         _local(name, raw, problems),
         parse_variant(f"{name}.variant", raw.get("variant"), problems),
     )
+
+
+def _dist_lib(where: str, entry: Any, problems: list[str]) -> DistLib | None:
+    """One ``distributions`` entry; None (with the problems) when it is not one."""
+    if not isinstance(entry, dict) or not all(
+        isinstance(entry.get(k), str) and entry.get(k) for k in ("distribution", "dir")
+    ):
+        problems.append(f"{where}: expected {{'distribution': str, 'dir': str}}")
+        return None
+    module = entry.get("import")
+    if module is not None and not _module_name(module):
+        problems.append(f"{where}.import: expected a module name")
+        module = None
+    after = entry.get("after", [])
+    if not isinstance(after, list) or not all(_module_name(m) for m in after):
+        problems.append(f"{where}.after: expected a list of module names")
+        after = []
+    if after and module is None:
+        problems.append(f"{where}.after: only an entry with an import has imports before it")
+    unknown = sorted(set(entry) - {"distribution", "dir", "import", "after"})
+    problems += [f"{where}: unknown key '{k}'" for k in unknown]
+    where_in_site = posixpath.normpath(entry["dir"])
+    if where_in_site == ".":  # site-packages itself, which the audit calls ""
+        where_in_site = ""
+    return DistLib(entry["distribution"], where_in_site, module, tuple(after))
+
+
+def _module_name(value: object) -> bool:
+    return isinstance(value, str) and all(part.isidentifier() for part in value.split("."))
 
 
 def _local(name: str, raw: Mapping[str, Any], problems: list[str]) -> re.Pattern[str] | None:

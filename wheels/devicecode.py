@@ -1,0 +1,141 @@
+"""The CUDA device code of an ELF file as the audit keeps it: read from the bytes the audit
+already holds (:func:`scan`), merged into distinct images (:func:`distinct`), stored in the
+audit cache as plain data (:func:`to_record`, :func:`from_record`) and named for reports
+(:func:`summary`).
+
+Only the fat binary headers are read (:func:`wheels.fatbin.read_fatbin_at`): a library with
+hundreds of megabytes of kernels costs a few reads per image, not a copy of its section.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+
+from wheels.elf import ByteSource, ElfError, section_spans
+from wheels.fatbin import (
+    FATBIN_SECTIONS,
+    DeviceCode,
+    FatbinEntry,
+    FatbinError,
+    Seen,
+    combine,
+    read_fatbin_at,
+)
+
+_FIELDS = tuple(FatbinEntry.__dataclass_fields__)
+_INTS = ("arch", "size", "uncompressed_size", "offset", "kind_code", "count")
+
+
+def read(content: ByteSource, seen: Seen | None = None) -> DeviceCode | None:
+    """The device code of the ELF file in ``content``; None when it has no fat binary section.
+    ``seen``: what :class:`wheels.fatbin_tap.FatbinTap` kept of the file as it was inflated.
+    Raises :class:`FatbinError` or :class:`ElfError` on a section that cannot be read."""
+    spans = section_spans(content, FATBIN_SECTIONS)
+    if not spans:
+        return None
+    return combine(read_fatbin_at(content, o, n, s, seen) for s, (o, n) in spans.items())
+
+
+def scan(content: ByteSource, seen: Seen | None = None) -> tuple[DeviceCode | None, str | None]:
+    """(distinct device code, None), or (None, why) when a fat binary cannot be read."""
+    try:
+        code = read(content, seen)
+    except (FatbinError, ElfError) as exc:
+        return None, f"its CUDA fat binary cannot be read: {exc}"
+    return (distinct(code) if code is not None else None), None
+
+
+def _identity(entry: FatbinEntry) -> tuple[object, ...]:
+    return (
+        entry.kind,
+        entry.arch,
+        entry.variant,
+        entry.ptx_version,
+        entry.code_version,
+        entry.compression,
+        entry.relocatable,
+        entry.debug,
+        entry.kind_code,
+    )
+
+
+def distinct(code: DeviceCode) -> DeviceCode:
+    """``code`` with equal images (same kind, target, versions, compression, section) merged:
+    a library of 400 kernel objects for two architectures has a handful, each counting its
+    copies and summing their sizes."""
+    merged: dict[tuple[object, ...], FatbinEntry] = {}
+    for entry in code.entries:
+        key = _identity(entry)
+        seen = merged.get(key)
+        merged[key] = (
+            entry
+            if seen is None
+            else replace(
+                seen,
+                count=seen.count + entry.count,
+                size=seen.size + entry.size,
+                uncompressed_size=seen.uncompressed_size + entry.uncompressed_size,
+            )
+        )
+    return DeviceCode(tuple(merged.values()), code.sections)
+
+
+def to_record(code: DeviceCode) -> dict[str, object]:
+    """``code`` as JSON-able data: its sections and one row of field values per entry."""
+    rows = [[_plain(getattr(e, f)) for f in _FIELDS] for e in code.entries]
+    return {"sections": list(code.sections), "entries": rows}
+
+
+def _plain(value: object) -> object:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def from_record(record: Mapping[str, object]) -> DeviceCode:
+    """Inverse of :func:`to_record`; a record that does not fit raises TypeError or
+    ValueError (the cache treats either as a miss)."""
+    sections, rows = record["sections"], record["entries"]
+    if not isinstance(sections, list) or not isinstance(rows, list):
+        raise TypeError("device code record is not two lists")
+    return DeviceCode(tuple(_entry(row) for row in rows), tuple(map(str, sections)))
+
+
+def _entry(row: object) -> FatbinEntry:
+    if not isinstance(row, list) or len(row) != len(_FIELDS):
+        raise ValueError("malformed device code entry")
+    values = dict(zip(_FIELDS, row, strict=True))
+    if not all(isinstance(values[k], int) for k in _INTS) or not isinstance(values["kind"], str):
+        raise TypeError("device code entry of the wrong types")
+    for key in ("ptx_version", "code_version"):
+        value = values[key]
+        values[key] = tuple(value) if isinstance(value, list) else value
+    return FatbinEntry(**values)
+
+
+def summary(code: DeviceCode) -> str:
+    """``SASS sm_80, sm_90; PTX compute_90 (PTX ISA 9.0)``: what the CUDA runtime loads from
+    the file, plus its relocatable code when it has some."""
+    loaded = code.loaded()
+    if loaded.entries and all(e.relocatable for e in loaded.entries):
+        return f"relocatable only (for a device link): {_listing(loaded.entries)}"
+    text = _listing(loaded.entries)
+    kept = {id(e) for e in loaded.entries}
+    rest = [e for e in code.entries if id(e) not in kept]
+    if rest:
+        text += f"; relocatable (for a device link): {_listing(rest)}"
+    return text
+
+
+def _listing(entries: Iterable[FatbinEntry]) -> str:
+    entries = list(entries)
+    code = DeviceCode(tuple(entries))
+    sass = ", ".join(code.sass_archs) or "none"
+    ptx = ", ".join(f"{t}{_isa(entries, t)}" for t in code.ptx_archs) or "none"
+    return f"SASS {sass}; PTX {ptx}"
+
+
+def _isa(entries: Iterable[FatbinEntry], target: str) -> str:
+    versions = sorted(
+        {e.ptx_version for e in entries if e.kind == "ptx" and e.target == target and e.ptx_version}
+    )
+    return f" (PTX ISA {', '.join(f'{v[0]}.{v[1]}' for v in versions if v)})" if versions else ""
