@@ -326,6 +326,19 @@ def _prepend_imports(init: Path, modules: Mapping[str, tuple[str, bool]]) -> Non
     init.write_text("".join([*lines[:head], *_preload_block(modules), *lines[head:]]), "utf-8")
 
 
+def preload_of(init_text: str) -> str | None:
+    """The preload block an ``__init__.py`` carries (what the package runs before loading its
+    libraries), or None: the lines from :data:`PRELOAD_MARK` to the last one it wrote."""
+    lines = init_text.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.startswith(PRELOAD_MARK)), None)
+    if start is None:
+        return None
+    end = start + 1
+    while end < len(lines) and (lines[end].startswith(("import ", "_ctypes.CDLL(", "del _ctypes"))):
+        end += 1
+    return "".join(lines[start:end])
+
+
 def _preload_block(modules: Mapping[str, tuple[str, bool]]) -> list[str]:
     block = [f"{PRELOAD_MARK}: a library this package loads needs what only an import loads\n"]
     block += [f"import {m}  # noqa: F401, E402 ({why})\n" for m, (why, _) in modules.items()]

@@ -28,13 +28,13 @@ from typing import Any
 from builder.checks import venv
 from builder.core import proc
 from builder.core.errors import EXIT_AUDIT, CommandFailed, UsageError
-from wheels.assemble import read_dynamic
+from wheels.assemble import preload_of, read_dynamic
 
 _RUNNER = r"""
 import ctypes, importlib.machinery, importlib.util, json, os, sys
 sys.setdlopenflags(os.RTLD_NOW)
 spec = json.loads(sys.argv[1])
-out = {"probe": {}, "found": {}, "extensions": {}, "libraries": {}}
+out = {"preloads": {}, "probe": {}, "found": {}, "extensions": {}, "libraries": {}}
 
 class LinkMap(ctypes.Structure):
     _fields_ = [("l_addr", ctypes.c_void_p), ("l_name", ctypes.c_char_p)]
@@ -62,6 +62,8 @@ def load_extension(name, path):
     module_spec = importlib.util.spec_from_file_location(name, path, loader=loader)
     loader.exec_module(importlib.util.module_from_spec(module_spec))
 
+for package, code in spec["preloads"]:
+    attempt("preloads", package, lambda: exec(compile(code, package, "exec"), {}))
 for soname in spec["probe"]:
     lib = attempt("probe", soname, lambda: ctypes.CDLL(soname, mode=os.RTLD_NOW))
     if lib is not None:
@@ -101,6 +103,8 @@ class SmokeResult:
     unsupplied: dict[str, list[str]] = field(default_factory=dict)
     # Vendor runtime libraries this host supplied instead (a toolkit's copy) -> where from.
     host_supplied: dict[str, str] = field(default_factory=dict)
+    # Packages whose preload (import torch, ...) could not run here -> why.
+    preload_errors: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -108,7 +112,7 @@ class SmokeResult:
 
     @property
     def complete(self) -> bool:
-        return self.ok and not self.unsupplied
+        return self.ok and not self.unsupplied and not self.preload_errors
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -120,6 +124,7 @@ class SmokeResult:
             "failures": [vars(f) for f in self.failures],
             "unsupplied": self.unsupplied,
             "host_supplied": self.host_supplied,
+            "preload_errors": self.preload_errors,
         }
 
     def render(self) -> str:
@@ -129,6 +134,10 @@ class SmokeResult:
         lines += [
             f"  host     {lib} <- {path} (the vendor's, taken from this host)"
             for lib, path in self.host_supplied.items()
+        ]
+        lines += [
+            f"  NOT VERIFIED  {package}/__init__.py: its preload did not run here: {error}"
+            for package, error in self.preload_errors.items()
         ]
         for lib, files in self.unsupplied.items():
             lines.append(
@@ -217,9 +226,24 @@ def _module_name(arcname: str) -> str | None:
     return None
 
 
+def preloads(site: Path, elves: list[_Elf]) -> list[list[str]]:
+    """[package, code] of each installed package whose ``__init__.py`` carries a preload block
+    (wheels.assemble writes one where a library needs what only an import loads)."""
+    packages = {Path(e.arcname).parent for e in elves}
+    out = []
+    for package in sorted({p for pkg in packages for p in (pkg, *pkg.parents) if str(p) != "."}):
+        init = site / package / "__init__.py"
+        code = preload_of(init.read_text(encoding="utf-8")) if init.is_file() else None
+        if code is not None:
+            out.append([package.as_posix(), code])
+    return out
+
+
 def _run(interpreter: str, work: Path, site: Path, elves: list[_Elf]) -> dict[str, Any]:
     inside = {n for e in elves for n in e.names}
     spec = {
+        # What the packages run before their libraries load (torch's, flash-attn's extension).
+        "preloads": preloads(site, elves),
         "probe": sorted({n for e in elves for n in e.needed} - inside),
         "extensions": [[e.module, str(site / e.arcname)] for e in elves if e.module],
         "libraries": [str(site / e.arcname) for e in elves if not e.module],
@@ -257,6 +281,7 @@ def _classify(
     wheel: str, vendor: str | None, elves: list[_Elf], report: dict[str, Any]
 ) -> SmokeResult:
     result = SmokeResult(wheel=wheel, vendor=vendor)
+    result.preload_errors = {pkg: err for pkg, err in report["preloads"].items() if err}
     expected = _vendor_expects(vendor)
     missing = {lib for lib, error in report["probe"].items() if error is not None}
     result.host_supplied = {

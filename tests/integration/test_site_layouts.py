@@ -316,3 +316,28 @@ def test_a_library_needing_libtorch_python_imports_torch_first_in_every_layout(
             assert run.returncode != 0 and f"{TORCH_PYTHON}: {NOT_FOUND}" in run.stderr
             (finding,) = [f for f in result.violations if f.code == "import-first"]
             assert "import torch first in demo/__init__.py" in finding.message
+
+
+def test_smoke_runs_the_packages_preload_before_loading_each_file(
+    built: dict[str, Path], tmp_path: Path
+) -> None:
+    """The smoke test loads files without running their package's ``__init__``; it runs the
+    preload block first, as the package would, so the fixed wheel's files all bind."""
+    from builder.checks.smoke import smoke
+
+    target = venv.make(tmp_path / "target", sys.executable, inherit=False)
+    own = subprocess.run(
+        [str(target), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    (Path(own) / "standins.pth").write_text(
+        f"import site; site.addsitedir({str(built['site'])!r})\n"
+    )
+    result = smoke(built["fixed_blind"], "nvidia", python=str(target))
+    assert result.ok and result.complete, result.render()
+    assert "demo/lib/libops.so" in result.verified
+    assert not result.preload_errors
+    bare = venv.make(tmp_path / "bare", sys.executable, inherit=False)  # no torch, no flash-attn
+    without = smoke(built["fixed_blind"], "nvidia", python=str(bare))
+    assert not without.complete
+    assert "ModuleNotFoundError" in without.preload_errors.get("demo", ""), without.render()
