@@ -49,7 +49,8 @@ def run_wheel(request: WheelRequest) -> Path:
     selection = wheel_selection(ctx, request.build.plan)
     require_preflight(ctx, selection.components, wheel=True)
     plan = plan_for(ctx, selection)
-    build_plan(ctx, plan, launcher=launcher_for(request.build.launcher), command="wheel")
+    launcher = launcher_for(request.build.launcher)
+    build_plan(ctx, plan, launcher=launcher, command="wheel", cache=request.build.cache)
     epoch = epoch_for(ctx, plan)
     with pending_dir(ctx) as work:
         built = assemble(ctx, plan, work / "first", epoch=epoch)
