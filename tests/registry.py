@@ -90,10 +90,10 @@ class Registry:
             raise RuntimeError(f"no registry binary ({APT_HINT})")
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.storage.mkdir(exist_ok=True)
-        log = (self.workdir / "registry.log").open("ab")
-        self.process = subprocess.Popen(
-            [binary, "serve", str(self._config())], stdout=log, stderr=subprocess.STDOUT
-        )
+        with (self.workdir / "registry.log").open("ab") as log:  # the child keeps its copy
+            self.process = subprocess.Popen(
+                [binary, "serve", str(self._config())], stdout=log, stderr=subprocess.STDOUT
+            )
         self._wait_ready()
         return self
 
