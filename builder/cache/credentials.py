@@ -91,7 +91,8 @@ def _from_file(path: Path, host: str, repository: str) -> Credentials | None:
         if not isinstance(entry, dict):
             continue
         target = f"{host}/{repository}"
-        matches = scope == host or (target.startswith(scope + "/") and scope.startswith(host + "/"))
+        inside = target == scope or target.startswith(scope + "/")
+        matches = scope == host or (inside and scope.startswith(host + "/"))
         if matches and (best is None or len(scope) > best[0]):
             best = (len(scope), entry)
     return _entry(best[1], str(path)) if best else None

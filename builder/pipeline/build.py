@@ -141,7 +141,7 @@ def build_plan(
                     _push(remote, ctx, plan, report, progress)  # what was built before it failed
                 raise
             finally:
-                _mark_pulled(report, pulled)
+                _mark_pulled(report, pulled, remote)
             if remote:
                 _push(remote, ctx, plan, report, progress)
     except executor.Interrupted as exc:
@@ -191,11 +191,13 @@ def _pull(cache: Cache | None, ctx: Context, plan: Plan, progress: run_report.Pr
     return Pulled(pulled, time.monotonic() - start)
 
 
-def _mark_pulled(report: run_report.RunReport, pulled: Pulled) -> None:
-    if pulled.entries:
-        from builder.pipeline.cache import mark_pulled
+def _mark_pulled(report: run_report.RunReport, pulled: Pulled, cache: Cache | None) -> None:
+    if cache is None:
+        return
+    from builder.pipeline.cache import mark_pulled, summary
 
-        mark_pulled(report, pulled.entries, pulled.seconds)
+    mark_pulled(report, pulled.entries, pulled.seconds)
+    report.cache = {**summary(cache), "pull_seconds": round(pulled.seconds, 3)}
 
 
 def _push(
@@ -208,7 +210,7 @@ def _push(
     from builder.pipeline.cache import push_built, summary
 
     ok = push_built(cache, plan, ctx.layout, report, progress.say)
-    report.cache = {**summary(cache), "pushed_ok": ok}
+    report.cache = {**report.cache, **summary(cache), "pushed_ok": ok}
 
 
 def _fetch(ctx: Context, plan: Plan) -> None:

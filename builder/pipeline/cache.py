@@ -162,6 +162,8 @@ def mark_pulled(report: RunReport, pulled: Mapping[str, dict[str, Any]], seconds
     """The components pulled before the build are 'pulled', not store hits; the run's time
     includes the pulls'."""
     report.seconds = round(report.seconds + seconds, 3)
+    if not pulled:
+        return
     for result in report.components:
         got = pulled.get(result.name)
         if got is not None and result.status == "hit":
