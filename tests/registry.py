@@ -52,6 +52,7 @@ class Registry:
     workdir: Path
     port: int = field(default_factory=free_port)
     users: dict[str, str] = field(default_factory=dict)  # htpasswd users (none: no auth)
+    auth: str = ""  # an ``auth:`` section instead (e.g. a token service's)
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -66,7 +67,7 @@ class Registry:
         return self.workdir / "storage"
 
     def _config(self) -> Path:
-        auth = ""
+        auth = self.auth
         if self.users:
             lines = [bcrypt_line(u, p) for u, p in self.users.items()]
             if any(line is None for line in lines):

@@ -292,6 +292,39 @@ def test_credentials_are_never_printed_or_written(
                 assert password.encode() not in data and auth.encode() not in data, path
 
 
+def test_the_registry_token_flow_gets_a_bearer_token_and_writes_it_nowhere(
+    cli, shared_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    from tests.tokenauth import TokenService
+
+    if registry_binary() is None:
+        pytest.skip("no registry binary: apt-get install -y docker-registry")
+    password = "token-flow-password-77"
+    tokens = TokenService(tmp_path, {"robot": password}).start()
+    reg = Registry(tmp_path / "registry", auth=tokens.registry_auth()).start()
+    try:
+        monkeypatch.setenv("INFINI_STACK_CACHE_USERNAME", "robot")
+        monkeypatch.setenv("INFINI_STACK_CACHE_PASSWORD", password)
+        output = push_and_pull(cli, reg.url(), shared_home, tmp_path / "b")
+        monkeypatch.setenv("INFINI_STACK_CACHE_PASSWORD", "not-the-password")
+        refused = cli(
+            "build", *STACK, "--home", tmp_path / "c", "--cache", reg.url(), "-c", "minirt"
+        )
+    finally:
+        reg.stop()
+        tokens.stop()
+    assert tokens.issued, "the registry never sent the client to the token service"
+    assert refused.code == 0 and "token service refused a token" in refused.err, refused.err
+    secrets = [password, *tokens.issued]
+    for text in (output, refused.err):
+        assert not any(s in text for s in secrets)
+    for root in (shared_home, tmp_path / "b", tmp_path / "c"):
+        for path in root.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                data = path.read_bytes()
+                assert not any(s.encode() in data for s in secrets), path
+
+
 def push_and_pull(cli, url: str, pusher: Path, puller: Path) -> str:  # type: ignore[no-untyped-def]
     pushed = cli("build", *STACK, "--home", pusher, "--cache", url, "--push")
     assert pushed.code == 0, pushed.err
