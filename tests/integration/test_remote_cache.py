@@ -127,6 +127,34 @@ def test_pull_into_a_second_home_compiles_nothing_and_relocates_every_path(
     assert list((tmp_path / "dist").glob("*.whl"))
 
 
+def test_a_path_compiled_into_code_is_reported_by_file_and_offset_and_not_pushed(
+    cli, mini: Path, tmp_path: Path, registry: Registry
+) -> None:  # type: ignore[no-untyped-def]
+    ccl = mini.parent / "ccl"
+    source = ccl / "src" / "ccl.cpp"
+    source.write_text(
+        source.read_text()
+        + '\nextern "C" const char *miniccl_built_in(void) { return MINICCL_BUILT_IN; }\n'
+    )
+    cmake = ccl / "CMakeLists.txt"
+    cmake.write_text(
+        cmake.read_text()
+        + 'target_compile_definitions(miniccl PRIVATE MINICCL_BUILT_IN="${CMAKE_BINARY_DIR}")\n'
+    )
+    home = tmp_path / "home-a"
+    url = registry.url()
+    result = build(cli, mini, home, "-c", "miniccl", "-c", "minirt", "--cache", url, "--push")
+    assert result.code == 0, result.err
+    assert "[minirt] pushed to" in result.err
+    assert "[miniccl] not pushed: it names the paths it was built under" in result.err
+    place = next(line for line in result.err.splitlines() if "lib/libminiccl.so at byte " in line)
+    assert str(home / "build") in place
+    cache = {c["name"]: c["cache"] for c in last_report(home)["components"]}
+    assert cache["miniccl"]["not_pushed"] == "unrelocatable" and cache["minirt"]["pushed"] == url
+    pulled = build(cli, mini, tmp_path / "home-b", "-c", "miniccl", "-c", "minirt", "--cache", url)
+    assert statuses(tmp_path / "home-b") == {"minirt": "pulled", "miniccl": "built"}, pulled.err
+
+
 def push_signed(cli, shared_home: Path, registry: Registry, key: Path | None) -> None:  # type: ignore[no-untyped-def]
     args = ("--cache", registry.url(), "--push", *(("--sign-key", key) if key else ()))
     result = cli("build", *STACK, *args)
