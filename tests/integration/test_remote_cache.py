@@ -302,6 +302,9 @@ def test_credentials_are_never_printed_or_written(
         monkeypatch.setenv("INFINI_STACK_CACHE_USERNAME", "ci")
         monkeypatch.setenv("INFINI_STACK_CACHE_PASSWORD", password)
         outputs.append(push_and_pull(cli, reg.url(), shared_home, tmp_path / "c"))
+        memo = ("--manifest", MINI_MANIFEST, "--vendor", "cpu", "--cache", reg.url())
+        remembered = cli("build", "--home", tmp_path / "c", *memo)  # leaves a no-op memo
+        assert remembered.code == 0 and list((tmp_path / "c" / "cache" / "noop").iterdir())
         monkeypatch.delenv("INFINI_STACK_CACHE_PASSWORD")
         inline = reg.url().replace("oci://", f"oci://ci:{password}@")
         outputs.append(push_and_pull(cli, inline, shared_home, tmp_path / "d"))

@@ -95,3 +95,16 @@ def test_the_git_cache_of_a_repository_does_not_depend_on_its_credentials(tmp_pa
     plain = layout.git_cache("https://github.com/org/repo.git")
     assert layout.git_cache(f"https://x:{SECRET}@github.com/org/repo.git") == plain
     assert SECRET not in str(plain)
+
+
+def test_the_no_op_memo_records_no_credential_of_the_environment() -> None:
+    from builder.noop import build_env
+
+    env = {
+        "INFINI_STACK_HOME": "/h",
+        "INFINI_STACK_CACHE_PASSWORD": SECRET,
+        "INFINI_STACK_CACHE_SIGNING_KEY": SECRET,
+        "SCCACHE_REDIS": f"redis://:{SECRET}@cache:6379",
+        "CMAKE_GENERATOR": "Ninja",
+    }
+    assert build_env(env) == {"INFINI_STACK_HOME": "/h", "CMAKE_GENERATOR": "Ninja"}
