@@ -415,3 +415,9 @@ def test_keygen_writes_a_private_key_only_its_owner_reads_and_never_overwrites_i
     assert (tmp_path / "signing.pem").stat().st_mode & 0o777 == 0o600
     again = cli("cache", "keygen", "-o", tmp_path / "signing.pem")
     assert again.code == 2 and "never overwritten" in again.err
+
+
+def test_an_unknown_component_is_a_usage_error_not_a_traceback(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = cli("build", "--manifest", MINI_MANIFEST, "--vendor", "cpu", "--home", tmp_path,
+                 "-c", "nosuch")  # fmt: skip
+    assert result.code == 2 and "nosuch" in result.err and "Traceback" not in result.err
