@@ -74,6 +74,10 @@ _ENV_PREFIXES = (
     "PKG_CONFIG",
 )
 _ENV_SUFFIXES = ("FLAGS", "_ROOT", "_HOME", "_DIR", "_PATH", "_INCLUDE_PATH")
+# Never written into a memo: the remote cache's settings and credentials (no build reads them),
+# and anything named like a secret or holding a URL with credentials (a compiler cache's backend).
+_ENV_UNRECORDED = ("INFINI_STACK_CACHE",)
+_SECRET_WORDS = ("PASSWORD", "PASSWD", "TOKEN", "SECRET", "CREDENTIAL", "_KEY", "AUTH")
 
 
 def build_env(environ: "Mapping[str, str]") -> dict[str, str]:
@@ -81,8 +85,16 @@ def build_env(environ: "Mapping[str, str]") -> dict[str, str]:
     return {
         name: value
         for name, value in environ.items()
-        if name in _ENV_NAMES or name.startswith(_ENV_PREFIXES) or name.endswith(_ENV_SUFFIXES)
+        if (name in _ENV_NAMES or name.startswith(_ENV_PREFIXES) or name.endswith(_ENV_SUFFIXES))
+        and not _secret(name, value)
     }
+
+
+def _secret(name: str, value: str) -> bool:
+    if name.startswith(_ENV_UNRECORDED) or any(word in name for word in _SECRET_WORDS):
+        return True
+    netloc = value.partition("://")[2].partition("/")[0]
+    return "@" in netloc
 
 
 def signature(path: str) -> tuple[int, int, int, int, int] | None:

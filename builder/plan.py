@@ -16,6 +16,7 @@ from typing import Any, Literal
 from builder import __version__
 from builder.core.host import HostFacts
 from builder.core.layout import Layout
+from builder.core.redact import redact
 from builder.manifest.model import Component, GitSource, PathSource, Source, Stack
 from builder.vendors import get as get_vendor
 
@@ -327,7 +328,7 @@ def launcher_defines(launcher: str) -> dict[str, str]:
 
 def source_label(source: Source) -> str:
     if isinstance(source, GitSource):
-        return f"{source.url} @ {source.rev}"
+        return f"{redact(source.url)} @ {source.rev}"
     return str(source.path)
 
 

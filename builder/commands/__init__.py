@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "build": "build the stack for a vendor in dependency order (store hits cost nothing)",
     "presets": "write CMakePresets.json and build.sh that build one component as the tool does",
     "report": "print the last build's run report",
+    "cache": "the remote cache of store entries: `cache keygen` makes a signing key",
     "gc": "remove store entries, build dirs, source trees and logs that no manifest uses",
     "wheel": "build the stack, then package and audit the vendor's wheel into dist/",
     "audit": (

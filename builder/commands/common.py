@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from builder.core.layout import Layout
+from builder.core.redact import redact_data
 from builder.pipeline.context import layout_for
-from builder.pipeline.requests import BuildRequest, PlanRequest, StackRequest
+from builder.pipeline.requests import BuildRequest, CacheRequest, PlanRequest, StackRequest
 
 LAUNCHER_ENV = "INFINI_STACK_LAUNCHER"
 
@@ -119,6 +120,47 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
         help="progress output on stderr: auto (live lines on a terminal, fold groups under "
         "GitHub Actions, plain lines otherwise)",
     )
+    add_cache_options(parser)
+
+
+def add_cache_options(parser: argparse.ArgumentParser) -> None:
+    """The remote cache of store entries (README: "A team's remote cache")."""
+    group = parser.add_argument_group("remote cache")
+    group.add_argument(
+        "--cache",
+        action="append",
+        default=None,
+        metavar="URL",
+        help="look entries up in oci://HOST[:PORT]/REPOSITORY or file:///DIR before compiling; "
+        "repeatable, tried in order (default: $INFINI_STACK_CACHE, else stack.yaml's cache:)",
+    )
+    group.add_argument(
+        "--no-cache", action="store_true", help="use no remote cache, whatever the defaults say"
+    )
+    group.add_argument(
+        "--push", action="store_true", help="upload each entry built here to the first cache"
+    )
+    group.add_argument(
+        "--cache-required",
+        action="store_true",
+        help="fail when a cache cannot be reached (default: a warning, then a local build)",
+    )
+    group.add_argument(
+        "--trust",
+        action="append",
+        default=[],
+        metavar="KEYFILE|PUBKEY",
+        help="accept entries signed by this ed25519 public key (besides stack.yaml's "
+        "cache.trust); once a key is trusted, unsigned entries are refused",
+    )
+    group.add_argument(
+        "--sign-key",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="sign pushed entries with this private key (default: "
+        "$INFINI_STACK_CACHE_SIGNING_KEY, the PEM text, or $INFINI_STACK_CACHE_SIGNING_KEY_FILE)",
+    )
 
 
 def add_repair(parser: argparse.ArgumentParser) -> None:
@@ -158,10 +200,22 @@ def plan_request(args: argparse.Namespace) -> PlanRequest:
     )
 
 
+def cache_request(args: argparse.Namespace) -> CacheRequest:
+    urls = getattr(args, "cache", None)
+    return CacheRequest(
+        urls=() if getattr(args, "no_cache", False) else (tuple(urls) if urls else None),
+        push=bool(getattr(args, "push", False)),
+        required=bool(getattr(args, "cache_required", False)),
+        trust=tuple(getattr(args, "trust", ()) or ()),
+        sign_key=getattr(args, "sign_key", None),
+    )
+
+
 def build_request(args: argparse.Namespace) -> BuildRequest:
     return BuildRequest(
         stack=stack_request(args),
         plan=plan_request(args),
+        cache=cache_request(args),
         launcher=args.launcher,
         progress=args.progress,
         keep_going=getattr(args, "keep_going", False),
@@ -175,5 +229,5 @@ def layout_from(args: argparse.Namespace) -> Layout:
 
 
 def print_json(data: Any) -> None:
-    json.dump(data, sys.stdout, indent=2, sort_keys=False)
+    json.dump(redact_data(data), sys.stdout, indent=2, sort_keys=False)
     sys.stdout.write("\n")

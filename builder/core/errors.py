@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from builder.core.redact import redact
+
 EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_USAGE = 2
@@ -22,9 +24,10 @@ class StackError(Exception):
     exit_code: int = EXIT_INTERNAL
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
+        message = redact(message)  # no credential of a URL ever reaches a terminal or a report
         super().__init__(message)
         self.message = message
-        self.hint = hint
+        self.hint = redact(hint) if hint else hint
 
     def render(self) -> str:
         text = f"error: {self.message}"
@@ -43,7 +46,7 @@ class ManifestError(StackError):
     exit_code = EXIT_MANIFEST
 
     def __init__(self, problems: Sequence[str]) -> None:
-        self.problems = tuple(problems)
+        self.problems = tuple(redact(p) for p in problems)
         count = len(self.problems)
         head = f"{count} problem{'s' if count != 1 else ''} in the manifest"
         super().__init__(head + ":\n" + "\n".join(f"  {p}" for p in self.problems))
@@ -89,7 +92,7 @@ class CommandFailed(StackError):
     ) -> None:
         self.argv = tuple(argv)
         self.returncode = returncode
-        self.tail = tail
+        self.tail = redact(tail)
         self.log = log
         self.exit_code = exit_code
         lines = [f"{what} failed (exit status {returncode})", "  command: " + _quote(argv)]

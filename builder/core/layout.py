@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from builder import noop
+from builder.core.redact import strip_userinfo
 
 HOME_ENV = noop.HOME_ENV
 STORE_ENV = "INFINI_STACK_STORE"
@@ -42,6 +43,7 @@ class Layout:
         return cls(home=root, store_root=store_root.resolve())
 
     def git_cache(self, url: str) -> Path:
+        url = strip_userinfo(url)  # the repository, whatever credentials reach it
         digest = hashlib.sha256(url.encode()).hexdigest()[:10]
         name = _slug(url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git"))
         return self.home / "git" / f"{name}-{digest}.git"

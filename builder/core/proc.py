@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO
 
 from builder.core.errors import EXIT_BUILD, CommandFailed, StackError
+from builder.core.redact import redact
 
 TAIL_LINES = 40
 
@@ -64,7 +65,9 @@ def which(program: str, path: str | None = None) -> str | None:
 
 
 def quote(argv: Sequence[str]) -> str:
-    return " ".join(shlex.quote(str(a)) for a in argv)
+    """The command line as a shell would take it, credentials of its URLs redacted: what is
+    echoed, logged and put in error messages."""
+    return redact(" ".join(shlex.quote(str(a)) for a in argv))
 
 
 def _resolve(argv: Sequence[str], env: Mapping[str, str] | None) -> list[str]:
@@ -170,9 +173,10 @@ def _communicate(
     watchdog = _watchdog(proc, timeout, timed_out)
     try:
         assert proc.stdout is not None
-        for line in proc.stdout:
-            tail.append(line.rstrip("\n"))
+        for raw in proc.stdout:
+            line = redact(raw) if sink is not None else raw  # a log gets it redacted
             (sink.write if sink is not None else captured.append)(line)
+            tail.append(redact(line.rstrip("\n")))
         returncode = proc.wait()
     except BaseException:
         terminate(proc)

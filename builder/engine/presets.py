@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from builder.core.redact import redact, redact_data
 from builder.plan import ComponentPlan, launcher_defines
 
 
@@ -128,8 +129,9 @@ def _wrap(argv: tuple[str, ...]) -> str:
 def write(hand: HandBuild) -> tuple[Path, Path]:
     hand.out.mkdir(parents=True, exist_ok=True)
     preset_file = hand.out / "CMakePresets.json"
-    preset_file.write_text(json.dumps(presets(hand), indent=2) + "\n", encoding="utf-8")
+    document = json.dumps(redact_data(presets(hand)), indent=2) + "\n"
+    preset_file.write_text(document, encoding="utf-8")
     script_file = hand.out / "build.sh"
-    script_file.write_text(script(hand), encoding="utf-8")
+    script_file.write_text(redact(script(hand)), encoding="utf-8")
     script_file.chmod(0o755)
     return preset_file, script_file

@@ -20,9 +20,10 @@ from typing import IO, Any, Literal
 from builder import noop
 from builder.core.errors import UsageError
 from builder.core.layout import Layout
+from builder.core.redact import redact_data
 
-Status = Literal["hit", "built", "failed", "skipped", "interrupted"]
-STATUSES: tuple[Status, ...] = ("hit", "built", "failed", "skipped", "interrupted")
+Status = Literal["hit", "pulled", "built", "failed", "skipped", "interrupted"]
+STATUSES: tuple[Status, ...] = ("hit", "pulled", "built", "failed", "skipped", "interrupted")
 
 
 @dataclass
@@ -43,6 +44,9 @@ class ComponentResult:
     step_started: dict[str, float] = field(default_factory=dict)  # step -> s after run start
     build_dir: str = ""  # its CMake build directory (its .ninja_log: report --trace)
     depends: list[str] = field(default_factory=list)  # the components it waited for
+    # The remote cache: where a pulled entry came from (cache, manifest, signer, bytes), or
+    # what became of pushing a built one (pushed, bytes; or why it was not).
+    cache: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -63,6 +67,7 @@ class RunReport:
     interrupted: str | None = None
     fast_path: bool = False  # settled from the no-op memo, without loading the manifest
     wheels: list[str] = field(default_factory=list)  # what `wheel` or `release` wrote
+    cache: dict[str, Any] = field(default_factory=dict)  # the caches used, pushes, warnings
 
     def result(self, name: str) -> ComponentResult:
         return next(c for c in self.components if c.name == name)
@@ -80,7 +85,7 @@ def totals(components: list[ComponentResult]) -> dict[str, Any]:
 
 
 def write(report: RunReport, layout: Layout) -> Path:
-    text = json.dumps(report.to_json(), indent=2) + "\n"
+    text = json.dumps(redact_data(report.to_json()), indent=2) + "\n"
     where = noop.write_run_report(
         str(layout.runs()), report.command, report.vendor, report.started, text
     )
@@ -105,6 +110,8 @@ def _steps_text(c: Mapping[str, Any]) -> str:
     parts += [f"{k} reused" for k in c.get("reused", [])]
     if c.get("waited"):
         parts.append(f"waited {c['waited']:.1f}s")
+    if c.get("status") == "pulled" and (cache := c.get("cache") or {}).get("cache"):
+        parts.append(f"{cache.get('bytes', 0) / 1e6:.1f} MB from {cache['cache']}")
     return ", ".join(parts)
 
 
@@ -112,7 +119,7 @@ def summary_table(data: Mapping[str, Any], *, timed: bool = True) -> str:
     """Per component a row, then the totals; ``timed=False`` leaves the run's seconds off."""
     rows = [("component", "status", "key", "seconds", "steps")]
     for c in data["components"]:
-        seconds = f"{c['seconds']:.1f}" if c["status"] in ("built", "failed") else "-"
+        seconds = f"{c['seconds']:.1f}" if c["status"] in ("built", "failed", "pulled") else "-"
         steps = (c.get("error") or "") if c["status"] == "skipped" else _steps_text(c)
         rows.append((c["name"], c["status"], c["key"][:12], seconds, steps))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
@@ -126,6 +133,8 @@ def summary_table(data: Mapping[str, Any], *, timed: bool = True) -> str:
         f"{data['vendor']}: {t.get('built', 0)} built, {t.get('hit', 0)} from the store, "
         f"{t.get('failed', 0)} failed"
     )
+    if t.get("pulled"):
+        text += f", {t['pulled']} pulled"
     if t.get("skipped"):
         text += f", {t['skipped']} skipped"
     if t.get("interrupted"):

@@ -23,6 +23,7 @@ from typing import Any
 
 from builder.core.fs import atomic_write
 from builder.core.layout import Layout
+from builder.core.redact import redact_data
 
 RECORD = "record.json"
 DOOMED = ".doomed-"
@@ -123,7 +124,8 @@ def read_record(entry: Path) -> dict[str, Any]:
 
 def write_record(directory: Path, record: dict[str, Any]) -> None:
     """Write ``record.json`` durably: a temporary file, fsync, rename."""
-    atomic_write(directory / RECORD, json.dumps(record, indent=2, sort_keys=True), durable=True)
+    text = json.dumps(redact_data(record), indent=2, sort_keys=True)
+    atomic_write(directory / RECORD, text, durable=True)
 
 
 def fsync_dir(path: Path) -> None:

@@ -17,6 +17,7 @@ from packaging.version import InvalidVersion, Version
 from builder import vendors as vendor_registry
 from builder.core.errors import UsageError
 from builder.manifest.model import (
+    CacheSettings,
     CiSettings,
     Component,
     GitSource,
@@ -45,6 +46,7 @@ TOP_KEYS = (
     "components",
     "wheel",
     "mirrors",
+    "cache",
 )
 CXX_RUNTIMES = ("shared", "any")
 VENDOR_KEYS = ("cuda_architectures", "local_version", "providers", "linked", "ci", "check")
@@ -131,6 +133,7 @@ def _read_stack(path: Path, doc: Doc, problems: Problems) -> Stack | None:
         order=order,
         wheel=wheel,
         mirrors=mirrors,
+        cache=_read_cache(r, path.parent),
     )
 
 
@@ -223,6 +226,25 @@ def _read_mirrors(r: Reader, root: Path) -> dict[str, str]:
         target = r.string(("mirrors", url), required=True) or ""
         out[url] = target if "://" in target else str((root / target).resolve())
     return out
+
+
+def _read_cache(r: Reader, root: Path) -> CacheSettings:
+    """``cache:`` is a list of cache URLs, or ``{urls: [...], trust: [...]}``."""
+    if not r.has(("cache",)):
+        return CacheSettings()
+    trust: tuple[str, ...] = ()
+    if isinstance(r.get(("cache",)), list):
+        urls = r.strings(("cache",))
+    else:
+        r.mapping(("cache",))
+        r.check_keys(("cache",), ("urls", "trust"))
+        urls, trust = r.strings(("cache", "urls")), r.strings(("cache", "trust"))
+    for i, url in enumerate(urls):
+        if not url.startswith(("oci://", "oci+http://", "oci+https://", "file:///")):
+            where = ("cache", i) if isinstance(r.get(("cache",)), list) else ("cache", "urls", i)
+            r.error(where, f"'{url}' is not a cache URL (oci://HOST/REPOSITORY or file:///DIR)")
+    keys = tuple(k if k.startswith("ed25519:") else str((root / k).resolve()) for k in trust)
+    return CacheSettings(urls=tuple(urls), trust=keys)
 
 
 def _read_source(r: Reader, key: Key, root: Path, *, required: bool) -> Source | None:

@@ -151,6 +151,14 @@ class VendorConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class CacheSettings:
+    """stack.yaml's ``cache:``: the remote caches tried in order, and the keys trusted."""
+
+    urls: tuple[str, ...] = ()
+    trust: tuple[str, ...] = ()  # ed25519:<base64> lines, or absolute paths of key files
+
+
+@dataclass(frozen=True, kw_only=True)
 class Stack:
     file: Path  # the manifest
     label: str  # the manifest as shown in messages
@@ -163,6 +171,7 @@ class Stack:
     # "shared": the stack's libraries pass C++ objects to each other (and to torch), so every
     # one must use the shared C++ runtime (libstdc++.so.6); "any": no such constraint.
     cxx_runtime: str = "any"
+    cache: CacheSettings = field(default_factory=CacheSettings)
 
     @property
     def root(self) -> Path:

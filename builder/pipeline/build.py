@@ -1,4 +1,5 @@
-"""Build a plan: fetch what the store lacks, execute, write the run report, print the summary.
+"""Build a plan: pull what the store lacks from a remote cache, fetch what is still missing,
+execute, push what was built, write the run report, print the summary.
 
 :func:`run_build` is the ``build`` command's whole job, memo included; :func:`build_plan` is
 the stage ``wheel`` and ``release`` share. Unchanged builds never get here (:mod:`builder.noop`
@@ -7,14 +8,18 @@ settles them).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from builder.core import proc
-from builder.core.errors import UsageError
+from builder.core.errors import BuildError, UsageError
 from builder.core.host import HostFacts
 from builder.core.layout import Layout
+from builder.core.redact import redact
 from builder.engine import executor, memo
 from builder.engine import report as run_report
 from builder.engine.store import Store
@@ -25,10 +30,14 @@ from builder.pipeline.context import (
     plan_for,
     require_preflight,
 )
-from builder.pipeline.requests import BuildRequest
+from builder.pipeline.requests import BuildRequest, CacheRequest
 from builder.plan import ComponentPlan, Plan
 
+if TYPE_CHECKING:
+    from builder.pipeline.cache import Cache
+
 LAUNCHERS = ("ccache", "sccache")
+NO_CACHE_HINT = "give --cache URL, set $INFINI_STACK_CACHE, or list caches in stack.yaml's cache:"
 
 
 def run_build(request: BuildRequest) -> run_report.RunReport:
@@ -45,8 +54,17 @@ def run_build(request: BuildRequest) -> run_report.RunReport:
         launcher=launcher_for(request.launcher),
         progress=run_report.progress_for(request.progress),
         keep_going=request.keep_going,
+        cache=request.cache,
     )
-    if request.memo and request.argv is not None:
+    # No memo for a command line that carries a credential (it would be written down), or
+    # whose push failed (the next identical build must try again).
+    secret = redact(" ".join(request.argv or ())) != " ".join(request.argv or ())
+    if (
+        request.memo
+        and request.argv is not None
+        and not secret
+        and report.cache.get("pushed_ok", True)
+    ):
         memo.leave(
             request.argv,
             ctx.layout,
@@ -89,8 +107,11 @@ def build_plan(
     command: str = "build",
     progress: run_report.Progress | None = None,
     keep_going: bool = False,
+    cache: CacheRequest | None = None,
 ) -> run_report.RunReport:
-    """Fetch what is not in the store, build it, write the run report, print the summary."""
+    """Pull what the store lacks from the remote cache (when ``cache`` names one), fetch what is
+    still missing, build it, push what was built (``--push``), write the run report, print the
+    summary."""
     report = run_report.RunReport(
         command=command,
         vendor=ctx.vendor,
@@ -99,19 +120,30 @@ def build_plan(
         host=host_summary(ctx.host),
     )
     progress = progress or run_report.progress_for()
+    remote = _open_cache(ctx, cache)
     try:
         with executor.interrupts():
+            pulled = _pull(remote, ctx, plan, progress)
             _fetch(ctx, plan)
-            executor.execute(
-                plan,
-                ctx.layout,
-                report,
-                launcher=launcher,
-                progress=progress,
-                env=ctx.host.env or None,
-                verify_sources=_path_digest,
-                keep_going=keep_going,
-            )
+            try:
+                executor.execute(
+                    plan,
+                    ctx.layout,
+                    report,
+                    launcher=launcher,
+                    progress=progress,
+                    env=ctx.host.env or None,
+                    verify_sources=_path_digest,
+                    keep_going=keep_going,
+                )
+            except BuildError as exc:
+                if remote and not isinstance(exc, executor.Interrupted):
+                    _push(remote, ctx, plan, report, progress)  # what was built before it failed
+                raise
+            finally:
+                _mark_pulled(report, pulled, remote)
+            if remote:
+                _push(remote, ctx, plan, report, progress)
     except executor.Interrupted as exc:
         report.interrupted = exc.message
         raise
@@ -122,6 +154,63 @@ def build_plan(
         progress.close()
         _finish(report, ctx.layout)
     return report
+
+
+# The remote cache (builder.pipeline.cache: cryptography, zstandard, urllib) is imported only
+# when a build uses one.
+
+
+def _open_cache(ctx: Context, request: CacheRequest | None) -> Cache | None:
+    if request is None:
+        return None
+    from builder.cache.urls import CACHE_ENV
+
+    given = request.urls if request.urls is not None else os.environ.get(CACHE_ENV, "").strip()
+    if not (given or (request.urls is None and ctx.stack.cache.urls) or request.push):
+        if request.required:
+            raise UsageError("--cache-required, but no cache is given", hint=NO_CACHE_HINT)
+        return None
+    from builder.pipeline.cache import open_cache
+
+    return open_cache(request, ctx.stack.cache.urls, ctx.stack.cache.trust)
+
+
+@dataclass(frozen=True)
+class Pulled:
+    entries: dict[str, dict[str, Any]]  # component -> where it came from
+    seconds: float
+
+
+def _pull(cache: Cache | None, ctx: Context, plan: Plan, progress: run_report.Progress) -> Pulled:
+    if cache is None:
+        return Pulled({}, 0.0)
+    from builder.pipeline.cache import pull_missing
+
+    start = time.monotonic()
+    pulled = pull_missing(cache, plan, ctx.layout, progress.say)
+    return Pulled(pulled, time.monotonic() - start)
+
+
+def _mark_pulled(report: run_report.RunReport, pulled: Pulled, cache: Cache | None) -> None:
+    if cache is None:
+        return
+    from builder.pipeline.cache import mark_pulled, summary
+
+    mark_pulled(report, pulled.entries, pulled.seconds)
+    report.cache = {**summary(cache), "pull_seconds": round(pulled.seconds, 3)}
+
+
+def _push(
+    cache: Cache,
+    ctx: Context,
+    plan: Plan,
+    report: run_report.RunReport,
+    progress: run_report.Progress,
+) -> None:
+    from builder.pipeline.cache import push_built, summary
+
+    ok = push_built(cache, plan, ctx.layout, report, progress.say)
+    report.cache = {**report.cache, **summary(cache), "pushed_ok": ok}
 
 
 def _fetch(ctx: Context, plan: Plan) -> None:

@@ -86,6 +86,7 @@ def require_preflight(ctx: Context, select: tuple[str, ...] = (), *, wheel: bool
     ``wheel``) need is missing."""
     from builder import preflight
 
+    check_components(ctx.stack, ctx.vendor, select)  # an unknown name: a usage error, first
     report = ctx.preflight
     if report is None:
         return

@@ -157,9 +157,9 @@ class Gate:
 
     def build(self, selection: PlanRequest) -> tuple[Plan, RunReport]:
         plan = plan_for(self.ctx, selection)
-        built = build_plan(
-            self.ctx, plan, launcher=launcher_for(self.request.build.launcher), command="release"
-        )
+        launcher = launcher_for(self.request.build.launcher)
+        cache = self.request.build.cache
+        built = build_plan(self.ctx, plan, launcher=launcher, command="release", cache=cache)
         self.done("build", ok=True, components={c.name: c.status for c in built.components})
         return plan, built
 

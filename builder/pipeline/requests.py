@@ -36,9 +36,21 @@ class PlanRequest:
 
 
 @dataclass(frozen=True, kw_only=True)
+class CacheRequest:
+    """The remote cache of store entries (see :mod:`builder.pipeline.cache`)."""
+
+    urls: tuple[str, ...] | None = None  # None: $INFINI_STACK_CACHE, else stack.yaml's cache
+    push: bool = False  # upload each entry built here
+    required: bool = False  # an unreachable cache fails the build instead of a warning
+    trust: tuple[str, ...] = ()  # public keys (or files) trusted besides stack.yaml's
+    sign_key: Path | None = None  # None: $INFINI_STACK_CACHE_SIGNING_KEY(_FILE)
+
+
+@dataclass(frozen=True, kw_only=True)
 class BuildRequest:
     stack: StackRequest
     plan: PlanRequest = field(default_factory=PlanRequest)
+    cache: CacheRequest = field(default_factory=CacheRequest)
     launcher: str = "auto"  # auto, none, or a program
     progress: ProgressKind = "auto"
     keep_going: bool = False

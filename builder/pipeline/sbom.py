@@ -24,6 +24,7 @@ from packaging.utils import canonicalize_name
 
 from builder import __version__
 from builder.core.errors import StackError
+from builder.core.redact import strip_userinfo
 from builder.manifest.model import GitSource
 from builder.plan import ComponentPlan, Plan
 from wheels.assemble import WheelInputs, read_dynamic
@@ -197,10 +198,12 @@ def _stack_component(c: ComponentPlan) -> Any:
                 type="generic",
                 name=c.name,
                 version=source.rev,
-                qualifiers={"vcs_url": f"git+{source.url}@{source.rev}"},
+                qualifiers={"vcs_url": f"git+{strip_userinfo(source.url)}@{source.rev}"},
             ),
             external_references=[
-                ExternalReference(type=ExternalReferenceType.VCS, url=XsUri(source.url))
+                ExternalReference(
+                    type=ExternalReferenceType.VCS, url=XsUri(strip_userinfo(source.url))
+                )
             ],
             properties=_properties(props),
             pedigree=_pedigree(c),

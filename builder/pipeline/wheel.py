@@ -55,7 +55,8 @@ def run_wheel(request: WheelRequest) -> list[Path]:
     selection = wheel_selection(ctx, request.build.plan)
     require_preflight(ctx, selection.components, wheel=True)
     plan = plan_for(ctx, selection)
-    report = build_plan(ctx, plan, launcher=launcher_for(request.build.launcher), command="wheel")
+    launcher = launcher_for(request.build.launcher)
+    report = build_plan(ctx, plan, launcher=launcher, command="wheel", cache=request.build.cache)
     epoch = epoch_for(ctx, plan)
     with pending_dir(ctx) as work:
         built = assemble(ctx, plan, work / "first", epoch=epoch)

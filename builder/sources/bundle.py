@@ -30,6 +30,7 @@ from builder.core import proc
 from builder.core.digest import file_digest
 from builder.core.errors import EXIT_SOURCES, CommandFailed, SourceError
 from builder.core.layout import Layout
+from builder.core.redact import redact, strip_userinfo
 from builder.manifest.model import GitSource
 from builder.plan import ComponentPlan, Plan
 from builder.sources.fetch import Fetcher, git_env
@@ -79,7 +80,7 @@ class BundleIndex:
             "manifest": self.manifest,
             "repositories": [
                 {
-                    "url": r.url,
+                    "url": strip_userinfo(r.url),
                     "member": r.member,
                     "sha256": r.sha256,
                     "size": r.size,
@@ -88,7 +89,12 @@ class BundleIndex:
                 for r in self.repositories
             ],
             "pins": [
-                {"component": p.component, "path": p.path, "url": p.url, "rev": p.rev}
+                {
+                    "component": p.component,
+                    "path": p.path,
+                    "url": strip_userinfo(p.url),
+                    "rev": p.rev,
+                }
                 for p in self.pins
             ],
         }
@@ -343,7 +349,7 @@ def _git(args: list[str], what: str) -> str:
 def describe(index: BundleIndex) -> Iterator[str]:
     """Human lines: one per pin, then the repositories with their sizes."""
     for pin in index.pins:
-        yield f"{pin.rev}  {pin.label}  {pin.url}"
+        yield f"{pin.rev}  {pin.label}  {redact(pin.url)}"
     total = sum(r.size for r in index.repositories)
     yield (
         f"{len(index.repositories)} repositories, {len(index.pins)} pins, "

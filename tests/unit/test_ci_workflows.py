@@ -105,3 +105,16 @@ def test_reusable_workflow_is_called_with_a_component_and_a_sha() -> None:
     assert inputs["component"]["required"] and inputs["sha"]["required"]
     assert inputs["stack-ref"]["default"] == "main"
     assert all(i["type"] in ("string", "boolean", "number") for i in inputs.values())
+
+
+def test_vendor_jobs_pull_from_the_registry_and_push_only_on_main() -> None:
+    stack = load(ROOT / "ci" / "workflows" / "stack.yml")["jobs"]["stack"]
+    env = stack["env"]
+    assert env["INFINI_STACK_CACHE_PASSWORD"] == "${{ secrets.GITHUB_TOKEN }}"
+    assert "refs/heads/main" in env["CACHE_PUSH"] and "'--push'" in env["CACHE_PUSH"]
+    assert stack["permissions"]["packages"] == "write"
+    runs = [s.get("run", "") for s in stack["steps"]]
+    assert any("INFINI_STACK_CACHE=" in r and "ghcr.io" in r for r in runs)
+    assert any(
+        r.startswith('python -m nox -s "build(') and r.endswith("-- $CACHE_PUSH") for r in runs
+    )

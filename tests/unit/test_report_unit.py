@@ -44,6 +44,7 @@ def test_report_json_has_per_component_results_and_totals() -> None:
     data = sample().to_json()
     assert data["totals"] == {
         "hit": 1,
+        "pulled": 0,
         "built": 1,
         "failed": 1,
         "skipped": 1,

@@ -1,0 +1,143 @@
+"""The remote cache on the mini stack: a cold build that pushes, then a cold build in a fresh home
+with a warm cache, against the floor of fetching and unpacking the same entries by hand.
+
+    python benchmarks/remote_cache.py [--rounds 3]
+
+It starts its own docker-registry on loopback (Debian's ``docker-registry``), or uses a
+``file://`` cache when that is absent (and says so). Each round, in one run of this script:
+
+- ``cold + push``: ``build --cache URL --push`` in a fresh home, into a fresh repository;
+- ``warm cache``: ``build --cache URL`` in another fresh home (every component pulled);
+- ``all hits``: the same build in a third fresh home whose store is a copy of the second's
+  (what any first build in a new home costs with everything in the store: start-up, manifest,
+  preflight probes, plan);
+- ``pull stage``: the part of ``warm cache`` spent looking up, fetching, verifying, unpacking,
+  relocating and committing the entries (from its run report);
+- ``fetch + unpack``: the floor: each entry's layer fetched over HTTP (or read from the
+  directory) and unpacked with zstd and tarfile, in-process, nothing checked.
+
+It prints medians over the rounds, the bytes pushed and pulled, and the ratios: what the cache
+adds to a build (warm cache - all hits) over the floor (goal: <= 1.5), and the warm-cache build
+over the cold compile (goal: a small fraction).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import zstandard
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tests.registry import Registry, registry_binary  # noqa: E402
+
+MANIFEST = ROOT / "examples" / "mini-stack" / "stack.yaml"
+TIMES = ("cold + push", "compile", "warm cache", "pull stage", "all hits", "fetch + unpack")
+
+
+def build(home: Path, *extra: str) -> tuple[float, dict[str, Any]]:
+    argv = [sys.executable, "-m", "builder", "build", "--manifest", str(MANIFEST)]
+    argv += ["--vendor", "cpu", "--progress", "quiet", "--no-memo", *extra]
+    env = {**os.environ, "INFINI_STACK_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    env.pop("INFINI_STACK_STORE", None)
+    start = time.perf_counter()
+    subprocess.run(argv, env=env, cwd=ROOT, check=True, capture_output=True)
+    seconds = time.perf_counter() - start
+    return seconds, json.loads((home / "runs" / "last.json").read_text())
+
+
+def layers(report: dict[str, Any]) -> list[str]:
+    """The layer digests of the entries a report pulled (from their store records)."""
+    store = Path(report["store"])
+    out = []
+    for c in report["components"]:
+        record = json.loads((store / c["key"][:32] / "record.json").read_text())
+        out.append(record["origin"]["layer"])
+    return out
+
+
+def fetch_and_unpack(url: str, digests: list[str], dest: Path) -> float:
+    """The floor: each layer fetched and unpacked, nothing verified or relocated."""
+    start = time.perf_counter()
+    for i, digest in enumerate(digests):
+        if url.startswith("oci://"):
+            host, _, repo = url.removeprefix("oci://").partition("/")
+            with urllib.request.urlopen(f"http://{host}/v2/{repo}/blobs/{digest}") as r:
+                data = r.read()
+        else:
+            data = (Path(url.removeprefix("file://")) / "blobs/sha256" / digest[7:]).read_bytes()
+        raw = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data))
+        with tarfile.open(fileobj=raw, mode="r|") as tar:
+            tar.extractall(dest / str(i), filter="data")
+    return time.perf_counter() - start
+
+
+def one_round(base: Path, url: str) -> dict[str, float]:
+    cold, pushed = build(base / "home-cold", "--cache", url, "--push")
+    warm, pulled = build(base / "home-warm", "--cache", url)
+    assert pulled["totals"]["pulled"] == len(pulled["components"]), pulled["totals"]
+    shutil.copytree(base / "home-warm" / "store", base / "home-hits" / "store", symlinks=True)
+    hits, _ = build(base / "home-hits", "--cache", url)
+    floor = fetch_and_unpack(url, layers(pulled), base / "floor")
+    return {
+        "cold + push": cold,
+        "compile": sum(c["seconds"] for c in pushed["components"]),
+        "warm cache": warm,
+        "pull stage": pulled["cache"]["pull_seconds"],
+        "all hits": hits,
+        "fetch + unpack": floor,
+        "bytes pushed": sum(c.get("cache", {}).get("bytes", 0) for c in pushed["components"]),
+        "bytes pulled": sum(c.get("cache", {}).get("bytes", 0) for c in pulled["components"]),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="remote-cache-bench-") as tmp:
+        work = Path(tmp)
+        registry = None
+        if registry_binary() is not None:
+            registry = Registry(work / "registry").start()
+            print(f"cache: docker-registry on {registry.host} (loopback HTTP)")
+        else:
+            print("cache: a file:// directory (no docker-registry here to start)")
+        try:
+            rounds = []
+            for i in range(args.rounds):
+                url = registry.url(f"bench/round{i}") if registry else f"file://{work}/cache{i}"
+                if registry is None:
+                    (work / f"cache{i}").mkdir()
+                rounds.append(one_round(work / f"round{i}", url))
+        finally:
+            if registry is not None:
+                registry.stop()
+    med = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
+    print(f"mini stack, cpu, {args.rounds} rounds, medians:")
+    for name in TIMES:
+        print(f"  {name:<16} {med[name]:8.3f} s")
+    print(f"  bytes pushed     {med['bytes pushed']:8.0f}   bytes pulled {med['bytes pulled']:.0f}")
+    added = med["warm cache"] - med["all hits"]
+    print(f"what the cache adds (warm cache - all hits): {added:.3f} s")
+    print(f"  / fetch + unpack: {added / med['fetch + unpack']:.2f}  (goal <= 1.5)")
+    print(f"pull stage / fetch + unpack: {med['pull stage'] / med['fetch + unpack']:.2f}")
+    print(f"warm cache / cold + push: {med['warm cache'] / med['cold + push']:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
