@@ -159,6 +159,8 @@ def plan_component(
     defines = _defines(
         stack, component, vendor, host, options, vendor_defines, prefix, done, source_dir
     )
+    defines.update(path_maps(component.name, source_dir, build_dir, layout.store_root))
+    defines.update(options)  # a recipe's own flags win
     cmake_source = recipe.project if recipe.project else source_dir
     test_command = test.command if test is not None else None
     steps = _steps(cmake_source, build_dir, layout.staging_prefix(key), defines, jobs, test_command)
@@ -233,6 +235,7 @@ def _key_inputs(
         key_inputs["python"] = [own.python, own.soabi, own.pybind11_version]
     if patches:  # absent when there are none, so that unpatched keys stay as they were
         key_inputs["patches"] = [[p.name, p.sha256] for p in patches]
+    key_inputs["path_maps"] = "/infini-stack"  # what path_maps maps this machine's paths to
     return key_inputs
 
 
@@ -254,6 +257,24 @@ def _toolkit_identity(host: HostFacts) -> list[str] | None:
 def hash_inputs(data: Mapping[str, Any]) -> str:
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def path_maps(name: str, source_dir: Path, build_dir: Path, store: Path) -> dict[str, str]:
+    """Compiler flags that keep this machine's paths out of the binaries: ``__FILE__`` in
+    asserts and the debug info name ``/infini-stack/...`` instead of the checkout, the build
+    directory and the store (whose headers other components compile in). A store entry is then
+    relocatable (the remote cache pushes no entry with a path it cannot rewrite) and a build
+    elsewhere reproduces it. C and C++ only: nvcc takes host flags through -Xcompiler, and the
+    paths in CUDA device code stay (such an entry is built locally, not pulled)."""
+    maps = " ".join(
+        f"-ffile-prefix-map={path}=/infini-stack/{where}"
+        for path, where in (
+            (source_dir, f"src/{name}"),
+            (build_dir, f"build/{name}"),
+            (store, "store"),
+        )
+    )
+    return {"CMAKE_C_FLAGS_INIT": maps, "CMAKE_CXX_FLAGS_INIT": maps}
 
 
 def _defines(
