@@ -110,6 +110,21 @@ class SmokeResult:
     def ok(self) -> bool:
         return not self.failures
 
+    def why(self, lib: str) -> str:
+        """Why this host could not supply ``lib``: which distribution the target interpreter
+        lacks, or which part of the vendor's runtime the machine lacks."""
+        if self.vendor is None:
+            return "which this host cannot supply"
+        from wheels.policy import load_vendor_policy
+
+        supplier = load_vendor_policy(self.vendor).supplier(lib)
+        if supplier is not None:
+            return (
+                f"which {supplier.distribution} supplies, and the target interpreter has no "
+                f"{supplier.distribution} installed (pip install {supplier.distribution})"
+            )
+        return f"which the {self.vendor} driver or runtime supplies, and this host lacks"
+
     @property
     def complete(self) -> bool:
         return self.ok and not self.unsupplied and not self.preload_errors
@@ -140,10 +155,7 @@ class SmokeResult:
             for package, error in self.preload_errors.items()
         ]
         for lib, files in self.unsupplied.items():
-            lines.append(
-                f"  NOT VERIFIED  {', '.join(files)}: needs {lib}, which this host "
-                f"cannot supply (the {self.vendor or 'vendor'} runtime is absent)"
-            )
+            lines.append(f"  NOT VERIFIED  {', '.join(files)}: needs {lib}, {self.why(lib)}")
         if self.failures:
             lines.append(f"smoke failed: {len(self.failures)} problem(s)")
         elif self.unsupplied:

@@ -5,6 +5,7 @@ named, not passed over."""
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -115,12 +116,37 @@ def test_smoke_names_the_vendor_runtime_this_host_cannot_supply_instead_of_passi
     result = cli("smoke", wheel)
     assert result.code == 0, result.out  # nothing is wrong with the wheel ...
     assert "NOT VERIFIED" in result.out  # ... but it says what it could not check
-    assert f"probe/_gpu{EXT}: needs libcuda.so.1, which this host cannot supply" in result.out
+    assert (
+        f"probe/_gpu{EXT}: needs libcuda.so.1, which the nvidia driver or runtime supplies, "
+        "and this host lacks"
+    ) in result.out
     strict = cli("smoke", wheel, "--strict", "--json")
     assert strict.code == 6
     (report,) = json.loads(strict.out)
     assert report["unsupplied"] == {"libcuda.so.1": [f"probe/_gpu{EXT}"]}
     assert report["vendor"] == "nvidia" and report["ok"] and not report["complete"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed")
+def test_smoke_names_the_distribution_the_target_interpreter_lacks(
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    cc = Compiler(tmp_path / "build")
+    stub = cc.shared("libtorch.so", "int torch_init(void) { return 0; }\n", soname="libtorch.so")
+    ext = cc.shared(
+        f"_ext{EXT}",
+        "extern int torch_init(void);\n"
+        "void *PyInit__ext(void) { return (void *)(long)torch_init(); }\n",
+        links=[stub],
+    )
+    wheel = probe_wheel(tmp_path, "cu130", {f"probe/_ext{EXT}": ext})
+    result = cli("smoke", wheel)
+    assert result.code == 0, result.out
+    assert (
+        f"probe/_ext{EXT}: needs libtorch.so, which torch supplies, and the target interpreter "
+        "has no torch installed (pip install torch)"
+    ) in result.out
 
 
 def test_a_library_the_vendor_does_not_supply_and_the_host_lacks_is_a_failure(
