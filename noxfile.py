@@ -228,7 +228,8 @@ def matrix(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none", default=False)
 def demo(session: nox.Session) -> None:
-    """Main job on the bundled mini stack: preflight, build, wheel, audit, smoke (cpu, nvidia)."""
+    """Main job on the bundled mini stack: preflight, build, wheel, audit, smoke and the runtime
+    check where the vendor's device is (cpu, nvidia)."""
     python = tool_python(session)
     done: list[str] = []
     for vendor in DEMO_VENDORS:
@@ -246,15 +247,28 @@ def demo(session: nox.Session) -> None:
         cli(session, python, "build", "--vendor", vendor, *manifest)
         cli(session, python, "wheel", "--vendor", vendor, *manifest, "--out", out)
         wheels = sorted(out.glob("*.whl"))
-        cli(session, python, "audit", *wheels, "--vendor", vendor)
+        cli(session, python, "audit", *wheels, "--vendor", vendor, *manifest)
         for wheel in wheels:
             cli(session, python, "smoke", wheel, "--vendor", vendor)
+            run_check(session, python, wheel, vendor)
         done.append(vendor)
     if "cpu" not in done:
         session.error("demo: the cpu stack did not run")
     session.log(
         f"demo: {', '.join(done)} built, packaged, audited and imported; wheels in {DIST / 'demo'}"
     )
+
+
+def run_check(session: nox.Session, python: str, wheel: Path, vendor: str) -> None:
+    """The vendor's runtime check; without its device here, said (never passed silently)."""
+    argv = [python, "-m", "builder", "check", str(wheel), "--manifest", str(MINI)]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
+    if done.returncode == EXIT_PREFLIGHT:
+        session.warn(f"demo: {vendor}: {done.stderr.strip().splitlines()[-1]}")
+        return
+    session.log(done.stderr.strip())
+    if done.returncode != 0:
+        session.error(f"demo: the {vendor} check failed:\n{done.stdout}{done.stderr}")
 
 
 # --- per vendor ---------------------------------------------------------------------------------
