@@ -136,6 +136,25 @@ def test_declared_tag_may_claim_less_but_not_more_than_the_verdict() -> None:
 
 
 @pytest.mark.parametrize(
+    ("verdict_tag", "declared", "allowed"),
+    [
+        ("manylinux_2_24_x86_64", "manylinux_2_18_x86_64", False),  # NCCL cu13's over-claim
+        ("manylinux_2_17_x86_64", "manylinux_2_18_x86_64", True),
+        ("manylinux_2_5_x86_64", "manylinux_2_20_x86_64", True),
+        ("linux_x86_64", "manylinux_2_18_x86_64", False),
+        ("manylinux_2_17_x86_64", "musllinux_1_3_x86_64", None),
+        ("manylinux_2_17_x86_64", "manylinux_2_18_aarch64", None),
+    ],
+)
+def test_a_pep600_tag_without_an_auditwheel_policy_is_compared_by_its_glibc_version(
+    verdict_tag: str, declared: str, allowed: bool | None
+) -> None:
+    v = verdict(verdict_tag)
+    assert not v.has_policy(declared)
+    assert v.allows(declared) is allowed
+
+
+@pytest.mark.parametrize(
     ("symbol", "api"),
     [
         ("Py_Initialize", True),

@@ -184,14 +184,7 @@ def _read_wheel_file(archive: Archive, text: str | None, f: Findings) -> None:
             "wheel-version", member, f"Wheel-Version {msg.get('Wheel-Version')!r}, expected 1.x"
         )
     archive.root_is_purelib = (msg.get("Root-Is-Purelib") or "").strip().lower() == "true"
-    platforms = []
-    for tag in msg.get_all("Tag") or []:
-        pieces = tag.strip().split("-")
-        if len(pieces) != 3:
-            f.violation("wheel-tag", member, f"malformed Tag {tag!r}")
-            continue
-        platforms.append(pieces[2])
-    archive.wheel_tags = tuple(sorted(set(platforms)))
+    archive.wheel_tags = _tag_platforms(msg.get_all("Tag") or [], member, f)
     if archive.file_tags and set(archive.wheel_tags) != set(archive.file_tags):
         f.violation(
             "wheel-tag",
@@ -200,6 +193,27 @@ def _read_wheel_file(archive: Archive, text: str | None, f: Findings) -> None:
                 ", ".join(archive.wheel_tags) or "none", ", ".join(archive.file_tags)
             ),
         )
+
+
+def _tag_platforms(lines: Sequence[str], member: str, f: Findings) -> tuple[str, ...]:
+    """The platforms of WHEEL's ``Tag`` lines, each line expanded as a file name's tag set is
+    (maturin writes compressed sets there, PyO3/maturin#2761: a warning, not a wrong tag)."""
+    platforms: set[str] = set()
+    for line in lines:
+        pieces = line.strip().split("-")
+        if len(pieces) != 3 or not all(pieces) or not all(all(p.split(".")) for p in pieces):
+            f.violation("wheel-tag", member, f"malformed Tag {line!r}")
+            continue
+        expanded = set(pieces[2].split("."))
+        if any("." in p for p in pieces):
+            f.warning(
+                "wheel-tag",
+                member,
+                f"Tag {line.strip()!r} is a compressed tag set; the wheel specification wants "
+                "one expanded tag per Tag line",
+            )
+        platforms |= expanded
+    return tuple(sorted(platforms))
 
 
 def _read_metadata_file(archive: Archive, text: str | None, f: Findings) -> None:

@@ -24,7 +24,7 @@ from wheels.audit.archive import (
 from wheels.audit.cache import Cache
 from wheels.audit.elfs import check_elfs
 from wheels.audit.findings import Findings
-from wheels.audit.ldso import Elves, extension_module
+from wheels.audit.ldso import Elves, classify_extensions
 from wheels.audit.members import MemberScan, task_for
 from wheels.audit.pool import cores, scan_members
 from wheels.audit.tags import check_tags, manylinux_whitelist, tag_verdicts
@@ -139,7 +139,7 @@ def _audit_archive(
     elfs = {n: s.elf for n, s in by_name.items() if s.elf is not None}
     verdicts = tag_verdicts(archive, by_name, policy, host)
     arch = verdicts[0].arch or _first_arch(elfs.values())
-    ctx = _context(archive, policy, elfs, arch, host)
+    ctx = _context(archive, policy, elfs, arch, host, f)
     reports = check_elfs(ctx, archive, f)
     check_tags(archive, verdicts[1], bool(elfs), f)
     stats = AuditStats(
@@ -195,6 +195,7 @@ def _context(
     elfs: dict[str, ElfInfo],
     arch: str | None,
     host: HostLibraries,
+    f: Findings,
 ) -> Elves:
     install_of = {
         i.filename: install_path(archive, i.filename) for i in archive.infos if is_member_file(i)
@@ -211,10 +212,7 @@ def _context(
         site_dirs=site_dirs(),
         arch=arch,
     )
-    for member in elfs:
-        module = extension_module(install_of.get(member), installed)
-        if module:
-            ctx.extensions[member] = module
+    classify_extensions(ctx, f)
     return ctx
 
 

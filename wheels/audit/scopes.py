@@ -103,11 +103,15 @@ def _outside_node(ctx: Elves, need: Need, like: ElfInfo) -> tuple[str, ElfInfo |
 
 
 def scopes_by_member(ctx: Elves) -> dict[str, Scope]:
-    """Each ELF's scope: the union of the groups it is loaded in."""
+    """Each ELF's scope: a root's (an extension module, an executable, a library nothing loads)
+    is that of its own group, since it must load by itself; any other ELF's is the union of the
+    groups it is loaded in."""
     group_scopes = {root: _group_scope(ctx, g) for root, g in ctx.groups.items()}
-    out: dict[str, Scope] = {}
+    out: dict[str, Scope] = dict(group_scopes)
     for root, group in ctx.groups.items():
         for member in group.members:
+            if member in group_scopes:
+                continue
             scope = out.setdefault(member, Scope([], []))
             known = {id(p) for p in scope.providers}
             scope.providers += [p for p in group_scopes[root].providers if id(p) not in known]
@@ -186,45 +190,105 @@ def _bound(
     return found is not None
 
 
+# What the interpreter itself has loaded when it imports an extension module: CPython links
+# libm (and, before glibc 2.34 merged them into libc, libpthread, libdl and libutil). A fixed
+# set, not this host's python's own DT_NEEDED closure (Debian's also links libz and libexpat,
+# which a wheel must not count on).
+INTERPRETER_LIBRARIES = (
+    "libc.so.6",
+    "libm.so.6",
+    "libpthread.so.0",
+    "libdl.so.2",
+    "libutil.so.1",
+)
+
+
+@dataclass
+class _Binding:
+    """Where the undefined symbols of one ELF bind."""
+
+    bound: int = 0
+    python: int = 0
+    unverified: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    interpreter: dict[str, list[str]] = field(default_factory=dict)  # library -> symbols
+
+
+def _interpreter_libraries(ctx: Elves, like: ElfInfo) -> list[tuple[str, ElfInfo]]:
+    """(name, ELF data) of the :data:`INTERPRETER_LIBRARIES` this host has for ``like``."""
+    out = []
+    for soname in INTERPRETER_LIBRARIES:
+        hit = ctx.host.find(soname, like)
+        if hit is not None:
+            out.append((soname, hit[1]))
+    return out
+
+
+def _bind_all(ctx: Elves, info: ElfInfo, scope: Scope, python_ok: bool) -> _Binding:
+    out = _Binding()
+    providers = [p for p in scope.providers if p is not info]
+    in_scope = {id(p) for p in providers}
+    interpreter = _interpreter_libraries(ctx, info) if python_ok else []
+    for name, version in zip(info.undefined, info.undefined_versions, strict=True):
+        label = f"{name}@{version}" if version else name
+        if _bound(ctx.definers, (name, version), providers, in_scope):
+            out.bound += 1
+        elif python_ok and _PY_SYMBOL.match(name):
+            out.python += 1
+        elif by := next((n for n, lib in interpreter if lib.defines(name, version)), None):
+            out.python += 1
+            out.interpreter.setdefault(by, []).append(label)
+        elif scope.unverifiable:
+            out.unverified.append(label)
+        else:
+            out.missing.append(label)
+    return out
+
+
+def _why_unverifiable(ctx: Elves, scope: Scope) -> str:
+    """Why the libraries of ``scope`` that could not be read were not: unresolved, or absent."""
+    unresolved = {n.soname for needs in ctx.needs.values() for n in needs if n.kind == "missing"}
+    names = sorted(set(scope.unverifiable))
+    parts = [
+        ", ".join(n for n in names if n in unresolved) + " unresolved",
+        ", ".join(n for n in names if n not in unresolved) + " not readable on this host",
+    ]
+    return "; ".join(p for p in parts if not p.startswith(" "))
+
+
 def check_symbols(
     ctx: Elves, member: str, scope: Scope, python_ok: bool, f: Findings
 ) -> SymbolCheck:
-    """Every undefined, non-weak symbol of ``member`` against its scope."""
+    """Every undefined, non-weak symbol of ``member`` against its scope; in an ELF loaded into
+    Python, the C API and what the interpreter's own libraries define bind in the interpreter."""
     info = ctx.elfs[member]
-    bound = python = 0
-    unverified: list[str] = []
-    missing: list[str] = []
-    providers = [p for p in scope.providers if p is not info]
-    in_scope = {id(p) for p in providers}
-    for name, version in zip(info.undefined, info.undefined_versions, strict=True):
-        if _bound(ctx.definers, (name, version), providers, in_scope):
-            bound += 1
-        elif python_ok and _PY_SYMBOL.match(name):
-            python += 1
-        elif scope.unverifiable:
-            unverified.append(f"{name}@{version}" if version else name)
-        else:
-            missing.append(f"{name}@{version}" if version else name)
-    if missing:
+    b = _bind_all(ctx, info, scope, python_ok)
+    if b.missing:
         f.violation(
             "undefined-symbol",
             member,
-            f"{plural(len(missing), 'undefined symbol')} "
-            f"defined by none of the libraries loaded with it: {shorten(missing)}",
+            f"{plural(len(b.missing), 'undefined symbol')} "
+            f"defined by none of the libraries loaded with it: {shorten(b.missing)}",
         )
-    if unverified:
-        readable = ", ".join(sorted(set(scope.unverifiable)))
+    for library, names in sorted(b.interpreter.items()):
+        f.warning(
+            "interpreter-symbols",
+            member,
+            f"binds {shorten(names, 4)} from {library} only because the interpreter loaded it; "
+            f"{library} is not in its DT_NEEDED (link with -l{library[3:].split('.')[0]})",
+        )
+    if b.unverified:
         f.warning(
             "unverified-symbols",
             member,
-            f"{plural(len(unverified), 'undefined symbol')} not checked ({readable} not "
-            f"readable on this host): {shorten(unverified)}",
+            f"{plural(len(b.unverified), 'undefined symbol')} not checked "
+            f"({_why_unverifiable(ctx, scope)}): {shorten(b.unverified)}",
         )
     return SymbolCheck(
         len(info.undefined),
-        bound,
-        python,
-        tuple(unverified[:LISTED_SYMBOLS]),
+        b.bound,
+        b.python,
+        tuple(b.unverified[:LISTED_SYMBOLS]),
         tuple(sorted(set(scope.unverifiable))),
-        tuple(missing[:LISTED_SYMBOLS]),
+        tuple(b.missing[:LISTED_SYMBOLS]),
     )

@@ -10,6 +10,7 @@ in memory instead of an unpacked wheel.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -35,15 +36,41 @@ class TagVerdict:
     error: str | None = None
 
     def allows(self, declared: str) -> bool | None:
-        """Whether ``declared`` (a platform tag) claims no more than this verdict; None: unknown."""
+        """Whether ``declared`` (a platform tag) claims no more than this verdict; None: unknown.
+
+        A PEP 600 tag auditwheel has no policy for (``manylinux_2_18``) is compared by its libc
+        version with the verdict's, as PEP 600 defines the tag.
+        """
         if self.tag is None:
             return None
         if declared.startswith("linux_"):
             return True
         mine, theirs = self.priorities.get(self.tag), self.priorities.get(declared)
-        if mine is None or theirs is None:
+        if mine is not None and theirs is not None:
+            return theirs <= mine
+        wanted, have = pep600(declared), pep600(self.tag)
+        if wanted is None or (have is None and not self.tag.startswith("linux_")):
             return None
-        return theirs <= mine
+        if have is None:  # the verdict is linux_<arch>: no manylinux tag fits
+            return False if wanted[2] == self.tag[len("linux_") :] else None
+        if (wanted[0], wanted[2]) != (have[0], have[2]):
+            return None
+        return wanted[1] >= have[1]
+
+    def has_policy(self, tag: str) -> bool:
+        """Does auditwheel have a policy of this name (or alias)?"""
+        return tag in self.priorities
+
+
+_PEP600 = re.compile(r"^(manylinux|musllinux)_(\d+)_(\d+)_(.+)$")
+
+
+def pep600(tag: str) -> tuple[str, tuple[int, int], str] | None:
+    """(family, libc version, arch) of a ``manylinux_X_Y_ARCH``/``musllinux_X_Y_ARCH`` tag."""
+    m = _PEP600.match(tag)
+    if m is None:
+        return None
+    return m.group(1), (int(m.group(2)), int(m.group(3))), m.group(4)
 
 
 def platform_verdict(
