@@ -217,6 +217,18 @@ def typecheck(session: nox.Session) -> None:
     session.run(python, "-m", "mypy", "--strict", "noxfile.py", external=True)
 
 
+@nox.session(venv_backend="none", default=False)
+def differential(session: nox.Session) -> None:
+    """Audit the pinned real wheels of tests/differential/wheels.txt with auditwheel show and
+    infini-stack audit (downloaded into a cache outside the repository, see
+    benchmarks/differential.py for the options after --); fails on a disagreement that
+    known-differences.txt does not list, and on any internal error of ours."""
+    python = tool_python(session)
+    session.run(
+        python, str(ROOT / "benchmarks" / "differential.py"), *session.posargs, external=True
+    )
+
+
 @nox.session(venv_backend="none")
 def matrix(session: nox.Session) -> None:
     """Print the CI matrix (vendor x Python) generated from stack.yaml."""
