@@ -19,6 +19,14 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from wheels.audit.inflate import (
+    ONE_CALL_BELOW,
+    InflateError,
+    Inflater,
+    StreamError,
+    inflate_one_call,
+    new_stream,
+)
 from wheels.elf import (
     ELF_MAGIC,
     ByteSource,
@@ -32,7 +40,7 @@ from wheels.elf import (
 MAX_MEMBER = 4 << 30  # larger members are reported, not inflated
 INFLATE_STEP = 32 << 10  # compressed bytes per inflate call: bounded output, no giant join
 ONE_SHOT_BELOW = 1 << 20  # members this small are inflated in one call
-SNAPSHOT_ABOVE = 64 << 20  # members this big are not kept inflated, see _Inflated
+SNAPSHOT_ABOVE = ONE_CALL_BELOW  # members this big are not kept inflated, see _Inflated
 SNAPSHOT_EVERY = 4 << 20
 KEEP_PREFIX = 8 << 20
 HASH_THREAD_ABOVE = 64 << 20  # members this big are hashed on a second thread, given a free core
@@ -117,14 +125,14 @@ class _Digest:
     def __init__(self, algo: str, background: bool) -> None:
         self.hasher = hashlib.new(algo)
         self.size = 0
-        self.queue: queue.SimpleQueue[bytes | None] | None = None
+        self.queue: queue.SimpleQueue[bytes | bytearray | None] | None = None
         self.thread: threading.Thread | None = None
         if background:
             self.queue = queue.SimpleQueue()
             self.thread = threading.Thread(target=self._drain, name="audit-hash", daemon=True)
             self.thread.start()
 
-    def add(self, part: bytes) -> None:
+    def add(self, part: bytes | bytearray) -> None:
         self.size += len(part)
         if self.queue is not None:
             self.queue.put(part)
@@ -152,24 +160,43 @@ def inflate(task: Task, raw: bytes, path: Path, spare_core: bool) -> tuple[ByteS
     digest = _Digest(task.algo, background=spare_core and task.file_size >= HASH_THREAD_ABOVE)
     try:
         content: ByteSource
-        if task.method == zipfile.ZIP_STORED:
-            content = Chunks([raw])
-            digest.add(raw)
-        elif task.method == zipfile.ZIP_DEFLATED and len(raw) <= ONE_SHOT_BELOW:
-            data = _inflate_small(task, raw)
-            content = Chunks([data])
-            digest.add(data)
-        elif task.method == zipfile.ZIP_DEFLATED:
-            content = _inflate_stream(task, raw, digest)
+        whole = _inflate_whole(task, raw, path)
+        if whole is not None:
+            content = Chunks([whole])
+            digest.add(whole)
         else:
-            data = _inflate_other(task, path)
-            content = Chunks([data])
-            digest.add(data)
+            content = _inflate_stream(task, raw, digest)
     finally:
         value = digest.finish()
     if digest.size != task.file_size:
         raise MemberError(f"holds {digest.size} bytes, the zip directory says {task.file_size}")
     return content, value
+
+
+def _inflate_whole(task: Task, raw: bytes, path: Path) -> bytes | bytearray | None:
+    """The member's content in one piece; None for a deflated member to inflate in steps."""
+    if task.method == zipfile.ZIP_STORED:
+        return raw
+    if task.method != zipfile.ZIP_DEFLATED:
+        return _inflate_other(task, path)
+    fast = _inflate_fast(task, raw)
+    if fast is not None:
+        return fast
+    return _inflate_small(task, raw) if len(raw) <= ONE_SHOT_BELOW else None
+
+
+def _inflate_fast(task: Task, raw: bytes) -> bytearray | None:
+    """In one call by libdeflate, into no more than the stated size; None when it is not
+    installed, the member is too big to keep, or the data does not inflate to the stated size
+    (zlib then says exactly what is wrong)."""
+    if not 0 < task.file_size < ONE_CALL_BELOW:
+        return None
+    try:
+        # Deflate expands at most 1032:1: a larger stated size is a lie, not an allocation.
+        data = inflate_one_call(raw, min(task.file_size, len(raw) * 1032))
+    except InflateError:
+        return None
+    return data if data is not None and len(data) == task.file_size else None
 
 
 def _inflate_small(task: Task, raw: bytes) -> bytes:
@@ -186,7 +213,7 @@ class _Point:
 
     out: int
     inp: int
-    state: zlib._Decompress
+    state: Inflater
 
 
 class _Inflated:
@@ -237,7 +264,7 @@ def _inflate_stream(task: Task, raw: bytes, digest: _Digest) -> ByteSource:
     """Inflate in bounded steps, hashing as it goes; keep all of it, or for big members only a
     prefix and a saved state every few megabytes."""
     keep_all = task.file_size < SNAPSHOT_ABOVE
-    inflater = zlib.decompressobj(-15)
+    inflater = new_stream()
     view = memoryview(raw)
     parts: list[bytes] = []
     points = [_Point(0, 0, inflater.copy())]
@@ -254,7 +281,7 @@ def _inflate_stream(task: Task, raw: bytes, digest: _Digest) -> ByteSource:
             if not keep_all and digest.size >= points[-1].out + SNAPSHOT_EVERY:
                 points.append(_Point(digest.size, start + INFLATE_STEP, inflater.copy()))
         tail = inflater.flush()
-    except zlib.error as exc:
+    except StreamError as exc:
         raise MemberError(f"corrupt deflate data: {exc}") from None
     if tail:
         parts.append(tail)

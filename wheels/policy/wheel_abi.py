@@ -19,7 +19,7 @@ from typing import Any
 from wheels.elf import ElfInfo, HostLibraries
 from wheels.policy.elfutils import add_version_needs, python_extension
 from wheels.policy.lddtree import Files, Lib, Tree, ldd
-from wheels.policy.manylinux import Ref, Unsupported, external_refs, policies_for
+from wheels.policy.manylinux import Ref, Unsupported, external_refs, is_superset, policies_for
 from wheels.policy.wheeltools import wheel_platform
 
 
@@ -253,7 +253,7 @@ def _analyze(data: _ElfData, host: HostLibraries) -> TagVerdict:
     overall = min(symbol_policy, ucs, pyfpe, black_policy, machine, ref_policy)
     reasons = _reasons(data, refs, symbol_policy, black_policy, machine, ucs, pyfpe)
     priorities = {name: p.priority for p in policies for name in (p.name, *p.aliases)}
-    libc = "musl" if policies.libc.value == "musl" else "glibc"
+    libc = "musl" if policies.libc == "musl" else "glibc"
     return TagVerdict(
         overall.name,
         libc,
@@ -293,8 +293,6 @@ def _symbol_policy(
 
 def _machine_policy(data: _ElfData, external_sonames: frozenset[str]) -> Any:
     """auditwheel's _get_machine_policy: ISA extensions beyond the wheel's architecture."""
-    from auditwheel.architecture import Architecture
-
     policies = data.policies
     result = policies.highest
     checks: dict[str, tuple[str | None, ElfInfo]] = {}
@@ -306,7 +304,7 @@ def _machine_policy(data: _ElfData, external_sonames: frozenset[str]) -> Any:
     for path, (soname, info) in checks.items():
         if info.isa_error:
             raise Unsupported(f"{path}: unknown x86_64 ISA level in its GNU property note")
-        if info.isa_ext is None or policies.architecture.is_superset(Architecture(info.isa_ext)):
+        if info.isa_ext is None or is_superset(policies.architecture, info.isa_ext):
             continue
         if soname is not None:
             found = max((p for p in policies if soname in p.whitelist), default=policies.linux)
