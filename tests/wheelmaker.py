@@ -399,7 +399,7 @@ def _real_world_wheels(
         ("extension_needs_extension_rpath", "_a", "_b", "$ORIGIN"),  # pysam's DT_RPATH shape
     ):
         needing, defined = _needs_extension(cc, first, second, rpath)
-        files = {"demo/__init__.py": b"", f"demo/{first}{EXT}": needing}
+        files: dict[str, bytes | Path] = {"demo/__init__.py": b"", f"demo/{first}{EXT}": needing}
         w[label] = make_wheel(out / label, {**files, f"demo/{second}{EXT}": defined}, tag=manylinux)
     _rpath_inheritance_wheel(cc, out, w)
     w["compressed_wheel_tag"] = make_wheel(
@@ -435,7 +435,11 @@ def _rpath_inheritance_wheel(cc: Compiler, out: Path, w: dict[str, Path]) -> Non
         USES_VALUE.format(mod="_a", other="_b"),
         flags=[f"-L{_b.parent}", f"-l:_b{EXT}", f"-Wl,--disable-new-dtags,-rpath,{RPATH_BOTH}"],
     )
-    files = {"demo/__init__.py": b"", f"demo/_a{EXT}": _a, f"demo/_b{EXT}": _b}
+    files: dict[str, bytes | Path] = {
+        "demo/__init__.py": b"",
+        f"demo/_a{EXT}": _a,
+        f"demo/_b{EXT}": _b,
+    }
     w["extension_rpath_inherited"] = make_wheel(
         out / "rpath-inherit",
         {**files, "demo/lib/libx.so": libx},

@@ -55,6 +55,8 @@ class SymbolCheck:
 
 @dataclass(frozen=True)
 class ElfReport:
+    """What the audit found about one ELF file of the wheel."""
+
     member: str
     kind: ElfKind
     arch: str | None
@@ -74,6 +76,8 @@ class ElfReport:
 
 @dataclass(frozen=True)
 class AuditStats:
+    """How much the audit read, and how long it took."""
+
     members: int
     elf_members: int
     compressed_bytes: int

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 import sys
-import sysconfig
 from dataclasses import dataclass
 
-from packaging.utils import canonicalize_name
 from packaging.version import Version
+
+from wheels.filename import canonicalize_name
 
 # A CPython extension module's file name: `<module>.<cpython-312-x86_64-linux-gnu|abi3|...>.so`.
 EXTENSION_NAME = re.compile(r"^(?P<mod>[A-Za-z_]\w*)\.(cpython-[^./]+|abi3|pypy[^./]*)\.so$")
@@ -16,6 +16,8 @@ EXTENSION_NAME = re.compile(r"^(?P<mod>[A-Za-z_]\w*)\.(cpython-[^./]+|abi3|pypy[
 
 @dataclass(frozen=True, kw_only=True)
 class WheelName:
+    """A wheel's name, in its parts."""
+
     distribution: str  # as written in METADATA
     version: str  # including the local part, e.g. 0.1.0+cu130
     python_tag: str
@@ -52,6 +54,8 @@ def interpreter_tags() -> tuple[str, str]:
 
 
 def platform_tag() -> str:
+    import sysconfig
+
     return sysconfig.get_platform().replace("-", "_").replace(".", "_")
 
 

@@ -7,9 +7,6 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-from packaging.version import InvalidVersion
-
 from wheels.audit.archive import (
     Archive,
     check_names,
@@ -30,7 +27,7 @@ from wheels.audit.pool import cores, scan_members
 from wheels.audit.tags import check_tags, manylinux_whitelist, tag_verdicts
 from wheels.audit_report import AuditStats, Finding, WheelAudit
 from wheels.elf import ElfInfo, HostLibraries
-from wheels.loading import site_dirs
+from wheels.filename import InvalidWheelName, parse_wheel_filename
 from wheels.naming import vendor_of_local
 from wheels.policy import VendorPolicy
 from wheels.policy.lddtree import host_library_dirs
@@ -64,7 +61,7 @@ def infer_vendor(path: Path) -> str:
     policy expects every library in the wheel) when the name says none."""
     try:
         _, version, _, _ = parse_wheel_filename(Path(path).name)
-    except (InvalidWheelFilename, InvalidVersion):
+    except InvalidWheelName:
         return "cpu"
     return vendor_of_local(str(version)) or "cpu"
 
@@ -209,7 +206,6 @@ def _context(
         requires=requirements(archive),
         whitelist=manylinux_whitelist(arch),
         host=host,
-        site_dirs=site_dirs(),
         arch=arch,
     )
     classify_extensions(ctx, f)

@@ -21,6 +21,7 @@ alone (the benchmark's old floor; a test of the fallback).
 
 from __future__ import annotations
 
+import functools
 import os
 import zlib
 from collections.abc import Callable
@@ -68,7 +69,9 @@ def _one_call_library() -> tuple[str, Callable[[bytes, int], bytearray]] | None:
     return "libdeflate", inflate
 
 
+@functools.cache
 def _stream_library() -> tuple[str, Callable[[], Inflater], type[Exception]]:
+    """Imported on first use: zlib-ng imports gzip, and most wheels have no member to stream."""
     if not _zlib_only():
         try:
             from zlib_ng import zlib_ng
@@ -82,8 +85,17 @@ def _stream_library() -> tuple[str, Callable[[], Inflater], type[Exception]]:
 
 
 _ONE_CALL = _one_call_library()
-STREAM_NAME, new_stream, StreamError = _stream_library()
 ONE_CALL_NAME = _ONE_CALL[0] if _ONE_CALL else None
+
+
+def new_stream() -> Inflater:
+    """A raw-deflate inflater that can copy its state."""
+    return _stream_library()[1]()
+
+
+def stream_error() -> type[Exception]:
+    """What that inflater raises on corrupt data."""
+    return _stream_library()[2]
 
 
 def inflate_one_call(raw: bytes, size: int) -> bytearray | None:
@@ -96,4 +108,4 @@ def inflate_one_call(raw: bytes, size: int) -> bytearray | None:
 
 def libraries() -> dict[str, str]:
     """Which library inflates how, for reports: ``{"one call": ..., "stream": ...}``."""
-    return {"one call": ONE_CALL_NAME or "zlib", "stream": STREAM_NAME}
+    return {"one call": ONE_CALL_NAME or "zlib", "stream": _stream_library()[0]}

@@ -17,17 +17,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from packaging.markers import Marker
-from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
-
 from wheels.audit.findings import Findings
 from wheels.audit_report import ElfKind, Need, shorten
 from wheels.elf import ElfInfo, HostLibraries
-from wheels.loading import ORIGIN
+from wheels.filename import canonicalize_name
+from wheels.loading import ORIGIN, site_dirs
 from wheels.naming import EXTENSION_NAME
 from wheels.policy import VendorPolicy
 from wheels.policy.lddtree import LIBPYTHON_RE
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from packaging.markers import Marker
+    from packaging.requirements import Requirement
 
 _BARE_MODULE = re.compile(r"^(?P<mod>[A-Za-z_]\w*)\.so$")
 _TOKEN = re.compile(r"\$(\{[A-Za-z_]+\}|[A-Za-z_]+)")
@@ -46,14 +48,21 @@ class Elves:
     requires: Mapping[str, list[Requirement]]
     whitelist: frozenset[str]
     host: HostLibraries
-    site_dirs: tuple[Path, ...]
     arch: str | None
+    site_dirs: tuple[Path, ...] | None = None  # None: this host's, found when first needed
     needs: dict[str, tuple[Need, ...]] = field(default_factory=dict)
     extensions: dict[str, str] = field(default_factory=dict)
     rpath_dirs: dict[str, list[str]] = field(default_factory=dict)
     runpath_dirs: dict[str, list[str]] = field(default_factory=dict)
     groups: dict[str, Group] = field(default_factory=dict)
     definers: dict[tuple[str, str], ElfInfo] = field(default_factory=dict)
+
+    def sites(self) -> tuple[Path, ...]:
+        """Where other distributions are installed (:func:`wheels.loading.site_dirs` unless
+        given): looked up only for a wheel that needs another distribution's library."""
+        if self.site_dirs is None:
+            self.site_dirs = site_dirs()
+        return self.site_dirs
 
 
 def elf_kind(ctx: Elves, member: str, info: ElfInfo) -> ElfKind:
@@ -176,6 +185,8 @@ def _requires_covers(ctx: Elves, distribution: str, arch: str | None) -> bool:
 
 @dataclass(frozen=True)
 class _Problem:
+    """A finding about one need, before it is known in which contexts it occurs."""
+
     code: str
     message: str
 

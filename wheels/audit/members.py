@@ -23,9 +23,9 @@ from wheels.audit.inflate import (
     ONE_CALL_BELOW,
     InflateError,
     Inflater,
-    StreamError,
     inflate_one_call,
     new_stream,
+    stream_error,
 )
 from wheels.elf import (
     ELF_MAGIC,
@@ -281,7 +281,7 @@ def _inflate_stream(task: Task, raw: bytes, digest: _Digest) -> ByteSource:
             if not keep_all and digest.size >= points[-1].out + SNAPSHOT_EVERY:
                 points.append(_Point(digest.size, start + INFLATE_STEP, inflater.copy()))
         tail = inflater.flush()
-    except StreamError as exc:
+    except stream_error() as exc:
         raise MemberError(f"corrupt deflate data: {exc}") from None
     if tail:
         parts.append(tail)

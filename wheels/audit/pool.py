@@ -4,20 +4,20 @@ members first, each batch looked up in the cache before it is read."""
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
-import multiprocessing.context
 import os
-import pickle
 import threading
 import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from wheels.audit.cache import Cache
 from wheels.audit.members import MemberError, MemberScan, Task, read_raw, scan_member
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import multiprocessing.context
+    from concurrent.futures import Future
 
 BATCH_BYTES = 8 << 20
 BATCH_MEMBERS = 1024
@@ -122,6 +122,10 @@ def _scan_parallel(
     process's bookkeeping; a batch is handed out only when a child is free, so none is left
     queued behind a long one while this process has nothing to do.
     """
+    import pickle  # imported here: a small wheel is read without any of this
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     children = workers - 1
     try:
         with warnings.catch_warnings():
@@ -162,6 +166,8 @@ def _scan_parallel(
 
 
 def _mp_context() -> multiprocessing.context.BaseContext:
+    import multiprocessing
+
     methods = multiprocessing.get_all_start_methods()
     if "fork" in methods and threading.active_count() == 1:
         return multiprocessing.get_context("fork")

@@ -8,7 +8,6 @@ with the ELF.
 
 from __future__ import annotations
 
-import ast
 import posixpath
 import re
 import zipfile
@@ -73,7 +72,12 @@ def _group_scope(ctx: Elves, group: Group) -> Scope:
             scope.unverifiable.append(label)
             continue
         scope.providers.append(info)
-        stranded = dict(stranded_needs(key, info, ctx.policy.distributions, ctx.site_dirs, loaded))
+        supplied = ctx.policy.distributions
+        stranded = (
+            dict(stranded_needs(key, info, supplied, ctx.sites(), loaded))
+            if any(n in supplied for n in info.needed)
+            else {}
+        )
         for soname in info.needed:
             if soname in loaded:
                 continue
@@ -81,7 +85,7 @@ def _group_scope(ctx: Elves, group: Group) -> Scope:
             if soname in stranded:
                 # ld.so would not find it; loaded first (as the fix does), it is this copy
                 scope.stranded.append(_Stranded(member, label, soname, stranded[soname]))
-                hit = installed_copy(stranded[soname], soname, ctx.site_dirs, ctx.host)
+                hit = installed_copy(stranded[soname], soname, ctx.sites(), ctx.host)
             else:
                 hit = ctx.host.find(soname, info, search_path(key, info))
             node = (hit[0], hit[1], soname) if hit else (f"none:{soname}", None, soname)
@@ -92,7 +96,7 @@ def _group_scope(ctx: Elves, group: Group) -> Scope:
 def _outside_node(ctx: Elves, need: Need, like: ElfInfo) -> tuple[str, ElfInfo | None, str]:
     if need.kind == "distribution":
         lib = ctx.policy.supplier(need.soname)
-        hit = installed_copy(lib, need.soname, ctx.site_dirs, ctx.host) if lib else None
+        hit = installed_copy(lib, need.soname, ctx.sites(), ctx.host) if lib else None
         if hit is not None and like.is_compatible(hit[1]):
             return hit[0], hit[1], need.soname
     elif need.kind in ("system", "external"):
@@ -157,6 +161,8 @@ def _packages_loading(ctx: Elves, member: str) -> list[str]:
 def _imports_first(archive: Archive, ctx: Elves, package: str, module: str) -> bool:
     """Does ``package``'s ``__init__.py`` import ``module`` at its top level, before any
     relative import (which is how a package loads its extension modules)?"""
+    import ast  # only for a wheel with a stranded need
+
     init = ctx.installed.get(posixpath.join(package, "__init__.py"))
     try:
         body = ast.parse(archive.zf.read(init)).body if init else []
@@ -228,14 +234,18 @@ def _bind_all(ctx: Elves, info: ElfInfo, scope: Scope, python_ok: bool) -> _Bind
     out = _Binding()
     providers = [p for p in scope.providers if p is not info]
     in_scope = {id(p) for p in providers}
-    interpreter = _interpreter_libraries(ctx, info) if python_ok else []
+    interpreter: list[tuple[str, ElfInfo]] | None = None if python_ok else []
     for name, version in zip(info.undefined, info.undefined_versions, strict=True):
         label = f"{name}@{version}" if version else name
         if _bound(ctx.definers, (name, version), providers, in_scope):
             out.bound += 1
-        elif python_ok and _PY_SYMBOL.match(name):
+            continue
+        if python_ok and _PY_SYMBOL.match(name):
             out.python += 1
-        elif by := next((n for n, lib in interpreter if lib.defines(name, version)), None):
+            continue
+        if interpreter is None:  # read only when a symbol is not bound otherwise
+            interpreter = _interpreter_libraries(ctx, info)
+        if by := next((n for n, lib in interpreter if lib.defines(name, version)), None):
             out.python += 1
             out.interpreter.setdefault(by, []).append(label)
         elif scope.unverifiable:

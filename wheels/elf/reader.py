@@ -148,6 +148,8 @@ class Reader:
 
 @dataclass(frozen=True)
 class Header:
+    """The ELF header's fields that locate everything else."""
+
     elf_type: int
     machine: int
     flags: int
@@ -162,6 +164,8 @@ class Header:
 
 @dataclass(frozen=True)
 class Section:
+    """One section header."""
+
     name: int  # offset in the section-name string table
     sh_type: int
     offset: int
@@ -172,6 +176,8 @@ class Section:
 
 @dataclass(frozen=True)
 class Segment:
+    """One program header."""
+
     p_type: int
     offset: int
     vaddr: int

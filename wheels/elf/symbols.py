@@ -25,6 +25,8 @@ _ENTRY_PREFIXES = ("PyInit_", "init", "_cffi_pypyinit_")
 
 @dataclass
 class Symbols:
+    """The dynamic symbols of one ELF file, sorted the ways the audit asks."""
+
     exports: list[str]
     exports_versioned: set[str]
     exports_unversioned: list[str]

@@ -13,6 +13,8 @@ _SHT_GNU_VERDEF, _SHT_GNU_VERNEED = 0x6FFFFFFD, 0x6FFFFFFE
 
 @dataclass(frozen=True)
 class Versions:
+    """The GNU symbol-version tables of one ELF file."""
+
     needs: tuple[VersionNeed, ...]
     need_by_index: dict[int, str]
     defs: tuple[str, ...]

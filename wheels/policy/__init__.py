@@ -35,7 +35,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from importlib import resources
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NoReturn
 
@@ -74,6 +74,8 @@ class DistLib:
 
 @dataclass(frozen=True)
 class VendorPolicy:
+    """What one vendor's wheels may take from outside them."""
+
     name: str
     external: tuple[str, ...]
     distributions: Mapping[str, DistLib] = field(default_factory=lambda: MappingProxyType({}))
@@ -124,7 +126,7 @@ def vendor_of_local(local: str) -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def _policies() -> dict[str, VendorPolicy]:
-    text = resources.files("wheels").joinpath("policy/vendors.json").read_text(encoding="utf-8")
+    text = (Path(__file__).parent / "vendors.json").read_text(encoding="utf-8")
     return _parse(text)
 
 

@@ -109,6 +109,8 @@ def _musl_conf() -> list[str]:
 
 @dataclass(frozen=True)
 class Lib:
+    """One library of an ELF tree, as auditwheel's lddtree records it."""
+
     soname: str
     realpath: str | None
     in_wheel: bool
@@ -118,6 +120,8 @@ class Lib:
 
 @dataclass(frozen=True)
 class Tree:
+    """auditwheel's DynamicExecutable: one ELF file and what it loads."""
+
     path: str
     info: ElfInfo
     libc: str | None

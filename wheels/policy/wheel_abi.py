@@ -96,6 +96,8 @@ def platform_verdict(
 
 @dataclass
 class _ElfData:
+    """auditwheel's get_wheel_elfdata result."""
+
     policies: Any
     arch: str
     full: dict[str, Tree]

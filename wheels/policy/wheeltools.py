@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-
+from wheels.filename import InvalidWheelName, parse_wheel_filename
 from wheels.policy.manylinux import ARCHITECTURES, baseline
 
 
@@ -12,9 +11,9 @@ def wheel_platform(wheel_name: str) -> tuple[str | None, str | None, bool]:
     """(baseline arch, libc, pure) from the file name, as auditwheel's wheeltools reads them."""
     try:
         _, _, _, tags = parse_wheel_filename(wheel_name)
-    except InvalidWheelFilename:
+    except InvalidWheelName:
         return None, None, False
-    platforms = sorted({t.platform for t in tags})
+    platforms = sorted({platform for _, _, platform in tags})
     archs: set[str] = set()
     missed, pure = False, True
     for plat in platforms:
