@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from wheels.record import record
 
 Severity = Literal["violation", "warning"]
 NeedKind = Literal["wheel", "distribution", "system", "external", "libpython", "missing"]
@@ -14,7 +15,7 @@ JSON_VERSION = 1
 _SHOWN = 8
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Finding:
     """One problem, located: the wheel, the member when there is one, and what is wrong."""
 
@@ -32,7 +33,7 @@ class Finding:
         return f"{self.severity}: {self.location}: {self.message} [{self.code}]"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Need:
     """One DT_NEEDED entry and where it resolves."""
 
@@ -41,7 +42,7 @@ class Need:
     where: str | None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SymbolCheck:
     """Undefined, non-weak dynamic symbols of one ELF against the libraries it loads."""
 
@@ -53,7 +54,7 @@ class SymbolCheck:
     missing: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ElfReport:
     """What the audit found about one ELF file of the wheel."""
 
@@ -74,7 +75,7 @@ class ElfReport:
     undefined_names: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AuditStats:
     """How much the audit read, and how long it took."""
 
@@ -87,7 +88,7 @@ class AuditStats:
     seconds: float
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class WheelAudit:
     """The audit of one wheel; ``ok`` is what a release gate looks at."""
 

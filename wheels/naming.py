@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass
 
 from packaging.version import Version
 
 from wheels.filename import canonicalize_name
+from wheels.record import record
 
 # A CPython extension module's file name: `<module>.<cpython-312-x86_64-linux-gnu|abi3|...>.so`.
 EXTENSION_NAME = re.compile(r"^(?P<mod>[A-Za-z_]\w*)\.(cpython-[^./]+|abi3|pypy[^./]*)\.so$")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class WheelName:
     """A wheel's name, in its parts."""
 

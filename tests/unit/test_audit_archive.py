@@ -202,10 +202,12 @@ def test_big_member_read_from_saved_inflater_states_equals_reading_it_whole(
     whole = audit_wheel(wheel, CPU)
     for name, value in (
         ("ONE_SHOT_BELOW", 1024),
+        ("ONE_CALL_BELOW", 1),  # libdeflate would read it in one call
         ("SNAPSHOT_ABOVE", 1),
         ("SNAPSHOT_EVERY", 64 << 10),
         ("KEEP_PREFIX", 4096),
         ("INFLATE_STEP", 4096),
+        ("OUT_STEP", 5000),  # less than a step inflates to: the rest is fed again
     ):
         monkeypatch.setattr(members, name, value)
     pieces = audit_wheel(wheel, CPU)

@@ -11,7 +11,6 @@ import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -20,6 +19,7 @@ from wheels.audit.findings import Findings
 from wheels.audit.members import MemberError, MemberScan, inflate, read_raw, task_for, with_changes
 from wheels.filename import InvalidWheelName, canonicalize_name, parse_wheel_filename
 from wheels.naming import escaped_name
+from wheels.record import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 HASHES = ("sha256", "sha384", "sha512")
 
 
-@dataclass
+@record
 class Archive:
     """The open zip and what its file name and dist-info say, filled in as they are read."""
 

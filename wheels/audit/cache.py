@@ -9,16 +9,16 @@ import json
 import os
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from wheels.audit.members import MemberScan, Task
 from wheels.elf import from_record, to_record
+from wheels.record import record
 
 CACHE_VERSION = "infini-stack-audit-2"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Cache:
     """Batch results under ``root``, one JSON file per batch key."""
 

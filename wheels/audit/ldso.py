@@ -14,7 +14,6 @@ import posixpath
 import re
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from wheels.audit.findings import Findings
@@ -25,6 +24,7 @@ from wheels.loading import ORIGIN, site_dirs
 from wheels.naming import EXTENSION_NAME
 from wheels.policy import VendorPolicy
 from wheels.policy.lddtree import LIBPYTHON_RE
+from wheels.record import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ _SITE = "/\0site-packages"
 _PY_SYMBOL = re.compile(r"^_?Py")
 
 
-@dataclass
+@record
 class Elves:
     """Everything the per-ELF checks need about the wheel."""
 
@@ -183,7 +183,7 @@ def _requires_covers(ctx: Elves, distribution: str, arch: str | None) -> bool:
     return False
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Problem:
     """A finding about one need, before it is known in which contexts it occurs."""
 
@@ -252,7 +252,7 @@ def _from_distribution(
     return need, None
 
 
-@dataclass
+@record
 class Group:
     """What loading one root (an extension, an executable, a library) brings in, as ld.so does."""
 

@@ -16,7 +16,7 @@ import queue
 import threading
 import zipfile
 import zlib
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 from wheels.audit.inflate import (
@@ -36,9 +36,12 @@ from wheels.elf import (
     looks_like_elf,
     read_elf,
 )
+from wheels.record import record
 
 MAX_MEMBER = 4 << 30  # larger members are reported, not inflated
-INFLATE_STEP = 32 << 10  # compressed bytes per inflate call: bounded output, no giant join
+INFLATE_STEP = 256 << 10  # compressed bytes fed per inflate call (zlib-ng: 0.84 s at 32 KB,
+# 0.75 s at 256 KB for torch's ELF members)
+OUT_STEP = 4 << 20  # inflated bytes per call at most: bounded output, however dense the input
 ONE_SHOT_BELOW = 1 << 20  # members this small are inflated in one call
 SNAPSHOT_ABOVE = ONE_CALL_BELOW  # members this big are not kept inflated, see _Inflated
 SNAPSHOT_EVERY = 4 << 20
@@ -46,7 +49,7 @@ KEEP_PREFIX = 8 << 20
 HASH_THREAD_ABOVE = 64 << 20  # members this big are hashed on a second thread, given a free core
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Task:
     """Where one member's bytes are in the zip, how they are stored, and how to hash them."""
 
@@ -61,7 +64,7 @@ class Task:
     algo: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MemberScan:
     """One member after one pass: its size and hash, and its ELF data when it is an ELF file."""
 
@@ -207,7 +210,7 @@ def _inflate_small(task: Task, raw: bytes) -> bytes:
         raise MemberError(f"corrupt deflate data: {exc}") from None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Point:
     """An inflater state to resume from: ``out`` bytes produced after ``inp`` bytes consumed."""
 
@@ -248,16 +251,30 @@ class _Inflated:
         if k not in self._blocks:
             point = self.points[k]
             end = self.points[k + 1].out if k + 1 < len(self.points) else self.size
-            inflater, pos, out = point.state.copy(), point.inp, point.out
+            out = point.out
             parts: list[bytes] = []
-            view = memoryview(self.raw)
-            while out < end and pos < len(self.raw):
-                part = inflater.decompress(view[pos : pos + INFLATE_STEP])
-                pos += INFLATE_STEP
+            for part, _ in _steps(point.state.copy(), self.raw, point.inp):
                 parts.append(part)
                 out += len(part)
+                if out >= end:
+                    break
             self._blocks[k] = b"".join(parts)[: end - point.out]
         return self._blocks[k]
+
+
+def _steps(inflater: Inflater, raw: bytes, pos: int) -> Iterator[tuple[bytes, int]]:
+    """Each part ``inflater`` makes of ``raw[pos:]``, no more than :data:`OUT_STEP` bytes, and
+    how far into ``raw`` it has consumed by then (where a copy of its state resumes)."""
+    view = memoryview(raw)
+    while pos < len(raw):
+        chunk: bytes | memoryview = view[pos : pos + INFLATE_STEP]
+        pos += len(chunk)
+        while True:
+            part = inflater.decompress(chunk, OUT_STEP)
+            chunk = inflater.unconsumed_tail
+            yield part, pos - len(chunk)
+            if not chunk:
+                break
 
 
 def _inflate_stream(task: Task, raw: bytes, digest: _Digest) -> ByteSource:
@@ -265,13 +282,11 @@ def _inflate_stream(task: Task, raw: bytes, digest: _Digest) -> ByteSource:
     prefix and a saved state every few megabytes."""
     keep_all = task.file_size < SNAPSHOT_ABOVE
     inflater = new_stream()
-    view = memoryview(raw)
     parts: list[bytes] = []
     points = [_Point(0, 0, inflater.copy())]
     kept = 0
     try:
-        for start in range(0, len(raw), INFLATE_STEP):
-            part = inflater.decompress(view[start : start + INFLATE_STEP])
+        for part, consumed in _steps(inflater, raw, 0):
             if digest.size + len(part) > task.file_size:
                 raise MemberError(f"inflates past the {task.file_size} bytes it states")
             if keep_all or kept < KEEP_PREFIX:
@@ -279,7 +294,7 @@ def _inflate_stream(task: Task, raw: bytes, digest: _Digest) -> ByteSource:
                 kept += len(part)
             digest.add(part)
             if not keep_all and digest.size >= points[-1].out + SNAPSHOT_EVERY:
-                points.append(_Point(digest.size, start + INFLATE_STEP, inflater.copy()))
+                points.append(_Point(digest.size, consumed, inflater.copy()))
         tail = inflater.flush()
     except stream_error() as exc:
         raise MemberError(f"corrupt deflate data: {exc}") from None

@@ -14,7 +14,6 @@ import zipfile
 import zlib
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from wheels.audit.archive import Archive
 from wheels.audit.findings import Findings
@@ -23,6 +22,7 @@ from wheels.audit_report import Need, SymbolCheck, plural, shorten
 from wheels.elf import ElfInfo
 from wheels.loading import installed_copy, search_path, stranded_needs
 from wheels.policy import DistLib
+from wheels.record import field, record
 
 LISTED_SYMBOLS = 200
 
@@ -30,7 +30,7 @@ LISTED_SYMBOLS = 200
 _PY_SYMBOL = re.compile(r"^_?Py")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Stranded:
     """A need of another distribution's library that ld.so will not find (:mod:`wheels.loading`)."""
 
@@ -40,7 +40,7 @@ class _Stranded:
     lib: DistLib
 
 
-@dataclass
+@record
 class Scope:
     """What an ELF file finds loaded beside it, and what could not be read to tell."""
 
@@ -209,7 +209,7 @@ INTERPRETER_LIBRARIES = (
 )
 
 
-@dataclass
+@record
 class _Binding:
     """Where the undefined symbols of one ELF bind."""
 

@@ -33,7 +33,6 @@ import json
 import posixpath
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 from types import MappingProxyType
@@ -44,6 +43,7 @@ from wheels.policy.manylinux import manylinux_policies
 from wheels.policy.python_api import is_python_api
 from wheels.policy.wheel_abi import TagVerdict, platform_verdict
 from wheels.policy.wheeltools import wheel_platform
+from wheels.record import field, record
 
 __all__ = [
     "DistLib",
@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DistLib:
     """A library that another Python distribution installs into ``dir`` of site-packages."""
 
@@ -72,7 +72,7 @@ class DistLib:
     module: str | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class VendorPolicy:
     """What one vendor's wheels may take from outside them."""
 

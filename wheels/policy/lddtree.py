@@ -13,10 +13,10 @@ import os
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from wheels.elf import ElfInfo, HostLibraries
+from wheels.record import record
 
 LIBPYTHON_RE = re.compile(r"^libpython\d+\.\d+m?.so(\.\d)*$")
 _ORIGIN_RE = re.compile(r"\$(ORIGIN|\{ORIGIN\})")
@@ -107,7 +107,7 @@ def _musl_conf() -> list[str]:
         return ["/" + d.strip() for d in fh.read().split(":") if d.strip()]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Lib:
     """One library of an ELF tree, as auditwheel's lddtree records it."""
 
@@ -118,7 +118,7 @@ class Lib:
     needed: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Tree:
     """auditwheel's DynamicExecutable: one ELF file and what it loads."""
 
@@ -129,7 +129,7 @@ class Tree:
     libraries: dict[str, Lib]
 
 
-@dataclass
+@record
 class _Search:
     """The ldpaths dict auditwheel threads through one ``ldd`` call tree."""
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from wheels.policy.elfutils import blacklisted
 from wheels.policy.lddtree import Tree
+from wheels.record import record
 
 # auditwheel.architecture.Architecture, in its order (is_subset compares positions).
 ARCHITECTURES = (
@@ -54,7 +54,7 @@ def is_superset(arch: str, other: str) -> bool:
 
 
 @functools.total_ordering
-@dataclass(frozen=True, eq=True)
+@record(frozen=True, eq=True)
 class Policy:
     """auditwheel's ``Policy``: one platform tag's symbol versions and libraries."""
 
@@ -74,7 +74,7 @@ class Policy:
         return hash((self.name, self.priority))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Policies:
     """auditwheel's ``WheelPolicies`` for one libc and architecture, lowest priority first."""
 
@@ -199,7 +199,7 @@ def policies_for(libc: str, arch: str) -> Any:
         raise Unsupported(f"auditwheel has no policies for {libc} on {arch}: {exc}") from None
 
 
-@dataclass
+@record
 class Ref:
     """auditwheel's ExternalReference: per policy, libraries to graft and blacklisted symbols."""
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -21,9 +20,10 @@ from wheels.policy.elfutils import add_version_needs, python_extension
 from wheels.policy.lddtree import Files, Lib, Tree, ldd
 from wheels.policy.manylinux import Ref, Unsupported, external_refs, is_superset, policies_for
 from wheels.policy.wheeltools import wheel_platform
+from wheels.record import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TagVerdict:
     """The most compatible platform tag the ELF files allow, and why not a better one."""
 
@@ -94,7 +94,7 @@ def platform_verdict(
         return TagVerdict(None, libc, arch, {}, (), (), error=str(exc))
 
 
-@dataclass
+@record
 class _ElfData:
     """auditwheel's get_wheel_elfdata result."""
 
