@@ -1,6 +1,7 @@
 """infini-stack's sessions: tests, lint, typecheck, demo, differential (the audit against
-auditwheel on real wheels), and preflight/build/wheel/audit/release per vendor declared in ./stack.yaml (or $INFINI_STACK_MANIFEST). Arguments after -- go to the
-command a session runs: nox -s "build(vendor='cpu')" -- --manifest examples/mini-stack/stack.yaml
+auditwheel on real wheels), and preflight/build/wheel/audit/release per vendor declared in
+./stack.yaml (or $INFINI_STACK_MANIFEST). Arguments after -- go to the command a session runs:
+nox -s "build(vendor='cpu')" -- --manifest examples/mini-stack/stack.yaml
 """
 
 # A vendor session whose toolkit is absent is skipped with the preflight's reason; with

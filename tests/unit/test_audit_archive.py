@@ -208,6 +208,7 @@ def test_big_member_read_from_saved_inflater_states_equals_reading_it_whole(
         ("KEEP_PREFIX", 4096),
         ("INFLATE_STEP", 4096),
         ("OUT_STEP", 5000),  # less than a step inflates to: the rest is fed again
+        ("STREAM_READ_ABOVE", 1),  # read from the wheel in steps, and again for ranges
     ):
         monkeypatch.setattr(members, name, value)
     pieces = audit_wheel(wheel, CPU)

@@ -46,6 +46,7 @@ ONE_SHOT_BELOW = 1 << 20  # members this small are inflated in one call
 SNAPSHOT_ABOVE = ONE_CALL_BELOW  # members this big are not kept inflated, see _Inflated
 SNAPSHOT_EVERY = 4 << 20
 KEEP_PREFIX = 8 << 20
+STREAM_READ_ABOVE = 64 << 20  # members this big (inflated) are read in steps, see RawFile
 HASH_THREAD_ABOVE = 64 << 20  # members this big are hashed on a second thread, given a free core
 
 
@@ -105,14 +106,7 @@ def read_raw(fd: int, task: Task) -> bytes:
     guess = 30 + len(task.raw_name) + 64
     small = task.compress_size <= ONE_SHOT_BELOW
     head = _pread(fd, guess + (task.compress_size if small else 0), task.offset)
-    if len(head) < 30 or head[:4] != b"PK\x03\x04":
-        raise MemberError(f"no local file header at offset {task.offset}")
-    name_len = int.from_bytes(head[26:28], "little")
-    extra_len = int.from_bytes(head[28:30], "little")
-    if head[30 : 30 + name_len] != task.raw_name:
-        local = head[30 : 30 + name_len].decode("utf-8", "replace")
-        raise MemberError(f"the local header names {local!r}, the central directory another file")
-    start = 30 + name_len + extra_len
+    start = _data_start(task, head)
     if small and start <= guess:  # one read for header and data: most members are small
         raw = head[start : start + task.compress_size]
     else:
@@ -120,6 +114,54 @@ def read_raw(fd: int, task: Task) -> bytes:
     if len(raw) != task.compress_size:
         raise MemberError(f"truncated: {len(raw)} of {task.compress_size} compressed bytes")
     return raw
+
+
+def _data_start(task: Task, head: bytes) -> int:
+    """Where the member's data starts after its local header (read into ``head``)."""
+    if len(head) < 30 or head[:4] != b"PK\x03\x04":
+        raise MemberError(f"no local file header at offset {task.offset}")
+    name_len = int.from_bytes(head[26:28], "little")
+    extra_len = int.from_bytes(head[28:30], "little")
+    if head[30 : 30 + name_len] != task.raw_name:
+        local = head[30 : 30 + name_len].decode("utf-8", "replace")
+        raise MemberError(f"the local header names {local!r}, the central directory another file")
+    return 30 + name_len + extra_len
+
+
+class RawFile:
+    """A big member's compressed bytes left in the wheel, read in steps as they are inflated.
+
+    Reading 206 MB into one new buffer first costs more than inflating it (the kernel faults in
+    every fresh page: 0.12 s for NCCL's library here); steps of a few hundred kilobytes reuse
+    the same memory. The ranges the ELF reader later asks for are read again from their saved
+    states. Used while its member is scanned, then closed.
+    """
+
+    def __init__(self, fd: int, start: int, size: int) -> None:
+        self.fd, self.start, self.size = fd, start, size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read(self, pos: int, size: int) -> bytes:
+        return _pread(self.fd, min(size, self.size - pos), self.start + pos)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def open_raw(path: Path, task: Task) -> bytes | RawFile:
+    """The member's compressed bytes (:func:`read_raw`), or for a big deflated member a
+    :class:`RawFile` reading them in steps."""
+    with path.open("rb") as fh:
+        if task.method != zipfile.ZIP_DEFLATED or task.file_size < STREAM_READ_ABOVE:
+            return read_raw(fh.fileno(), task)
+        start = task.offset + _data_start(
+            task, _pread(fh.fileno(), 30 + len(task.raw_name) + 64, task.offset)
+        )
+        if start + task.compress_size > os.fstat(fh.fileno()).st_size:
+            raise MemberError(f"truncated: the wheel ends before its {task.compress_size} bytes")
+        return RawFile(os.dup(fh.fileno()), start, task.compress_size)
 
 
 class _Digest:
@@ -154,7 +196,9 @@ class _Digest:
         return base64.urlsafe_b64encode(self.hasher.digest()).rstrip(b"=").decode()
 
 
-def inflate(task: Task, raw: bytes, path: Path, spare_core: bool) -> tuple[ByteSource, str]:
+def inflate(
+    task: Task, raw: bytes | RawFile, path: Path, spare_core: bool
+) -> tuple[ByteSource, str]:
     """The member's content and its RECORD-style digest; bounded by the stated size."""
     if task.flags & 1:
         raise MemberError("encrypted member")
@@ -163,7 +207,7 @@ def inflate(task: Task, raw: bytes, path: Path, spare_core: bool) -> tuple[ByteS
     digest = _Digest(task.algo, background=spare_core and task.file_size >= HASH_THREAD_ABOVE)
     try:
         content: ByteSource
-        whole = _inflate_whole(task, raw, path)
+        whole = _inflate_whole(task, raw, path) if isinstance(raw, bytes) else None
         if whole is not None:
             content = Chunks([whole])
             digest.add(whole)
@@ -227,7 +271,9 @@ class _Inflated:
     headers) are inflated again from the nearest saved state.
     """
 
-    def __init__(self, raw: bytes, prefix: bytes, points: list[_Point], size: int) -> None:
+    def __init__(
+        self, raw: bytes | RawFile, prefix: bytes, points: list[_Point], size: int
+    ) -> None:
         self.raw, self.prefix, self.points, self.size = raw, prefix, points, size
         self._outs = [p.out for p in points]
         self._blocks: dict[int, bytes] = {}
@@ -262,12 +308,18 @@ class _Inflated:
         return self._blocks[k]
 
 
-def _steps(inflater: Inflater, raw: bytes, pos: int) -> Iterator[tuple[bytes, int]]:
+def _steps(inflater: Inflater, raw: bytes | RawFile, pos: int) -> Iterator[tuple[bytes, int]]:
     """Each part ``inflater`` makes of ``raw[pos:]``, no more than :data:`OUT_STEP` bytes, and
     how far into ``raw`` it has consumed by then (where a copy of its state resumes)."""
-    view = memoryview(raw)
+    view = memoryview(raw) if isinstance(raw, bytes) else None
     while pos < len(raw):
-        chunk: bytes | memoryview = view[pos : pos + INFLATE_STEP]
+        chunk: bytes | memoryview
+        if view is not None:
+            chunk = view[pos : pos + INFLATE_STEP]
+        else:
+            chunk = raw.read(pos, INFLATE_STEP)  # type: ignore[union-attr]
+            if not chunk:
+                raise MemberError("the wheel ends inside the member")
         pos += len(chunk)
         while True:
             part = inflater.decompress(chunk, OUT_STEP)
@@ -277,7 +329,7 @@ def _steps(inflater: Inflater, raw: bytes, pos: int) -> Iterator[tuple[bytes, in
                 break
 
 
-def _inflate_stream(task: Task, raw: bytes, digest: _Digest) -> ByteSource:
+def _inflate_stream(task: Task, raw: bytes | RawFile, digest: _Digest) -> ByteSource:
     """Inflate in bounded steps, hashing as it goes; keep all of it, or for big members only a
     prefix and a saved state every few megabytes."""
     keep_all = task.file_size < SNAPSHOT_ABOVE
@@ -329,14 +381,23 @@ def _inflate_other(task: Task, path: Path) -> bytes:
     return data
 
 
-def scan_member(task: Task, raw: bytes | MemberError, path: Path, spare_core: bool) -> MemberScan:
+def scan_member(
+    task: Task, raw: bytes | RawFile | MemberError, path: Path, spare_core: bool
+) -> MemberScan:
     """One member read into a :class:`MemberScan`; problems become its fields."""
     if isinstance(raw, MemberError):
         return MemberScan(task.index, task.name, algo=task.algo, read_error=str(raw))
     try:
-        content, digest = inflate(task, raw, path, spare_core)
+        return _scan(task, raw, path, spare_core)
     except MemberError as exc:
         return MemberScan(task.index, task.name, algo=task.algo, read_error=str(exc))
+    finally:
+        if isinstance(raw, RawFile):
+            raw.close()
+
+
+def _scan(task: Task, raw: bytes | RawFile, path: Path, spare_core: bool) -> MemberScan:
+    content, digest = inflate(task, raw, path, spare_core)
     head = content.head(4)
     base = MemberScan(task.index, task.name, content.size, digest, task.algo)
     if not looks_like_elf(task.name, head):
