@@ -1,6 +1,7 @@
-"""infini-stack's sessions: tests, lint, typecheck, demo, and preflight/build/wheel/audit/release
-per vendor declared in ./stack.yaml (or $INFINI_STACK_MANIFEST). Arguments after -- go to the
-command a session runs: nox -s "build(vendor='cpu')" -- --manifest examples/mini-stack/stack.yaml
+"""infini-stack's sessions: tests, lint, typecheck, demo, differential (the audit against
+auditwheel on real wheels), and preflight/build/wheel/audit/release per vendor declared in
+./stack.yaml (or $INFINI_STACK_MANIFEST). Arguments after -- go to the command a session runs:
+nox -s "build(vendor='cpu')" -- --manifest examples/mini-stack/stack.yaml
 """
 
 # A vendor session whose toolkit is absent is skipped with the preflight's reason; with
@@ -218,6 +219,18 @@ def typecheck(session: nox.Session) -> None:
     python = tool_python(session, dev=True)
     session.run(python, "-m", "mypy", *session.posargs, external=True)
     session.run(python, "-m", "mypy", "--strict", "noxfile.py", external=True)
+
+
+@nox.session(venv_backend="none", default=False)
+def differential(session: nox.Session) -> None:
+    """Audit the pinned real wheels of tests/differential/wheels.txt with auditwheel show and
+    infini-stack audit (downloaded into a cache outside the repository, see
+    benchmarks/differential.py for the options after --); fails on a disagreement that
+    known-differences.txt does not list, and on any internal error of ours."""
+    python = tool_python(session)
+    session.run(
+        python, str(ROOT / "benchmarks" / "differential.py"), *session.posargs, external=True
+    )
 
 
 @nox.session(venv_backend="none")

@@ -2,6 +2,11 @@
 with a warm cache, against the floor of fetching and unpacking the same entries by hand.
 
     python benchmarks/remote_cache.py [--rounds 3]
+    python benchmarks/remote_cache.py --manifest stack.yaml --vendor cpu -- BUILD OPTIONS
+
+The mini stack by default; ``--manifest`` (with ``--vendor``, and build options after ``--``,
+such as ``-c infinirt --mirror URL=DIR``) times another stack the same way, e.g. the real cpu
+stack.
 
 It starts its own docker-registry on loopback (Debian's ``docker-registry``), or uses a
 ``file://`` cache when that is absent (and says so). Each round, in one run of this script:
@@ -44,13 +49,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from tests.registry import Registry, registry_binary  # noqa: E402
 
-MANIFEST = ROOT / "examples" / "mini-stack" / "stack.yaml"
+MINI = ROOT / "examples" / "mini-stack" / "stack.yaml"
 TIMES = ("cold + push", "compile", "warm cache", "pull stage", "all hits", "fetch + unpack")
 
 
-def build(home: Path, *extra: str) -> tuple[float, dict[str, Any]]:
-    argv = [sys.executable, "-m", "builder", "build", "--manifest", str(MANIFEST)]
-    argv += ["--vendor", "cpu", "--progress", "quiet", "--no-memo", *extra]
+def build(target: argparse.Namespace, home: Path, *extra: str) -> tuple[float, dict[str, Any]]:
+    argv = [sys.executable, "-m", "builder", "build", "--manifest", str(target.manifest)]
+    argv += ["--vendor", target.vendor, "--progress", "quiet", "--no-memo"]
+    argv += [*target.build_options, *extra]
     env = {**os.environ, "INFINI_STACK_HOME": str(home), "PYTHONPATH": str(ROOT)}
     env.pop("INFINI_STACK_STORE", None)
     start = time.perf_counter()
@@ -85,12 +91,12 @@ def fetch_and_unpack(url: str, digests: list[str], dest: Path) -> float:
     return time.perf_counter() - start
 
 
-def one_round(base: Path, url: str) -> dict[str, float]:
-    cold, pushed = build(base / "home-cold", "--cache", url, "--push")
-    warm, pulled = build(base / "home-warm", "--cache", url)
+def one_round(target: argparse.Namespace, base: Path, url: str) -> dict[str, float]:
+    cold, pushed = build(target, base / "home-cold", "--cache", url, "--push")
+    warm, pulled = build(target, base / "home-warm", "--cache", url)
     assert pulled["totals"]["pulled"] == len(pulled["components"]), pulled["totals"]
     shutil.copytree(base / "home-warm" / "store", base / "home-hits" / "store", symlinks=True)
-    hits, _ = build(base / "home-hits", "--cache", url)
+    hits, _ = build(target, base / "home-hits", "--cache", url)
     floor = fetch_and_unpack(url, layers(pulled), base / "floor")
     return {
         "cold + push": cold,
@@ -107,7 +113,11 @@ def one_round(base: Path, url: str) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--manifest", type=Path, default=MINI, help="default: the mini stack")
+    parser.add_argument("--vendor", default="cpu")
+    parser.add_argument("build_options", nargs="*", help="after --: more build options")
     args = parser.parse_args()
+    args.manifest = args.manifest.resolve()
     with tempfile.TemporaryDirectory(prefix="remote-cache-bench-") as tmp:
         work = Path(tmp)
         registry = None
@@ -122,12 +132,13 @@ def main() -> int:
                 url = registry.url(f"bench/round{i}") if registry else f"file://{work}/cache{i}"
                 if registry is None:
                     (work / f"cache{i}").mkdir()
-                rounds.append(one_round(work / f"round{i}", url))
+                rounds.append(one_round(args, work / f"round{i}", url))
         finally:
             if registry is not None:
                 registry.stop()
     med = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
-    print(f"mini stack, cpu, {args.rounds} rounds, medians:")
+    name = "mini stack" if args.manifest == MINI else str(args.manifest)
+    print(f"{name}, {args.vendor}, {args.rounds} rounds, medians:")
     for name in TIMES:
         print(f"  {name:<16} {med[name]:8.3f} s")
     print(f"  bytes pushed     {med['bytes pushed']:8.0f}   bytes pulled {med['bytes pulled']:.0f}")

@@ -56,13 +56,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(words: list[str], *, launched: bool = False) -> int:
     """The command line once :mod:`builder.noop` has not settled it; ``launched``: this process
     is the command itself (it may re-run itself with ``site``)."""
-    if sys.flags.no_site and launched:  # started for the fast path: the rest needs site
-        os.execv(sys.executable, [sys.executable, "-c", RUN, *words])
-    if words == ["--version"]:  # answered without argparse: the command line must start fast
+    if words == ["--version"]:  # answered without argparse (or site): it must start fast
         from builder import __version__
 
         print(f"infini-stack {__version__}")
         return 0
+    if sys.flags.no_site and launched:  # started for the fast path: the rest needs site
+        os.execv(sys.executable, [sys.executable, "-c", RUN, *words])
     from builder.core.errors import EXIT_INTERNAL, StackError
 
     args = make_parser(words).parse_args(words)

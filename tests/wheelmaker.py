@@ -256,6 +256,7 @@ def corpus(root: Path) -> Corpus:
     _distribution_wheels(cc, out, w)
     _archive_wheels(out, base, w)
     _tag_and_garbage_wheels(cc, out, base, w)
+    _real_world_wheels(cc, out, base, w)
     return Corpus(w, cc.root)
 
 
@@ -339,3 +340,108 @@ def _tag_and_garbage_wheels(
     with zipfile.ZipFile(not_wheel, "w") as zf:
         zf.writestr("readme.txt", b"just a zip\n")
     w["zip_not_wheel"] = not_wheel
+
+
+# ---------------------------------------------------------------------------------------------
+# Shapes met in real wheels (the differential run against auditwheel, tests/differential/)
+
+DEFINES_VALUE = """
+extern void *PyLong_FromLong(long);
+int {mod}_value(void) {{ return 2; }}
+void *PyInit_{mod}(void) {{ return PyLong_FromLong({mod}_value()); }}
+"""
+USES_VALUE = """
+extern int {other}_value(void);
+extern void *PyLong_FromLong(long);
+void *PyInit_{mod}(void) {{ return PyLong_FromLong({other}_value()); }}
+"""
+USES_LIBX = """
+extern int libx_value(void);
+extern void *PyLong_FromLong(long);
+int _b_value(void) { return libx_value(); }
+void *PyInit__b(void) { return PyLong_FromLong(libx_value()); }
+"""
+USES_SQRT = """
+extern double sqrt(double);
+extern void *PyFloat_FromDouble(double);
+void *PyInit__m(void) { return PyFloat_FromDouble(sqrt(2.0)); }
+"""
+RPATH_BOTH = "$ORIGIN:$ORIGIN/lib"
+RAW_LIBRARY = "int thing_start(int x) { return x + 1; }\n"
+
+
+def _needs_extension(
+    cc: Compiler, first: str, second: str, rpath: str | None = None
+) -> tuple[Path, Path]:
+    """The extension ``first`` needing the extension ``second`` (no SONAME, so linked by
+    ``-l:NAME``, which records the bare file name) through RUNPATH ``$ORIGIN`` or the DT_RPATH
+    ``rpath``; and ``second``."""
+    defined = cc.shared(f"{second}{EXT}", DEFINES_VALUE.format(mod=second))
+    flags = [f"-L{defined.parent}", f"-l:{second}{EXT}"]
+    if rpath is not None:
+        flags.append(f"-Wl,--disable-new-dtags,-rpath,{rpath}")
+    needing = cc.shared(
+        f"{first}{EXT}",
+        USES_VALUE.format(mod=first, other=second),
+        runpath="$ORIGIN" if rpath is None else None,
+        flags=flags,
+    )
+    return needing, defined
+
+
+def _real_world_wheels(
+    cc: Compiler, out: Path, base: Mapping[str, bytes | Path], w: dict[str, Path]
+) -> None:
+    manylinux = f"{TAG}-{TAG}-manylinux_2_17_x86_64"
+    for label, first, second, rpath in (
+        ("extension_needs_extension", "_a", "_b", None),  # the needing one sorts first (pysam)
+        ("extension_needed_first", "_b", "_a", None),
+        ("extension_needs_extension_rpath", "_a", "_b", "$ORIGIN"),  # pysam's DT_RPATH shape
+    ):
+        needing, defined = _needs_extension(cc, first, second, rpath)
+        files: dict[str, bytes | Path] = {"demo/__init__.py": b"", f"demo/{first}{EXT}": needing}
+        w[label] = make_wheel(out / label, {**files, f"demo/{second}{EXT}": defined}, tag=manylinux)
+    _rpath_inheritance_wheel(cc, out, w)
+    w["compressed_wheel_tag"] = make_wheel(
+        out / "compressed", base, tag=f"{manylinux}.manylinux2014_x86_64"
+    )
+    w["manylinux_2_18"] = make_wheel(out / "m218", base, tag=f"{TAG}-{TAG}-manylinux_2_18_x86_64")
+    spawn = cc.shared("libspawn.so", NEW_GLIBC, soname="libspawn.so", flags=["-pthread"])
+    w["overclaimed_manylinux_2_18"] = make_wheel(
+        out / "m218-over",
+        {**base, "demo/lib/libspawn.so": spawn},
+        tag=f"{TAG}-{TAG}-manylinux_2_18_x86_64",
+    )
+    libm = cc.shared(f"_m{EXT}", USES_SQRT, flags=["-fno-builtin"])  # no -lm
+    w["libm_from_the_interpreter"] = make_wheel(
+        out / "libm", {"demo/__init__.py": b"", f"demo/_m{EXT}": libm}, tag=manylinux
+    )
+    raw = cc.shared("_raw_thing.abi3.so", RAW_LIBRARY)
+    w["ctypes_library_named_abi3"] = make_wheel(
+        out / "ctypes",
+        {"demo/__init__.py": b"", "demo/_raw_thing.abi3.so": raw},
+        tag="cp36-abi3-manylinux_2_17_x86_64",
+    )
+
+
+def _rpath_inheritance_wheel(cc: Compiler, out: Path, w: dict[str, Path]) -> None:
+    """``_a`` (DT_RPATH ``$ORIGIN:$ORIGIN/lib``) needs the extension ``_b``, which needs
+    ``lib/libx.so`` with no search path of its own: found when ``_a`` loads ``_b`` (an RPATH
+    applies to what its object loads), not when ``_b`` is imported by itself."""
+    libx = cc.shared("libx.so", "int libx_value(void) { return 3; }\n", soname="libx.so")
+    _b = cc.shared(f"_b{EXT}", USES_LIBX, flags=[f"-L{libx.parent}", "-l:libx.so"])
+    _a = cc.shared(
+        f"_a{EXT}",
+        USES_VALUE.format(mod="_a", other="_b"),
+        flags=[f"-L{_b.parent}", f"-l:_b{EXT}", f"-Wl,--disable-new-dtags,-rpath,{RPATH_BOTH}"],
+    )
+    files: dict[str, bytes | Path] = {
+        "demo/__init__.py": b"",
+        f"demo/_a{EXT}": _a,
+        f"demo/_b{EXT}": _b,
+    }
+    w["extension_rpath_inherited"] = make_wheel(
+        out / "rpath-inherit",
+        {**files, "demo/lib/libx.so": libx},
+        tag=f"{TAG}-{TAG}-manylinux_2_17_x86_64",
+    )

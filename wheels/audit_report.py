@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from wheels.devicecode import summary as device_summary
 from wheels.fatbin import DeviceCode
+from wheels.record import record
 
 Severity = Literal["violation", "warning"]
 NeedKind = Literal["wheel", "distribution", "system", "external", "libpython", "missing"]
@@ -17,7 +17,7 @@ JSON_VERSION = 1
 _SHOWN = 8
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Finding:
     """One problem, located: the wheel, the member when there is one, and what is wrong."""
 
@@ -35,7 +35,7 @@ class Finding:
         return f"{self.severity}: {self.location}: {self.message} [{self.code}]"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Need:
     """One DT_NEEDED entry and where it resolves."""
 
@@ -44,7 +44,7 @@ class Need:
     where: str | None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SymbolCheck:
     """Undefined, non-weak dynamic symbols of one ELF against the libraries it loads."""
 
@@ -56,8 +56,10 @@ class SymbolCheck:
     missing: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ElfReport:
+    """What the audit found about one ELF file of the wheel."""
+
     member: str
     kind: ElfKind
     arch: str | None
@@ -77,7 +79,7 @@ class ElfReport:
     cxx_runtime: str | None = None  # "shared", "private (isolated)", ...; None: no C++ seen
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CudaReport:
     """The CUDA device code of a wheel's ELF files, and what it was checked against."""
 
@@ -90,8 +92,10 @@ class CudaReport:
     checked: bool  # the vendor's wheels are checked (nvidia)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AuditStats:
+    """How much the audit read, and how long it took."""
+
     members: int
     elf_members: int
     compressed_bytes: int
@@ -101,7 +105,7 @@ class AuditStats:
     seconds: float
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class WheelAudit:
     """The audit of one wheel; ``ok`` is what a release gate looks at."""
 

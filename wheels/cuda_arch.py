@@ -37,10 +37,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 from wheels.fatbin import DeviceCode, FatbinEntry, Variant
+from wheels.record import record
 
 Capability = tuple[int, int]
 Severity = Literal["violation", "warning"]
@@ -82,7 +82,7 @@ class CudaArchError(ValueError):
     """A string that is not a CUDA architecture."""
 
 
-@dataclass(frozen=True, order=True)
+@record(frozen=True)
 class CudaArch:
     """A CUDA architecture: ``number`` 90 with ``variant`` "a" is sm_90a / compute_90a."""
 
@@ -97,7 +97,7 @@ class CudaArch:
         return f"{self.number}{self.variant}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Finding:
     severity: Severity
     message: str

@@ -16,10 +16,10 @@ compiler.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Literal
 
 from wheels.elf import ElfInfo
+from wheels.record import record
 
 SHARED_RUNTIMES = frozenset({"libstdc++.so.6", "libc++.so.1"})
 UNWINDERS = frozenset({"libgcc_s.so.1", "libunwind.so.1", "libunwind.so.8"})
@@ -50,7 +50,7 @@ HIDDEN_SIGNS = (
 Runtime = Literal["shared", "private", "none"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CxxRuntime:
     """How one ELF gets its C++ runtime."""
 

@@ -10,7 +10,6 @@ hundreds of megabytes of kernels costs a few reads per image, not a copy of its 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 
 from wheels.elf import ByteSource, ElfError, section_spans
 from wheels.fatbin import (
@@ -22,8 +21,9 @@ from wheels.fatbin import (
     combine,
     read_fatbin_at,
 )
+from wheels.record import fields, replace
 
-_FIELDS = tuple(FatbinEntry.__dataclass_fields__)
+_FIELDS = fields(FatbinEntry)
 _INTS = ("arch", "size", "uncompressed_size", "offset", "kind_code", "count")
 
 

@@ -49,8 +49,9 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Literal, Protocol
+
+from wheels.record import record
 
 FATBIN_SECTION = ".nv_fatbin"
 RELFATBIN_SECTION = "__nv_relfatbin"
@@ -86,7 +87,7 @@ class FatbinError(Exception):
     """Bytes given as a fat binary section that cannot be read as one; says what and where."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FatbinEntry:
     """One image in a fat binary: SASS for ``sm_<arch>`` or PTX for ``compute_<arch>``.
 
@@ -121,7 +122,7 @@ class FatbinEntry:
         return f"{prefix}_{self.arch}{self.variant}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DeviceCode:
     """The device code of one ELF file: its entries, in section order, and the sections read."""
 
@@ -179,7 +180,7 @@ class Ranges(Protocol):
     def range(self, offset: int, size: int) -> memoryview: ...
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Seen:
     """What is known of a file's bytes without reading them again (:mod:`wheels.fatbin_tap`
     collects it as the file streams past): bytes by offset, and where the first byte that is

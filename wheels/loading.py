@@ -25,9 +25,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-import site
 import sys
-import sysconfig
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
@@ -57,6 +55,9 @@ def preload_modules(lib: DistLib) -> tuple[str, ...]:
 def site_dirs() -> tuple[Path, ...]:
     """Where this host has distributions installed: site-packages, then the other sys.path
     directories (a PYTHONPATH or ``pip --target`` install is importable too)."""
+    import site  # imported here: most audits never ask
+    import sysconfig
+
     candidates = [
         *site.getsitepackages(),
         site.getusersitepackages(),

@@ -11,21 +11,22 @@ version, told apart by their label, which is the vendor's local version (``cu130
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import sys
-import sysconfig
-from dataclasses import dataclass
 
-from packaging.utils import canonicalize_name
 from packaging.version import Version
+
+from wheels.filename import canonicalize_name
+from wheels.record import record, replace
 
 # A CPython extension module's file name: `<module>.<cpython-312-x86_64-linux-gnu|abi3|...>.so`.
 EXTENSION_NAME = re.compile(r"^(?P<mod>[A-Za-z_]\w*)\.(cpython-[^./]+|abi3|pypy[^./]*)\.so$")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class WheelName:
+    """A wheel's name, in its parts."""
+
     distribution: str  # as written in METADATA
     version: str  # including the local part, e.g. 0.1.0+cu130
     python_tag: str
@@ -64,6 +65,8 @@ def interpreter_tags() -> tuple[str, str]:
 
 
 def platform_tag() -> str:
+    import sysconfig
+
     return sysconfig.get_platform().replace("-", "_").replace(".", "_")
 
 
@@ -98,7 +101,7 @@ def variant_label(local: str, *, has_properties: bool) -> str:
 def variant_name(distribution: str, version: str, local: str, *, has_properties: bool) -> WheelName:
     """The variant wheel's name: the public version (no local part) and the label."""
     name = wheel_name(distribution, version, "")
-    return dataclasses.replace(name, variant=variant_label(local, has_properties=has_properties))
+    return replace(name, variant=variant_label(local, has_properties=has_properties))
 
 
 def split_variant(filename: str) -> tuple[str, str | None]:

@@ -72,19 +72,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from builder.core.layout import default_home
-    from builder.vendors import canonical_name
+    # Imported here, and only what this run needs: a small wheel's audit takes less time than
+    # most of the tool's modules take to import (the vendor registry alone, for one name).
+    from builder import noop
     from wheels.audit import audit_wheel, default_cache_dir, infer_vendor
     from wheels.audit_report import render_text, to_json
     from wheels.policy import load_vendor_policy
 
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    fixed = load_vendor_policy(canonical_name(args.vendor)) if args.vendor else None
+    fixed = load_vendor_policy(_vendor(args.vendor)) if args.vendor else None
     architectures = cuda_architectures(args.manifest, args.cuda_arch)
-    cache_dir = (
-        None if args.no_cache else (args.cache_dir or default_cache_dir(default_home(os.environ)))
-    )
+    home = Path(noop.default_home(os.environ))
+    cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir(home))
     audits = [
         audit_wheel(
             path,
@@ -142,3 +142,15 @@ def cuda_architectures(manifest: Path | None, given: list[str]) -> tuple[str, ..
             raise UsageError(f"--cuda-arch: {exc}", hint="e.g. --cuda-arch 90") from None
         found.append(text)
     return tuple(dict.fromkeys(found))
+
+
+def _vendor(name: str) -> str:
+    """The canonical vendor name; an unknown one is a usage error with a suggestion."""
+    from wheels.policy import canonical_vendor
+
+    found = canonical_vendor(name)
+    if found is not None:
+        return found
+    from builder.vendors import canonical_name  # the registry's suggestion for a typo
+
+    return canonical_name(name)

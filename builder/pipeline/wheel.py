@@ -202,7 +202,7 @@ def verify_rebuild(
 
 def repair_and_audit(ctx: Context, plan: Plan, built: Built, work: Path) -> Built:
     """auditwheel repair (excluding what the vendor supplies), packed again by us, audited."""
-    from wheels import repair
+    from wheels import record, repair
     from wheels.policy import load_vendor_policy
 
     policy = load_vendor_policy(ctx.vendor)
@@ -211,7 +211,8 @@ def repair_and_audit(ctx: Context, plan: Plan, built: Built, work: Path) -> Buil
     root = work / "root"
     root.mkdir(parents=True)
     repair.unpack_payload(repaired, root)
-    name = dataclasses.replace(built.inputs.name, platform_tag=repair.platform_tag(repaired))
+    # WheelName is a wheels.record class (the audit's import path keeps away from dataclasses)
+    name = record.replace(built.inputs.name, platform_tag=repair.platform_tag(repaired))
     inputs = dataclasses.replace(built.inputs, name=name, extra_files=None)
     finish = sbom_finisher(plan, inputs)
     if finish is not None:

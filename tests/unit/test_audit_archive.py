@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from tests.wheelmaker import Breakage, make_wheel
 from wheels.audit import audit_wheel
+from wheels.audit.archive import Headers
 from wheels.audit_report import WheelAudit, render_text, to_json
 from wheels.policy import load_vendor_policy
 
@@ -201,10 +202,13 @@ def test_big_member_read_from_saved_inflater_states_equals_reading_it_whole(
     whole = audit_wheel(wheel, CPU)
     for name, value in (
         ("ONE_SHOT_BELOW", 1024),
+        ("ONE_CALL_BELOW", 1),  # libdeflate would read it in one call
         ("SNAPSHOT_ABOVE", 1),
         ("SNAPSHOT_EVERY", 64 << 10),
         ("KEEP_PREFIX", 4096),
         ("INFLATE_STEP", 4096),
+        ("OUT_STEP", 5000),  # less than a step inflates to: the rest is fed again
+        ("STREAM_READ_ABOVE", 1),  # read from the wheel in steps, and again for ranges
     ):
         monkeypatch.setattr(members, name, value)
     pieces = audit_wheel(wheel, CPU)
@@ -253,3 +257,38 @@ def test_record_with_sha512_rows_is_checked_with_sha512(tmp_path: Path) -> None:
         good = "\n".join([*rows, f"{record_name},,"]) + "\n"
         dst.writestr(record_name, good)
     assert audit_wheel(target, CPU).ok
+
+
+HEADER_TEXTS = [
+    "Wheel-Version: 1.0\nGenerator: bdist_wheel (0.42)\nRoot-Is-Purelib: false\n"
+    "Tag: cp311-cp311-manylinux_2_17_x86_64\nTag: cp311-cp311-manylinux2014_x86_64\n",
+    "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nRequires-Dist: numpy (>=1.0)\n"
+    "Requires-Dist: torch ; extra == 'gpu'\nDescription: line one\n        |line two\n"
+    "\tand a tab\n\nThe body: not a header\nName: nor is this\n",
+    "name: lower\r\nNAME: upper\r\nTag:no-space\r\n\r\n",
+    "From someone\nName: after the envelope\n",
+    "Name: x\nnot a header line\nVersion: 1\n",
+    "Key:   padded value   \nEmpty:\nColon: a: b\n",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", HEADER_TEXTS)
+def test_wheel_and_metadata_headers_are_read_as_the_email_package_reads_them(text: str) -> None:
+    from email.parser import Parser
+
+    theirs = Parser().parsestr(text)
+    ours = Headers(text)
+    for key in ("Name", "name", "Tag", "Requires-Dist", "Description", "Key", "Empty", "Colon"):
+        assert ours.get(key) == theirs.get(key), key
+        assert ours.get_all(key) == (theirs.get_all(key) or []), key
+
+
+@given(st.text(alphabet="Nam e:Tg\t\r\nFro-1", max_size=60))
+def test_any_header_text_is_read_as_the_email_package_reads_it(text: str) -> None:
+    from email.parser import Parser
+
+    theirs = Parser().parsestr(text)
+    ours = Headers(text)
+    for key in ("Name", "Tag", "a", "From", "e"):
+        assert ours.get_all(key) == (theirs.get_all(key) or []), key

@@ -107,9 +107,9 @@ def fake_elf(**changes: object) -> ElfInfo:
             if (Path(d) / "libc.so.6").exists()
         )
     )
-    import dataclasses
+    from wheels.record import replace
 
-    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+    return replace(base, **changes)
 
 
 def test_versioned_reference_binds_to_an_unversioned_definition_in_a_versioned_library() -> None:
@@ -156,11 +156,12 @@ def test_record_round_trip_keeps_every_fact() -> None:
 def test_pickle_round_trip_keeps_one_element_and_empty_name_lists(
     undefined: tuple[str, ...], versions: tuple[str, ...]
 ) -> None:
-    import dataclasses
     import pickle
 
+    from wheels.record import replace
+
     base = read_elf_file(host_lib("libm.so.6"))
-    info = dataclasses.replace(
+    info = replace(
         base,
         undefined=undefined,
         undefined_versions=versions,

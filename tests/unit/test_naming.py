@@ -5,11 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from builder.core.host import HostFacts, Toolkit
 from builder.vendors import get
 from builder.vendors.base import VendorSettings
 from wheels.audit import infer_vendor
+from wheels.filename import InvalidWheelName, canonicalize_name, parse_wheel_filename
 from wheels.naming import WheelName, vendor_of_local, wheel_name, with_local
 
 
@@ -106,3 +109,62 @@ def test_vendor_is_inferred_from_the_wheel_file_name() -> None:
     assert infer_vendor(Path("not a wheel.zip")) == "cpu"
     assert infer_vendor(Path("x-1.0+weird-cp311-cp311-linux_x86_64.whl")) == "cpu"
     assert infer_vendor(Path("x-1.0+cuda-cp311-cp311-linux_x86_64.whl")) == "nvidia"
+
+
+# --- the file-name reader mirrors packaging.utils ---------------------------------------------
+
+WHEEL_FILE_NAMES = [
+    "foo-1.0-py3-none-any.whl",
+    "My_Pkg-2.0.post1-1build-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+    "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
+    "psutil-5.9.5-cp36-abi3-manylinux_2_12_x86_64.manylinux2010_x86_64.whl",
+    "ninja-1.10.2.3-py2.py3-none-manylinux_2_5_x86_64.manylinux1_x86_64.whl",
+    "Foo-1.0-CP311-ABI3-Linux_X86_64.whl",
+    "foo-1.0-py3-none-any.zip",
+    "foo-1.0-py3-any.whl",
+    "foo-1.0-1-2-py3-none-any.whl",
+    "foo__bar-1.0-py3-none-any.whl",
+    "foo-bar-1.0-py3-none-any.whl",
+    "-1.0-py3-none-any.whl",
+    "foo-1.0-x-py3-none-any.whl",
+    "foo-not.a.version-py3-none-any.whl",
+    "foo-1.0-py3..py2-none-any.whl",
+    "foo-1.0-3py-none-any.whl",
+    "foo-1.0-py3-none-.whl",
+]
+
+
+def packaging_says(name: str) -> object:
+    from packaging.utils import InvalidWheelFilename
+    from packaging.utils import parse_wheel_filename as theirs
+
+    try:
+        dist, version, build, tags = theirs(name)
+    except InvalidWheelFilename:
+        return "invalid"
+    triples = {(t.interpreter, t.abi, t.platform) for t in tags}
+    return str(dist), version, tuple(build) or None, triples
+
+
+def we_say(name: str) -> object:
+    try:
+        return parse_wheel_filename(name)
+    except InvalidWheelName:
+        return "invalid"
+
+
+@pytest.mark.parametrize("name", WHEEL_FILE_NAMES)
+def test_wheel_file_names_are_read_as_packaging_reads_them(name: str) -> None:
+    assert we_say(name) == packaging_says(name)
+
+
+@given(st.text(alphabet="ab_.-+1!pyc3nox", min_size=0, max_size=30))
+def test_any_text_as_a_wheel_file_name_is_read_as_packaging_reads_it(stem: str) -> None:
+    assert we_say(stem + ".whl") == packaging_says(stem + ".whl")
+
+
+@given(st.text(alphabet="aB_.-9-x", max_size=20))
+def test_names_are_canonicalized_as_packaging_canonicalizes_them(name: str) -> None:
+    from packaging.utils import canonicalize_name as theirs
+
+    assert canonicalize_name(name) == theirs(name)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,8 @@ from wheels.policy import (
     vendor_names,
     vendor_of_local,
 )
+from wheels.policy.lddtree import host_search
+from wheels.policy.manylinux import ARCHITECTURES, baseline, is_superset
 
 KEYS = {"distribution", "dir", "import", "after"}
 
@@ -168,6 +171,25 @@ def test_declared_tag_may_claim_less_but_not_more_than_the_verdict() -> None:
 
 
 @pytest.mark.parametrize(
+    ("verdict_tag", "declared", "allowed"),
+    [
+        ("manylinux_2_24_x86_64", "manylinux_2_18_x86_64", False),  # NCCL cu13's over-claim
+        ("manylinux_2_17_x86_64", "manylinux_2_18_x86_64", True),
+        ("manylinux_2_5_x86_64", "manylinux_2_20_x86_64", True),
+        ("linux_x86_64", "manylinux_2_18_x86_64", False),
+        ("manylinux_2_17_x86_64", "musllinux_1_3_x86_64", None),
+        ("manylinux_2_17_x86_64", "manylinux_2_18_aarch64", None),
+    ],
+)
+def test_a_pep600_tag_without_an_auditwheel_policy_is_compared_by_its_glibc_version(
+    verdict_tag: str, declared: str, allowed: bool | None
+) -> None:
+    v = verdict(verdict_tag)
+    assert not v.has_policy(declared)
+    assert v.allows(declared) is allowed
+
+
+@pytest.mark.parametrize(
     ("symbol", "api"),
     [
         ("Py_Initialize", True),
@@ -186,3 +208,89 @@ def test_python_c_api_names_are_told_from_projects_own_py_prefixed_names(
     symbol: str, api: bool
 ) -> None:
     assert is_python_api(symbol) is api
+
+
+# --- the mirror of auditwheel's policy module, architecture and ld paths ----------------------
+
+
+def their_policies(libc: str, arch: str) -> Any:
+    """auditwheel's own ``WheelPolicies`` (the test is skipped without auditwheel)."""
+    policy = pytest.importorskip("auditwheel.policy")
+    from auditwheel.architecture import Architecture
+    from auditwheel.libc import Libc
+
+    return policy.WheelPolicies(libc=Libc(libc), arch=Architecture(arch))
+
+
+@pytest.mark.parametrize("libc", ["glibc", "musl"])
+@pytest.mark.parametrize(
+    "arch", ["x86_64", "i686", "aarch64", "ppc64le", "s390x", "armv7l", "riscv64", "loongarch64"]
+)
+def test_policies_read_from_auditwheels_json_equal_auditwheels_own(libc: str, arch: str) -> None:
+    try:
+        theirs = list(their_policies(libc, arch))
+    except (ValueError, KeyError, IndexError):
+        with pytest.raises((ValueError, KeyError, IndexError)):
+            manylinux_policies(libc, arch)
+        return
+    ours = list(manylinux_policies(libc, arch))
+    assert [p.name for p in ours] == [p.name for p in theirs]
+    for mine, their in zip(ours, theirs, strict=True):
+        assert (mine.aliases, mine.priority, mine.whitelist) == (
+            their.aliases,
+            their.priority,
+            their.whitelist,
+        )
+        assert dict(mine.symbol_versions) == their.symbol_versions
+        assert dict(mine.blacklist) == their.blacklist
+
+
+@pytest.mark.parametrize(
+    "needs",
+    [
+        {},
+        {"libc.so.6": {"GLIBC_2.2.5"}},
+        {"libc.so.6": {"GLIBC_2.18", "GLIBC_2.3"}, "libstdc++.so.6": {"GLIBCXX_3.4.22"}},
+        {"libc.so.6": {"GLIBC_2.34"}, "libgcc_s.so.1": {"GCC_4.2.0"}},
+        {"libc.so.6": {"GLIBC_9.99"}},
+    ],
+)
+def test_the_symbol_version_policy_is_auditwheels(needs: dict[str, set[str]]) -> None:
+    ours = manylinux_policies("glibc", "x86_64").versioned_symbols_policy(needs)
+    assert ours.name == their_policies("glibc", "x86_64").versioned_symbols_policy(needs).name
+
+
+def test_architectures_baselines_and_supersets_are_auditwheels() -> None:
+    architecture = pytest.importorskip("auditwheel.architecture")
+    Architecture = architecture.Architecture
+
+    assert list(ARCHITECTURES) == [a.value for a in Architecture]
+    for a in Architecture:
+        assert baseline(a.value) == a.baseline.value
+        for b in Architecture:
+            assert is_superset(a.value, b.value) == a.is_superset(b), (a, b)
+
+
+@pytest.mark.parametrize("libc", ["glibc", "musl"])
+@pytest.mark.parametrize("ld_library_path", [None, "/usr/lib:/nonexistent::/lib/$ORIGIN/x"])
+def test_the_host_search_path_is_auditwheels_load_ld_paths(
+    monkeypatch: pytest.MonkeyPatch, libc: str, ld_library_path: str | None
+) -> None:
+    lddtree = pytest.importorskip("auditwheel.lddtree")
+    from auditwheel.libc import Libc
+
+    if ld_library_path is None:
+        monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
+    else:
+        monkeypatch.setenv("LD_LIBRARY_PATH", ld_library_path.replace(":/lib/$ORIGIN/x", ""))
+    monkeypatch.delenv("AUDITWHEEL_LD_LIBRARY_PATH", raising=False)
+    # (auditwheel's load_ld_paths extends the list its cached parse_ld_so_conf returned: a
+    # second call in one process repeats the trusted directories, so both caches start empty)
+    lddtree.load_ld_paths.cache_clear()
+    lddtree.parse_ld_so_conf.cache_clear()
+    host_search.cache_clear()
+    theirs = lddtree.load_ld_paths(Libc(libc))
+    if ld_library_path is not None:  # an $ORIGIN entry, which auditwheel cannot take, is left out
+        monkeypatch.setenv("LD_LIBRARY_PATH", ld_library_path)
+    assert host_search(libc) == (tuple(theirs["env"]), tuple(theirs["conf"]))
+    host_search.cache_clear()

@@ -11,26 +11,25 @@ import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from email.parser import Parser
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import (
-    InvalidWheelFilename,
-    canonicalize_name,
-    parse_wheel_filename,
-)
 from packaging.version import InvalidVersion, Version
 
 from wheels.audit.findings import Findings
 from wheels.audit.members import MemberError, MemberScan, inflate, read_raw, task_for, with_changes
+from wheels.filename import InvalidWheelName, canonicalize_name, parse_wheel_filename
 from wheels.naming import escaped_name, split_variant
+from wheels.record import field, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 HASHES = ("sha256", "sha384", "sha512")
+_DRIVE = re.compile(r"^[A-Za-z]:")
 
 
-@dataclass
+@record
 class Archive:
     """The open zip and what its file name and dist-info say, filled in as they are read."""
 
@@ -83,16 +82,21 @@ def check_names(archive: Archive, f: Findings) -> None:
     for info in archive.infos:
         name = info.filename
         parts = name.split("/")
-        if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
+        if name.startswith("/") or _DRIVE.match(name):
             f.violation("absolute-name", name, "member name is an absolute path")
         if ".." in parts:
             f.violation("dotdot-name", name, "member name climbs out of the install root ('..')")
         if "\\" in name or "\0" in info.orig_filename:
             f.violation("odd-name", name, "member name holds a backslash or a NUL byte")
+        if not name:
+            f.violation("odd-name", None, "a member has an empty name")
         if counts[name] > 1 and name not in reported:
             f.violation("duplicate", name, f"member appears {counts[name]} times in the archive")
             reported.add(name)
-        squashed = posixpath.normpath(name) + ("/" if name.endswith("/") else "")
+        # normpath changes only names with an empty, "." or ".." part (12,000 names in torch)
+        squashed = name
+        if "" in parts[:-1] or "." in parts or ".." in parts:
+            squashed = posixpath.normpath(name) + ("/" if name.endswith("/") else "")
         if squashed != name and squashed in counts:
             f.violation("duplicate", name, f"member names the same file as {squashed!r}")
         mode = info.external_attr >> 16
@@ -105,18 +109,23 @@ def check_names(archive: Archive, f: Findings) -> None:
 def is_member_file(info: zipfile.ZipInfo) -> bool:
     """A member with content of its own: not a directory, not a link."""
     mode = info.external_attr >> 16
-    return not info.is_dir() and not stat.S_ISLNK(mode)
+    return not _is_dir(info) and not stat.S_ISLNK(mode)
+
+
+def _is_dir(info: zipfile.ZipInfo) -> bool:
+    """ZipInfo.is_dir, which fails on an empty name."""
+    return info.filename.endswith("/")
 
 
 def read_metadata(archive: Archive, f: Findings) -> None:
     """The file name, then the dist-info directory's WHEEL, METADATA and RECORD."""
     try:
         name, version, _build, tags = parse_wheel_filename(split_variant(archive.path.name)[0])
-    except (InvalidWheelFilename, InvalidVersion) as exc:
+    except InvalidWheelName as exc:
         f.violation("bad-filename", None, f"not a wheel file name: {exc}")
-        name, version, tags = None, None, frozenset()
+        name, version, tags = None, None, set()
     archive.distribution, archive.version = name, version
-    archive.file_tags = tuple(sorted({t.platform for t in tags}))
+    archive.file_tags = tuple(sorted({platform for _, _, platform in tags}))
     tops = sorted({i.filename.split("/", 1)[0] for i in archive.infos if "/" in i.filename})
     dist_infos = [t for t in tops if t.endswith(".dist-info")]
     if not dist_infos:
@@ -174,24 +183,51 @@ def _small(zf: zipfile.ZipFile, member: str, f: Findings) -> str | None:
         return None
 
 
+_LINE_END = re.compile(r"(\r\n|\r|\n)")
+_HEADER = re.compile(r"^(From |[\041-\071\073-\176]*:|[\t ])")
+
+
+class Headers:
+    """The header block of WHEEL or METADATA as ``email.parser.Parser`` (compat32) reads it:
+    continuation lines kept in the value, the body and a ``From`` envelope line ignored; without
+    importing the email package, which costs more than reading a small wheel."""
+
+    def __init__(self, text: str) -> None:
+        self.items: list[tuple[str, str]] = []
+        pieces = _LINE_END.split(text)
+        lines = [
+            pieces[i] + (pieces[i + 1] if i + 1 < len(pieces) else "")
+            for i in range(0, len(pieces), 2)
+        ]
+        for number, line in enumerate(lines):
+            if line.rstrip("\r\n") == "" or not _HEADER.match(line):
+                break  # the blank line before the body, or a body with no blank line before it
+            if line[0] in " \t" and self.items:
+                key, value = self.items[-1]
+                self.items[-1] = (key, value + line)
+            elif ":" in line and not (number == 0 and line.startswith("From ")):
+                key, value = line.split(":", 1)
+                self.items.append((key, value.lstrip(" \t")))
+        self.items = [(k, v.rstrip("\r\n")) for k, v in self.items]
+
+    def get(self, name: str) -> str | None:
+        return next((v for k, v in self.items if k.lower() == name.lower()), None)
+
+    def get_all(self, name: str) -> list[str]:
+        return [v for k, v in self.items if k.lower() == name.lower()]
+
+
 def _read_wheel_file(archive: Archive, text: str | None, f: Findings) -> None:
     if text is None:
         return
-    msg = Parser().parsestr(text)
+    msg = Headers(text)
     member = f"{archive.dist_info}/WHEEL"
     if not (msg.get("Wheel-Version") or "").startswith("1."):
         f.violation(
             "wheel-version", member, f"Wheel-Version {msg.get('Wheel-Version')!r}, expected 1.x"
         )
     archive.root_is_purelib = (msg.get("Root-Is-Purelib") or "").strip().lower() == "true"
-    platforms = []
-    for tag in msg.get_all("Tag") or []:
-        pieces = tag.strip().split("-")
-        if len(pieces) != 3:
-            f.violation("wheel-tag", member, f"malformed Tag {tag!r}")
-            continue
-        platforms.append(pieces[2])
-    archive.wheel_tags = tuple(sorted(set(platforms)))
+    archive.wheel_tags = _tag_platforms(msg.get_all("Tag"), member, f)
     if archive.file_tags and set(archive.wheel_tags) != set(archive.file_tags):
         f.violation(
             "wheel-tag",
@@ -202,15 +238,41 @@ def _read_wheel_file(archive: Archive, text: str | None, f: Findings) -> None:
         )
 
 
+def _tag_platforms(lines: Sequence[str], member: str, f: Findings) -> tuple[str, ...]:
+    """The platforms of WHEEL's ``Tag`` lines, each line expanded as a file name's tag set is
+    (maturin writes compressed sets there, PyO3/maturin#2761: a warning, not a wrong tag)."""
+    platforms: set[str] = set()
+    for line in lines:
+        pieces = line.strip().split("-")
+        if len(pieces) != 3 or not all(pieces) or not all(all(p.split(".")) for p in pieces):
+            f.violation("wheel-tag", member, f"malformed Tag {line!r}")
+            continue
+        expanded = set(pieces[2].split("."))
+        if any("." in p for p in pieces):
+            f.warning(
+                "wheel-tag",
+                member,
+                f"Tag {line.strip()!r} is a compressed tag set; the wheel specification wants "
+                "one expanded tag per Tag line",
+            )
+        platforms |= expanded
+    return tuple(sorted(platforms))
+
+
 def _read_metadata_file(archive: Archive, text: str | None, f: Findings) -> None:
     if text is None:
         return
     member = f"{archive.dist_info}/METADATA"
-    msg = Parser().parsestr(text)
+    msg = Headers(text)
     name = msg.get("Name")
     if archive.distribution and (not name or canonicalize_name(name) != archive.distribution):
         f.warning("metadata-name", member, f"Name {name!r} differs from the file name")
-    for value in msg.get_all("Requires-Dist") or []:
+    values = msg.get_all("Requires-Dist")
+    if not values:
+        return
+    from packaging.requirements import InvalidRequirement, Requirement  # only when there are any
+
+    for value in values:
         try:
             archive.requires.append(Requirement(value))
         except InvalidRequirement as exc:
@@ -269,7 +331,7 @@ def check_record(archive: Archive, scans: Sequence[MemberScan], f: Findings) -> 
         return
     own = f"{archive.dist_info}/RECORD"
     unsigned = {own, f"{own}.jws", f"{own}.p7s"}
-    present = {i.filename for i in archive.infos if not i.is_dir()}
+    present = {i.filename for i in archive.infos if not _is_dir(i)}
     for name in sorted(present - set(archive.record) - unsigned):
         f.violation("record", name, "not listed in RECORD")
     for name in sorted(set(archive.record) - present):

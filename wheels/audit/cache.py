@@ -4,22 +4,23 @@ compressed bytes (plain data, no pickle: :func:`wheels.elf.to_record` and, for C
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-import tempfile
+import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from wheels import devicecode
 from wheels.audit.members import MemberScan, Task
 from wheels.elf import from_record, to_record
+from wheels.record import record
 
 CACHE_VERSION = "infini-stack-audit-3"  # 3: each ELF's CUDA device code
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Cache:
     """Batch results under ``root``, one JSON file per batch key."""
 
@@ -45,14 +46,17 @@ class Cache:
     def put(self, key: str, scans: Sequence[MemberScan]) -> None:
         rows = [_scan_to(s) for s in scans]
         target = self.root / key[:2] / f"{key}.json"
+        # A name of its own (no tempfile module: it costs more to import than a small audit).
+        tmp = target.parent / f".tmp-{os.getpid()}-{threading.get_ident()}-{key[:16]}"
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             with os.fdopen(fd, "w", encoding="utf-8") as out:
                 json.dump({"version": CACHE_VERSION, "members": rows}, out)
-            Path(tmp).replace(target)
-        except OSError:
-            return  # a cache that cannot be written is a cache miss next time, nothing worse
+            tmp.replace(target)
+        except OSError:  # a cache that cannot be written is a cache miss next time, nothing worse
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
 
 
 def _scan_to(scan: MemberScan) -> dict[str, object]:

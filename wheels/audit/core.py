@@ -3,13 +3,9 @@ metadata is checked, then the ELF files and the platform tag; never a traceback.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-from packaging.version import InvalidVersion
 
 from wheels.audit.archive import (
     Archive,
@@ -26,18 +22,19 @@ from wheels.audit.cache import Cache
 from wheels.audit.cuda import check_cuda
 from wheels.audit.elfs import check_elfs
 from wheels.audit.findings import Findings
-from wheels.audit.ldso import Elves, extension_module
+from wheels.audit.ldso import Elves, classify_extensions
 from wheels.audit.members import MemberScan, task_for
 from wheels.audit.pool import cores, scan_members
 from wheels.audit.tags import check_tags, manylinux_whitelist, tag_verdicts
 from wheels.audit.variants import check_variant
 from wheels.audit_report import AuditStats, CudaReport, ElfReport, Finding, WheelAudit
 from wheels.elf import ElfInfo, HostLibraries
-from wheels.loading import site_dirs
+from wheels.filename import InvalidWheelName, parse_wheel_filename
 from wheels.naming import split_variant, vendor_of_local, vendor_of_variant
 from wheels.policy import VendorPolicy
 from wheels.policy.lddtree import host_library_dirs
 from wheels.policy.wheeltools import wheel_platform
+from wheels.record import replace
 
 
 def audit_wheel(
@@ -75,7 +72,7 @@ def infer_vendor(path: Path) -> str:
         return vendor_of_variant(label) or "cpu"
     try:
         _, version, _, _ = parse_wheel_filename(base)
-    except (InvalidWheelFilename, InvalidVersion):
+    except InvalidWheelName:
         return "cpu"
     return vendor_of_local(str(version)) or "cpu"
 
@@ -152,7 +149,7 @@ def _audit_archive(
     elfs = {n: s.elf for n, s in by_name.items() if s.elf is not None}
     verdicts = tag_verdicts(archive, by_name, policy, host)
     arch = verdicts[0].arch or _first_arch(elfs.values())
-    ctx = _context(archive, policy, elfs, arch, host)
+    ctx = _context(archive, policy, elfs, arch, host, f)
     reports, cuda = _check_elfs(ctx, archive, by_name, archs, f)
     check_tags(archive, verdicts[1], bool(elfs), f)
     check_variant(archive, elfs, policy, f)
@@ -193,9 +190,7 @@ def _check_elfs(
     devices = {n: s.device for n, s in by_name.items() if s.elf and s.device is not None}
     errors = {n: s.device_error for n, s in by_name.items() if s.elf and s.device_error}
     cuda = check_cuda(archive, devices, errors, ctx.policy.name, archs, f)
-    reports = [
-        dataclasses.replace(r, device=devices.get(r.member)) for r in check_elfs(ctx, archive, f)
-    ]
+    reports = [replace(r, device=devices.get(r.member)) for r in check_elfs(ctx, archive, f)]
     return reports, cuda
 
 
@@ -227,6 +222,7 @@ def _context(
     elfs: dict[str, ElfInfo],
     arch: str | None,
     host: HostLibraries,
+    f: Findings,
 ) -> Elves:
     install_of = {
         i.filename: install_path(archive, i.filename) for i in archive.infos if is_member_file(i)
@@ -240,13 +236,9 @@ def _context(
         requires=requirements(archive),
         whitelist=manylinux_whitelist(arch),
         host=host,
-        site_dirs=site_dirs(),
         arch=arch,
     )
-    for member in elfs:
-        module = extension_module(install_of.get(member), installed)
-        if module:
-            ctx.extensions[member] = module
+    classify_extensions(ctx, f)
     return ctx
 
 

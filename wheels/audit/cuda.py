@@ -11,8 +11,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from wheels.audit.archive import Archive
@@ -26,6 +24,11 @@ from wheels.cuda_arch import (
     parse_arch,
 )
 from wheels.fatbin import DeviceCode, combine
+from wheels.filename import canonicalize_name
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement  # made by the archive, only when it has any
 
 _LOCAL = re.compile(r"^cu(\d{1,2})(\d)$")
 _RUNTIME_DIST = re.compile(r"^nvidia-cuda-runtime(?:-cu(\d+))?$")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from wheels.audit.findings import Findings
 from wheels.audit.ldso import Elves
@@ -22,6 +21,7 @@ from wheels.audit.scopes import Scope
 from wheels.audit_report import plural, shorten
 from wheels.cxxruntime import CxxRuntime, classify, cxx_exports, describe
 from wheels.elf import ElfInfo
+from wheels.record import record
 
 SHOWN = 3
 # The standard library's own names (std::, std::ostream, its vtables and type names): listed
@@ -37,7 +37,7 @@ BREAKS = (
 )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Crossing:
     """C++ symbols bound from ``importer`` to ``definer`` (members, or outside libraries)."""
 

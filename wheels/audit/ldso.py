@@ -14,27 +14,30 @@ import posixpath
 import re
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-
-from packaging.markers import Marker
-from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
 
 from wheels.audit.findings import Findings
 from wheels.audit_report import ElfKind, Need, shorten
 from wheels.elf import ElfInfo, HostLibraries
-from wheels.loading import ORIGIN
+from wheels.filename import canonicalize_name
+from wheels.loading import ORIGIN, site_dirs
 from wheels.naming import EXTENSION_NAME
 from wheels.policy import VendorPolicy
 from wheels.policy.lddtree import LIBPYTHON_RE
+from wheels.record import field, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from packaging.markers import Marker
+    from packaging.requirements import Requirement
 
 _BARE_MODULE = re.compile(r"^(?P<mod>[A-Za-z_]\w*)\.so$")
 _TOKEN = re.compile(r"\$(\{[A-Za-z_]+\}|[A-Za-z_]+)")
 _SITE = "/\0site-packages"
+_PY_SYMBOL = re.compile(r"^_?Py")
 
 
-@dataclass
+@record
 class Elves:
     """Everything the per-ELF checks need about the wheel."""
 
@@ -45,14 +48,21 @@ class Elves:
     requires: Mapping[str, list[Requirement]]
     whitelist: frozenset[str]
     host: HostLibraries
-    site_dirs: tuple[Path, ...]
     arch: str | None
+    site_dirs: tuple[Path, ...] | None = None  # None: this host's, found when first needed
     needs: dict[str, tuple[Need, ...]] = field(default_factory=dict)
     extensions: dict[str, str] = field(default_factory=dict)
     rpath_dirs: dict[str, list[str]] = field(default_factory=dict)
     runpath_dirs: dict[str, list[str]] = field(default_factory=dict)
     groups: dict[str, Group] = field(default_factory=dict)
     definers: dict[tuple[str, str], ElfInfo] = field(default_factory=dict)
+
+    def sites(self) -> tuple[Path, ...]:
+        """Where other distributions are installed (:func:`wheels.loading.site_dirs` unless
+        given): looked up only for a wheel that needs another distribution's library."""
+        if self.site_dirs is None:
+            self.site_dirs = site_dirs()
+        return self.site_dirs
 
 
 def elf_kind(ctx: Elves, member: str, info: ElfInfo) -> ElfKind:
@@ -74,6 +84,36 @@ def extension_module(install: str | None, installed: Mapping[str, str]) -> str |
     if m and in_package and not m.group("mod").startswith("lib"):
         return m.group("mod")
     return None
+
+
+def uses_python(info: ElfInfo) -> bool:
+    """Does the ELF export a ``PyInit_`` entry point or reference the interpreter's C API?"""
+    return any(e.startswith("PyInit_") for e in info.entry_points) or any(
+        _PY_SYMBOL.match(name) for name in (*info.undefined, *info.undefined_weak)
+    )
+
+
+def classify_extensions(ctx: Elves, f: Findings) -> None:
+    """Fill ``ctx.extensions``: each ELF named like an extension module that is one.
+
+    A file named like an abi3 or versioned extension that neither exports a ``PyInit_`` nor
+    uses the C API is a plain library (pycryptodome's ``_ARC4.abi3.so``, opened through
+    ctypes or cffi): nobody imports it, so it needs no entry point and is no extension root,
+    as auditwheel (which goes by the entry point) also has it.
+    """
+    for member, info in ctx.elfs.items():
+        module = extension_module(ctx.install_of.get(member), ctx.installed)
+        if module is None:
+            continue
+        if uses_python(info):
+            ctx.extensions[member] = module
+        else:
+            f.warning(
+                "not-an-extension",
+                member,
+                f"named like the extension module {module!r} but exports no PyInit_ and uses "
+                "no Python C API: a plain library (loaded through ctypes or cffi?)",
+            )
 
 
 def runpath_dir(entry: str, origin: str | None) -> tuple[str | None, str | None]:
@@ -143,8 +183,10 @@ def _requires_covers(ctx: Elves, distribution: str, arch: str | None) -> bool:
     return False
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Problem:
+    """A finding about one need, before it is known in which contexts it occurs."""
+
     code: str
     message: str
 
@@ -210,7 +252,7 @@ def _from_distribution(
     return need, None
 
 
-@dataclass
+@record
 class Group:
     """What loading one root (an extension, an executable, a library) brings in, as ld.so does."""
 
@@ -249,20 +291,29 @@ def _load(ctx: Elves, root: str) -> Group:
     return group
 
 
+def own_roots(ctx: Elves) -> list[str]:
+    """The ELFs loaded on their own: every extension module and executable, sorted."""
+    return [
+        m
+        for m in sorted(ctx.elfs)
+        if m in ctx.extensions or elf_kind(ctx, m, ctx.elfs[m]) == "executable"
+    ]
+
+
 _RANK = {"wheel": 0, "distribution": 1, "system": 2, "external": 3, "libpython": 4, "missing": 5}
 
 
 def resolve_all(ctx: Elves, f: Findings) -> None:
     """Load every root; each ELF's needs as resolved in the contexts it is loaded in."""
-    roots = [
-        m
-        for m in sorted(ctx.elfs)
-        if m in ctx.extensions or elf_kind(ctx, m, ctx.elfs[m]) == "executable"
-    ]
+    roots = own_roots(ctx)
+    is_root = set(roots)
     seen: set[str] = set()
     results: dict[tuple[str, str], dict[str, _Resolved]] = {}
     for root in [*roots, *sorted(ctx.elfs)]:
-        if root in seen:
+        # Every extension and executable is loaded on its own, as Python imports each module
+        # by itself (auditwheel's get_wheel_elfdata likewise makes each one a tree of its own),
+        # even when loading another root also brings it in; a library only if no root did.
+        if root in ctx.groups or (root in seen and root not in is_root):
             continue
         group = _load(ctx, root)
         ctx.groups[root] = group

@@ -16,10 +16,18 @@ import queue
 import threading
 import zipfile
 import zlib
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 from wheels import devicecode
+from wheels.audit.inflate import (
+    ONE_CALL_BELOW,
+    InflateError,
+    Inflater,
+    inflate_one_call,
+    new_stream,
+    stream_error,
+)
 from wheels.elf import (
     ELF_MAGIC,
     ByteSource,
@@ -31,18 +39,22 @@ from wheels.elf import (
 )
 from wheels.fatbin import DeviceCode
 from wheels.fatbin_tap import FatbinTap
+from wheels.record import record, replace
 
 MAX_MEMBER = 4 << 30  # larger members are reported, not inflated
-INFLATE_STEP = 32 << 10  # compressed bytes per inflate call: bounded output, no giant join
+INFLATE_STEP = 256 << 10  # compressed bytes fed per inflate call (zlib-ng: 0.84 s at 32 KB,
+# 0.75 s at 256 KB for torch's ELF members)
+OUT_STEP = 4 << 20  # inflated bytes per call at most: bounded output, however dense the input
 ONE_SHOT_BELOW = 1 << 20  # members this small are inflated in one call
-SNAPSHOT_ABOVE = 64 << 20  # members this big are not kept inflated, see _Inflated
+SNAPSHOT_ABOVE = ONE_CALL_BELOW  # members this big are not kept inflated, see _Inflated
 SNAPSHOT_EVERY = 4 << 20
 KEEP_PREFIX = 8 << 20
 KEEP_BLOCKS = 8  # re-inflated blocks of a big member kept at once (SNAPSHOT_EVERY bytes each)
+STREAM_READ_ABOVE = 64 << 20  # members this big (inflated) are read in steps, see RawFile
 HASH_THREAD_ABOVE = 64 << 20  # members this big are hashed on a second thread, given a free core
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Task:
     """Where one member's bytes are in the zip, how they are stored, and how to hash them."""
 
@@ -57,7 +69,7 @@ class Task:
     algo: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MemberScan:
     """One member after one pass: its size and hash, and its ELF data when it is an ELF file."""
 
@@ -100,14 +112,7 @@ def read_raw(fd: int, task: Task) -> bytes:
     guess = 30 + len(task.raw_name) + 64
     small = task.compress_size <= ONE_SHOT_BELOW
     head = _pread(fd, guess + (task.compress_size if small else 0), task.offset)
-    if len(head) < 30 or head[:4] != b"PK\x03\x04":
-        raise MemberError(f"no local file header at offset {task.offset}")
-    name_len = int.from_bytes(head[26:28], "little")
-    extra_len = int.from_bytes(head[28:30], "little")
-    if head[30 : 30 + name_len] != task.raw_name:
-        local = head[30 : 30 + name_len].decode("utf-8", "replace")
-        raise MemberError(f"the local header names {local!r}, the central directory another file")
-    start = 30 + name_len + extra_len
+    start = _data_start(task, head)
     if small and start <= guess:  # one read for header and data: most members are small
         raw = head[start : start + task.compress_size]
     else:
@@ -117,20 +122,68 @@ def read_raw(fd: int, task: Task) -> bytes:
     return raw
 
 
+def _data_start(task: Task, head: bytes) -> int:
+    """Where the member's data starts after its local header (read into ``head``)."""
+    if len(head) < 30 or head[:4] != b"PK\x03\x04":
+        raise MemberError(f"no local file header at offset {task.offset}")
+    name_len = int.from_bytes(head[26:28], "little")
+    extra_len = int.from_bytes(head[28:30], "little")
+    if head[30 : 30 + name_len] != task.raw_name:
+        local = head[30 : 30 + name_len].decode("utf-8", "replace")
+        raise MemberError(f"the local header names {local!r}, the central directory another file")
+    return 30 + name_len + extra_len
+
+
+class RawFile:
+    """A big member's compressed bytes left in the wheel, read in steps as they are inflated.
+
+    Reading 206 MB into one new buffer first costs more than inflating it (the kernel faults in
+    every fresh page: 0.12 s for NCCL's library here); steps of a few hundred kilobytes reuse
+    the same memory. The ranges the ELF reader later asks for are read again from their saved
+    states. Used while its member is scanned, then closed.
+    """
+
+    def __init__(self, fd: int, start: int, size: int) -> None:
+        self.fd, self.start, self.size = fd, start, size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read(self, pos: int, size: int) -> bytes:
+        return _pread(self.fd, min(size, self.size - pos), self.start + pos)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def open_raw(path: Path, task: Task) -> bytes | RawFile:
+    """The member's compressed bytes (:func:`read_raw`), or for a big deflated member a
+    :class:`RawFile` reading them in steps."""
+    with path.open("rb") as fh:
+        if task.method != zipfile.ZIP_DEFLATED or task.file_size < STREAM_READ_ABOVE:
+            return read_raw(fh.fileno(), task)
+        start = task.offset + _data_start(
+            task, _pread(fh.fileno(), 30 + len(task.raw_name) + 64, task.offset)
+        )
+        if start + task.compress_size > os.fstat(fh.fileno()).st_size:
+            raise MemberError(f"truncated: the wheel ends before its {task.compress_size} bytes")
+        return RawFile(os.dup(fh.fileno()), start, task.compress_size)
+
+
 class _Digest:
     """Hashes parts as they come; a big member's are hashed on a helper thread, beside inflating."""
 
     def __init__(self, algo: str, background: bool) -> None:
         self.hasher = hashlib.new(algo)
         self.size = 0
-        self.queue: queue.SimpleQueue[bytes | None] | None = None
+        self.queue: queue.SimpleQueue[bytes | bytearray | None] | None = None
         self.thread: threading.Thread | None = None
         if background:
             self.queue = queue.SimpleQueue()
             self.thread = threading.Thread(target=self._drain, name="audit-hash", daemon=True)
             self.thread.start()
 
-    def add(self, part: bytes) -> None:
+    def add(self, part: bytes | bytearray) -> None:
         self.size += len(part)
         if self.queue is not None:
             self.queue.put(part)
@@ -149,7 +202,9 @@ class _Digest:
         return base64.urlsafe_b64encode(self.hasher.digest()).rstrip(b"=").decode()
 
 
-def inflate(task: Task, raw: bytes, path: Path, spare_core: bool) -> tuple[ByteSource, str]:
+def inflate(
+    task: Task, raw: bytes | RawFile, path: Path, spare_core: bool
+) -> tuple[ByteSource, str]:
     """The member's content and its RECORD-style digest; bounded by the stated size."""
     if task.flags & 1:
         raise MemberError("encrypted member")
@@ -158,24 +213,43 @@ def inflate(task: Task, raw: bytes, path: Path, spare_core: bool) -> tuple[ByteS
     digest = _Digest(task.algo, background=spare_core and task.file_size >= HASH_THREAD_ABOVE)
     try:
         content: ByteSource
-        if task.method == zipfile.ZIP_STORED:
-            content = Chunks([raw])
-            digest.add(raw)
-        elif task.method == zipfile.ZIP_DEFLATED and len(raw) <= ONE_SHOT_BELOW:
-            data = _inflate_small(task, raw)
-            content = Chunks([data])
-            digest.add(data)
-        elif task.method == zipfile.ZIP_DEFLATED:
-            content = _inflate_stream(task, raw, digest)
+        whole = _inflate_whole(task, raw, path) if isinstance(raw, bytes) else None
+        if whole is not None:
+            content = Chunks([whole])
+            digest.add(whole)
         else:
-            data = _inflate_other(task, path)
-            content = Chunks([data])
-            digest.add(data)
+            content = _inflate_stream(task, raw, digest)
     finally:
         value = digest.finish()
     if digest.size != task.file_size:
         raise MemberError(f"holds {digest.size} bytes, the zip directory says {task.file_size}")
     return content, value
+
+
+def _inflate_whole(task: Task, raw: bytes, path: Path) -> bytes | bytearray | None:
+    """The member's content in one piece; None for a deflated member to inflate in steps."""
+    if task.method == zipfile.ZIP_STORED:
+        return raw
+    if task.method != zipfile.ZIP_DEFLATED:
+        return _inflate_other(task, path)
+    fast = _inflate_fast(task, raw)
+    if fast is not None:
+        return fast
+    return _inflate_small(task, raw) if len(raw) <= ONE_SHOT_BELOW else None
+
+
+def _inflate_fast(task: Task, raw: bytes) -> bytearray | None:
+    """In one call by libdeflate, into no more than the stated size; None when it is not
+    installed, the member is too big to keep, or the data does not inflate to the stated size
+    (zlib then says exactly what is wrong)."""
+    if not 0 < task.file_size < ONE_CALL_BELOW:
+        return None
+    try:
+        # Deflate expands at most 1032:1: a larger stated size is a lie, not an allocation.
+        data = inflate_one_call(raw, min(task.file_size, len(raw) * 1032))
+    except InflateError:
+        return None
+    return data if data is not None and len(data) == task.file_size else None
 
 
 def _inflate_small(task: Task, raw: bytes) -> bytes:
@@ -186,13 +260,13 @@ def _inflate_small(task: Task, raw: bytes) -> bytes:
         raise MemberError(f"corrupt deflate data: {exc}") from None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Point:
     """An inflater state to resume from: ``out`` bytes produced after ``inp`` bytes consumed."""
 
     out: int
     inp: int
-    state: zlib._Decompress
+    state: Inflater
 
 
 class _Inflated:
@@ -204,7 +278,12 @@ class _Inflated:
     """
 
     def __init__(
-        self, raw: bytes, prefix: bytes, points: list[_Point], size: int, tap: FatbinTap
+        self,
+        raw: bytes | RawFile,
+        prefix: bytes,
+        points: list[_Point],
+        size: int,
+        tap: FatbinTap,
     ) -> None:
         self.raw, self.prefix, self.points, self.size = raw, prefix, points, size
         self.fatbin_seen = tap.seen  # headers seen while inflating: see wheels.fatbin_tap
@@ -230,33 +309,51 @@ class _Inflated:
         if k not in self._blocks:
             point = self.points[k]
             end = self.points[k + 1].out if k + 1 < len(self.points) else self.size
-            inflater, pos, out = point.state.copy(), point.inp, point.out
+            out = point.out
             parts: list[bytes] = []
-            view = memoryview(self.raw)
-            while out < end and pos < len(self.raw):
-                part = inflater.decompress(view[pos : pos + INFLATE_STEP])
-                pos += INFLATE_STEP
+            for part, _ in _steps(point.state.copy(), self.raw, point.inp):
                 parts.append(part)
                 out += len(part)
+                if out >= end:
+                    break
             if len(self._blocks) >= KEEP_BLOCKS:  # a walk over a big fatbin touches them all
                 del self._blocks[next(iter(self._blocks))]
             self._blocks[k] = b"".join(parts)[: end - point.out]
         return self._blocks[k]
 
 
-def _inflate_stream(task: Task, raw: bytes, digest: _Digest) -> ByteSource:
+def _steps(inflater: Inflater, raw: bytes | RawFile, pos: int) -> Iterator[tuple[bytes, int]]:
+    """Each part ``inflater`` makes of ``raw[pos:]``, no more than :data:`OUT_STEP` bytes, and
+    how far into ``raw`` it has consumed by then (where a copy of its state resumes)."""
+    view = memoryview(raw) if isinstance(raw, bytes) else None
+    while pos < len(raw):
+        chunk: bytes | memoryview
+        if view is not None:
+            chunk = view[pos : pos + INFLATE_STEP]
+        else:
+            chunk = raw.read(pos, INFLATE_STEP)  # type: ignore[union-attr]
+            if not chunk:
+                raise MemberError("the wheel ends inside the member")
+        pos += len(chunk)
+        while True:
+            part = inflater.decompress(chunk, OUT_STEP)
+            chunk = inflater.unconsumed_tail
+            yield part, pos - len(chunk)
+            if not chunk:
+                break
+
+
+def _inflate_stream(task: Task, raw: bytes | RawFile, digest: _Digest) -> ByteSource:
     """Inflate in bounded steps, hashing as it goes; keep all of it, or for big members only a
     prefix and a saved state every few megabytes."""
     keep_all = task.file_size < SNAPSHOT_ABOVE
-    inflater = zlib.decompressobj(-15)
-    view = memoryview(raw)
+    inflater = new_stream()
     parts: list[bytes] = []
     points = [_Point(0, 0, inflater.copy())]
     tap = FatbinTap()
     kept = 0
     try:
-        for start in range(0, len(raw), INFLATE_STEP):
-            part = inflater.decompress(view[start : start + INFLATE_STEP])
+        for part, consumed in _steps(inflater, raw, 0):
             if digest.size + len(part) > task.file_size:
                 raise MemberError(f"inflates past the {task.file_size} bytes it states")
             if keep_all or kept < KEEP_PREFIX:
@@ -266,9 +363,9 @@ def _inflate_stream(task: Task, raw: bytes, digest: _Digest) -> ByteSource:
             if not keep_all:
                 tap.feed(part)
             if not keep_all and digest.size >= points[-1].out + SNAPSHOT_EVERY:
-                points.append(_Point(digest.size, start + INFLATE_STEP, inflater.copy()))
+                points.append(_Point(digest.size, consumed, inflater.copy()))
         tail = inflater.flush()
-    except zlib.error as exc:
+    except stream_error() as exc:
         raise MemberError(f"corrupt deflate data: {exc}") from None
     if tail:
         parts.append(tail)
@@ -302,14 +399,23 @@ def _inflate_other(task: Task, path: Path) -> bytes:
     return data
 
 
-def scan_member(task: Task, raw: bytes | MemberError, path: Path, spare_core: bool) -> MemberScan:
+def scan_member(
+    task: Task, raw: bytes | RawFile | MemberError, path: Path, spare_core: bool
+) -> MemberScan:
     """One member read into a :class:`MemberScan`; problems become its fields."""
     if isinstance(raw, MemberError):
         return MemberScan(task.index, task.name, algo=task.algo, read_error=str(raw))
     try:
-        content, digest = inflate(task, raw, path, spare_core)
+        return _scan(task, raw, path, spare_core)
     except MemberError as exc:
         return MemberScan(task.index, task.name, algo=task.algo, read_error=str(exc))
+    finally:
+        if isinstance(raw, RawFile):
+            raw.close()
+
+
+def _scan(task: Task, raw: bytes | RawFile, path: Path, spare_core: bool) -> MemberScan:
+    content, digest = inflate(task, raw, path, spare_core)
     head = content.head(4)
     base = MemberScan(task.index, task.name, content.size, digest, task.algo)
     if not looks_like_elf(task.name, head):
@@ -327,8 +433,7 @@ def scan_member(task: Task, raw: bytes | MemberError, path: Path, spare_core: bo
 
 def with_changes(scan: MemberScan, **changes: object) -> MemberScan:
     """``scan`` with some fields replaced."""
-    values = {**scan.__dict__, **changes}
-    return MemberScan(**values)
+    return replace(scan, **changes)
 
 
 def task_for(index: int, info: zipfile.ZipInfo, algo: str) -> Task:

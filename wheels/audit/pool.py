@@ -4,20 +4,28 @@ members first, each batch looked up in the cache before it is read."""
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
-import multiprocessing.context
 import os
-import pickle
 import threading
 import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from wheels.audit.cache import Cache
-from wheels.audit.members import MemberError, MemberScan, Task, read_raw, scan_member
+from wheels.audit.members import (
+    MemberError,
+    MemberScan,
+    RawFile,
+    Task,
+    open_raw,
+    read_raw,
+    scan_member,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import multiprocessing.context
+    from concurrent.futures import Future
 
 BATCH_BYTES = 8 << 20
 BATCH_MEMBERS = 1024
@@ -35,16 +43,10 @@ def cores() -> int:
 def _run_batch(
     path: Path, batch: Sequence[Task], cache: Cache | None, spare_core: bool = False
 ) -> tuple[list[MemberScan], bool]:
-    raws: list[bytes | MemberError] = []
-    try:
-        with path.open("rb") as fh:
-            for task in batch:
-                try:
-                    raws.append(read_raw(fh.fileno(), task))
-                except MemberError as exc:
-                    raws.append(exc)
-    except OSError as exc:
-        raws += [MemberError(f"cannot open the wheel: {exc}")] * (len(batch) - len(raws))
+    if cache is None and len(batch) == 1:  # a big member alone: read in steps, unless its
+        raws = [_open_raw(path, batch[0])]  # bytes make the cache key
+    else:
+        raws = _read_raws(path, batch)
     good = [r for r in raws if isinstance(r, bytes)]
     key = cache.key(batch, good) if cache is not None and len(good) == len(raws) else None
     if key is not None and cache is not None:
@@ -57,6 +59,29 @@ def _run_batch(
     if key is not None and cache is not None and not any(s.read_error for s in scans):
         cache.put(key, scans)
     return scans, False
+
+
+def _open_raw(path: Path, task: Task) -> bytes | RawFile | MemberError:
+    try:
+        return open_raw(path, task)
+    except MemberError as exc:
+        return exc
+    except OSError as exc:
+        return MemberError(f"cannot open the wheel: {exc}")
+
+
+def _read_raws(path: Path, batch: Sequence[Task]) -> list[bytes | RawFile | MemberError]:
+    raws: list[bytes | RawFile | MemberError] = []
+    try:
+        with path.open("rb") as fh:
+            for task in batch:
+                try:
+                    raws.append(read_raw(fh.fileno(), task))
+                except MemberError as exc:
+                    raws.append(exc)
+    except OSError as exc:
+        raws += [MemberError(f"cannot open the wheel: {exc}")] * (len(batch) - len(raws))
+    return raws
 
 
 def _run_batches(
@@ -122,6 +147,10 @@ def _scan_parallel(
     process's bookkeeping; a batch is handed out only when a child is free, so none is left
     queued behind a long one while this process has nothing to do.
     """
+    import pickle  # imported here: a small wheel is read without any of this
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     children = workers - 1
     try:
         with warnings.catch_warnings():
@@ -162,6 +191,8 @@ def _scan_parallel(
 
 
 def _mp_context() -> multiprocessing.context.BaseContext:
+    import multiprocessing
+
     methods = multiprocessing.get_all_start_methods()
     if "fork" in methods and threading.active_count() == 1:
         return multiprocessing.get_context("fork")

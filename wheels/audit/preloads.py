@@ -11,25 +11,27 @@ provides then joins the scope of every ELF the package's extensions load.
 
 from __future__ import annotations
 
-import ast
 import posixpath
 import zipfile
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-
-from packaging.utils import canonicalize_name
 
 from wheels.audit.archive import Archive
 from wheels.audit.findings import Findings
 from wheels.audit.ldso import Elves
 from wheels.audit.scopes import Scope
+from wheels.filename import canonicalize_name
 from wheels.loading import installed_copy, loaded_by_import, preload_modules
 from wheels.naming import EXTENSION_NAME
 from wheels.policy import DistLib
+from wheels.record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import ast
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Preloads:
     """A package's top-level imports before its first relative import, in order, and those of
     them whose extension module it makes global (``ctypes.CDLL(m.__file__, ... RTLD_GLOBAL``)."""
@@ -46,6 +48,8 @@ class Preloads:
 def read_preloads(archive: Archive, ctx: Elves, package: str) -> Preloads:
     """What ``package``'s ``__init__.py`` (in the wheel) imports first; nothing when it has
     none or it cannot be read."""
+    import ast  # only for a wheel that loads another distribution's library
+
     init = ctx.installed.get(posixpath.join(package, "__init__.py"))
     try:
         body = ast.parse(archive.zf.read(init)).body if init else []
@@ -67,6 +71,8 @@ def read_preloads(archive: Archive, ctx: Elves, package: str) -> Preloads:
 
 def _made_global(node: ast.stmt) -> str | None:
     """``m`` for a statement ``...CDLL(m.__file__, ... RTLD_GLOBAL ...)``."""
+    import ast
+
     call = node.value if isinstance(node, ast.Expr) else None
     if not isinstance(call, ast.Call) or not call.args:
         return None
@@ -170,9 +176,7 @@ def _join_scopes(
             f"loads {module} from {lib.distribution}, but {lib.distribution} is not in "
             "Requires-Dist",
         )
-    hit = next(
-        (h for s, lib in libs if (h := installed_copy(lib, s, ctx.site_dirs, ctx.host))), None
-    )
+    hit = next((h for s, lib in libs if (h := installed_copy(lib, s, ctx.sites(), ctx.host))), None)
     roots = [r for r in ctx.extensions if posixpath.dirname(ctx.install_of.get(r) or r) == package]
     for member in {m for r in roots for m in ctx.groups[r].members}:
         scope = scopes[member]

@@ -8,14 +8,12 @@ with the ELF.
 
 from __future__ import annotations
 
-import ast
 import posixpath
 import re
 import zipfile
 import zlib
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from wheels.audit.archive import Archive
 from wheels.audit.findings import Findings
@@ -24,6 +22,7 @@ from wheels.audit_report import Need, SymbolCheck, plural, shorten
 from wheels.elf import ElfInfo
 from wheels.loading import installed_copy, search_path, stranded_needs
 from wheels.policy import DistLib
+from wheels.record import field, record
 
 LISTED_SYMBOLS = 200
 
@@ -31,7 +30,7 @@ LISTED_SYMBOLS = 200
 _PY_SYMBOL = re.compile(r"^_?Py")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Stranded:
     """A need of another distribution's library that ld.so will not find (:mod:`wheels.loading`)."""
 
@@ -41,7 +40,7 @@ class _Stranded:
     lib: DistLib
 
 
-@dataclass
+@record
 class Scope:
     """What an ELF file finds loaded beside it, and what could not be read to tell."""
 
@@ -73,7 +72,12 @@ def _group_scope(ctx: Elves, group: Group) -> Scope:
             scope.unverifiable.append(label)
             continue
         scope.providers.append(info)
-        stranded = dict(stranded_needs(key, info, ctx.policy.distributions, ctx.site_dirs, loaded))
+        supplied = ctx.policy.distributions
+        stranded = (
+            dict(stranded_needs(key, info, supplied, ctx.sites(), loaded))
+            if any(n in supplied for n in info.needed)
+            else {}
+        )
         for soname in info.needed:
             if soname in loaded:
                 continue
@@ -81,7 +85,7 @@ def _group_scope(ctx: Elves, group: Group) -> Scope:
             if soname in stranded:
                 # ld.so would not find it; loaded first (as the fix does), it is this copy
                 scope.stranded.append(_Stranded(member, label, soname, stranded[soname]))
-                hit = installed_copy(stranded[soname], soname, ctx.site_dirs, ctx.host)
+                hit = installed_copy(stranded[soname], soname, ctx.sites(), ctx.host)
             else:
                 hit = ctx.host.find(soname, info, search_path(key, info))
             node = (hit[0], hit[1], soname) if hit else (f"none:{soname}", None, soname)
@@ -92,7 +96,7 @@ def _group_scope(ctx: Elves, group: Group) -> Scope:
 def _outside_node(ctx: Elves, need: Need, like: ElfInfo) -> tuple[str, ElfInfo | None, str]:
     if need.kind == "distribution":
         lib = ctx.policy.supplier(need.soname)
-        hit = installed_copy(lib, need.soname, ctx.site_dirs, ctx.host) if lib else None
+        hit = installed_copy(lib, need.soname, ctx.sites(), ctx.host) if lib else None
         if hit is not None and like.is_compatible(hit[1]):
             return hit[0], hit[1], need.soname
     elif need.kind in ("system", "external"):
@@ -103,11 +107,15 @@ def _outside_node(ctx: Elves, need: Need, like: ElfInfo) -> tuple[str, ElfInfo |
 
 
 def scopes_by_member(ctx: Elves) -> dict[str, Scope]:
-    """Each ELF's scope: the union of the groups it is loaded in."""
+    """Each ELF's scope: a root's (an extension module, an executable, a library nothing loads)
+    is that of its own group, since it must load by itself; any other ELF's is the union of the
+    groups it is loaded in."""
     group_scopes = {root: _group_scope(ctx, g) for root, g in ctx.groups.items()}
-    out: dict[str, Scope] = {}
+    out: dict[str, Scope] = dict(group_scopes)
     for root, group in ctx.groups.items():
         for member in group.members:
+            if member in group_scopes:
+                continue
             scope = out.setdefault(member, Scope([], []))
             known = {id(p) for p in scope.providers}
             scope.providers += [p for p in group_scopes[root].providers if id(p) not in known]
@@ -153,6 +161,8 @@ def _packages_loading(ctx: Elves, member: str) -> list[str]:
 def _imports_first(archive: Archive, ctx: Elves, package: str, module: str) -> bool:
     """Does ``package``'s ``__init__.py`` import ``module`` at its top level, before any
     relative import (which is how a package loads its extension modules)?"""
+    import ast  # only for a wheel with a stranded need
+
     init = ctx.installed.get(posixpath.join(package, "__init__.py"))
     try:
         body = ast.parse(archive.zf.read(init)).body if init else []
@@ -186,45 +196,109 @@ def _bound(
     return found is not None
 
 
+# What the interpreter itself has loaded when it imports an extension module: CPython links
+# libm (and, before glibc 2.34 merged them into libc, libpthread, libdl and libutil). A fixed
+# set, not this host's python's own DT_NEEDED closure (Debian's also links libz and libexpat,
+# which a wheel must not count on).
+INTERPRETER_LIBRARIES = (
+    "libc.so.6",
+    "libm.so.6",
+    "libpthread.so.0",
+    "libdl.so.2",
+    "libutil.so.1",
+)
+
+
+@record
+class _Binding:
+    """Where the undefined symbols of one ELF bind."""
+
+    bound: int = 0
+    python: int = 0
+    unverified: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    interpreter: dict[str, list[str]] = field(default_factory=dict)  # library -> symbols
+
+
+def _interpreter_libraries(ctx: Elves, like: ElfInfo) -> list[tuple[str, ElfInfo]]:
+    """(name, ELF data) of the :data:`INTERPRETER_LIBRARIES` this host has for ``like``."""
+    out = []
+    for soname in INTERPRETER_LIBRARIES:
+        hit = ctx.host.find(soname, like)
+        if hit is not None:
+            out.append((soname, hit[1]))
+    return out
+
+
+def _bind_all(ctx: Elves, info: ElfInfo, scope: Scope, python_ok: bool) -> _Binding:
+    out = _Binding()
+    providers = [p for p in scope.providers if p is not info]
+    in_scope = {id(p) for p in providers}
+    interpreter: list[tuple[str, ElfInfo]] | None = None if python_ok else []
+    for name, version in zip(info.undefined, info.undefined_versions, strict=True):
+        label = f"{name}@{version}" if version else name
+        if _bound(ctx.definers, (name, version), providers, in_scope):
+            out.bound += 1
+            continue
+        if python_ok and _PY_SYMBOL.match(name):
+            out.python += 1
+            continue
+        if interpreter is None:  # read only when a symbol is not bound otherwise
+            interpreter = _interpreter_libraries(ctx, info)
+        if by := next((n for n, lib in interpreter if lib.defines(name, version)), None):
+            out.python += 1
+            out.interpreter.setdefault(by, []).append(label)
+        elif scope.unverifiable:
+            out.unverified.append(label)
+        else:
+            out.missing.append(label)
+    return out
+
+
+def _why_unverifiable(ctx: Elves, scope: Scope) -> str:
+    """Why the libraries of ``scope`` that could not be read were not: unresolved, or absent."""
+    unresolved = {n.soname for needs in ctx.needs.values() for n in needs if n.kind == "missing"}
+    names = sorted(set(scope.unverifiable))
+    parts = [
+        ", ".join(n for n in names if n in unresolved) + " unresolved",
+        ", ".join(n for n in names if n not in unresolved) + " not readable on this host",
+    ]
+    return "; ".join(p for p in parts if not p.startswith(" "))
+
+
 def check_symbols(
     ctx: Elves, member: str, scope: Scope, python_ok: bool, f: Findings
 ) -> SymbolCheck:
-    """Every undefined, non-weak symbol of ``member`` against its scope."""
+    """Every undefined, non-weak symbol of ``member`` against its scope; in an ELF loaded into
+    Python, the C API and what the interpreter's own libraries define bind in the interpreter."""
     info = ctx.elfs[member]
-    bound = python = 0
-    unverified: list[str] = []
-    missing: list[str] = []
-    providers = [p for p in scope.providers if p is not info]
-    in_scope = {id(p) for p in providers}
-    for name, version in zip(info.undefined, info.undefined_versions, strict=True):
-        if _bound(ctx.definers, (name, version), providers, in_scope):
-            bound += 1
-        elif python_ok and _PY_SYMBOL.match(name):
-            python += 1
-        elif scope.unverifiable:
-            unverified.append(f"{name}@{version}" if version else name)
-        else:
-            missing.append(f"{name}@{version}" if version else name)
-    if missing:
+    b = _bind_all(ctx, info, scope, python_ok)
+    if b.missing:
         f.violation(
             "undefined-symbol",
             member,
-            f"{plural(len(missing), 'undefined symbol')} "
-            f"defined by none of the libraries loaded with it: {shorten(missing)}",
+            f"{plural(len(b.missing), 'undefined symbol')} "
+            f"defined by none of the libraries loaded with it: {shorten(b.missing)}",
         )
-    if unverified:
-        readable = ", ".join(sorted(set(scope.unverifiable)))
+    for library, names in sorted(b.interpreter.items()):
+        f.warning(
+            "interpreter-symbols",
+            member,
+            f"binds {shorten(names, 4)} from {library} only because the interpreter loaded it; "
+            f"{library} is not in its DT_NEEDED (link with -l{library[3:].split('.')[0]})",
+        )
+    if b.unverified:
         f.warning(
             "unverified-symbols",
             member,
-            f"{plural(len(unverified), 'undefined symbol')} not checked ({readable} not "
-            f"readable on this host): {shorten(unverified)}",
+            f"{plural(len(b.unverified), 'undefined symbol')} not checked "
+            f"({_why_unverifiable(ctx, scope)}): {shorten(b.unverified)}",
         )
     return SymbolCheck(
         len(info.undefined),
-        bound,
-        python,
-        tuple(unverified[:LISTED_SYMBOLS]),
+        b.bound,
+        b.python,
+        tuple(b.unverified[:LISTED_SYMBOLS]),
         tuple(sorted(set(scope.unverifiable))),
-        tuple(missing[:LISTED_SYMBOLS]),
+        tuple(b.missing[:LISTED_SYMBOLS]),
     )

@@ -40,10 +40,16 @@ def check_tags(archive: Archive, verdict: TagVerdict, has_elf: bool, f: Findings
         allowed = verdict.allows(tag)
         if allowed is False:
             why = "; ".join(verdict.reasons) or "its ELF files"
+            note = (
+                ""
+                if verdict.has_policy(tag)
+                else f" (auditwheel has no {tag} policy: compared by its libc version, as PEP 600 "
+                "defines the tag)"
+            )
             f.violation(
                 "platform-tag",
                 None,
-                f"declares {tag}, but its ELF files allow at most {verdict.tag}: {why}",
+                f"declares {tag}, but its ELF files allow at most {verdict.tag}{note}: {why}",
             )
         elif allowed is None:
             f.violation(

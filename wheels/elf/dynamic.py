@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from wheels.elf.reader import (
@@ -19,12 +18,13 @@ from wheels.elf.reader import (
     string_at,
     vaddr_to_offset,
 )
+from wheels.record import record
 
 _DT_NULL, _DT_NEEDED, _DT_STRTAB, _DT_STRSZ = 0, 1, 5, 10
 _DT_SONAME, _DT_RPATH, _DT_RUNPATH = 14, 15, 29
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Dynamic:
     """What the dynamic segment says about loading the file."""
 

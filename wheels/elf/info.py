@@ -9,10 +9,11 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from wheels.record import fields, record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class VersionNeed:
     """One DT_VERNEED entry: versions this object needs from the library named ``file``."""
 
@@ -20,7 +21,7 @@ class VersionNeed:
     versions: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ElfInfo:
     """What the loader and an audit need to know about one ELF file."""
 
@@ -57,7 +58,7 @@ class ElfInfo:
         # string (a name cannot hold NUL: string tables end names with it).
         values = tuple(
             ("\0".join(v), type(v) is frozenset, len(v)) if _is_strings(v) else (v, None, 0)
-            for v in (getattr(self, name) for name in self.__dataclass_fields__)
+            for v in (getattr(self, name) for name in fields(ElfInfo))
         )
         return _unpack_info, (values,)
 

@@ -12,9 +12,10 @@ import contextlib
 import os
 import struct
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+from wheels.record import record
 
 ELF_MAGIC = b"\x7fELF"
 
@@ -100,7 +101,7 @@ def malformed_as_elf_error() -> Iterator[None]:
         raise ElfError(f"malformed ELF: {exc}") from None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Formats:
     """Struct formats for one ELF class and byte order."""
 
@@ -146,8 +147,10 @@ class Reader:
         return self._strings[key]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Header:
+    """The ELF header's fields that locate everything else."""
+
     elf_type: int
     machine: int
     flags: int
@@ -160,8 +163,10 @@ class Header:
     shstrndx: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Section:
+    """One section header."""
+
     name: int  # offset in the section-name string table
     sh_type: int
     offset: int
@@ -170,8 +175,10 @@ class Section:
     entsize: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Segment:
+    """One program header."""
+
     p_type: int
     offset: int
     vaddr: int
@@ -254,7 +261,7 @@ def vaddr_to_offset(segments: Sequence[Segment], vaddr: int) -> int | None:
     return None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Image:
     """One ELF file's reader, header, segments and sections, read once."""
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from wheels.elf.info import ElfInfo, VersionNeed
+from wheels.record import fields as fields_of
 
 
 def to_record(info: ElfInfo) -> dict[str, object]:
     record: dict[str, object] = {}
-    for key in info.__dataclass_fields__:
+    for key in fields_of(ElfInfo):
         value = getattr(info, key)
         if isinstance(value, frozenset):
             record[key] = sorted(value)
@@ -28,7 +29,7 @@ _SET_FIELDS = frozenset({"exports_versioned", "exports_unversioned", "entry_poin
 def from_record(record: Mapping[str, object]) -> ElfInfo:
     """Inverse of :func:`to_record`; a record that does not fit raises ValueError or TypeError."""
     fields: dict[str, object] = {}
-    for key in ElfInfo.__dataclass_fields__:
+    for key in fields_of(ElfInfo):
         value = record[key]
         if key == "version_needs":
             fields[key] = tuple(VersionNeed(str(f), tuple(map(str, v))) for f, v in _rows(value))

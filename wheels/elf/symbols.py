@@ -9,11 +9,11 @@ from __future__ import annotations
 import sys
 from array import array
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from wheels.elf.reader import Data, ElfError, Reader, Section, linked_strtab, opened, string_at
 from wheels.elf.versions import Versions
+from wheels.record import record
 
 _SHT_GNU_VERSYM = 0x6FFFFFFF
 _STB_GLOBAL, _STB_WEAK = 1, 2
@@ -23,8 +23,10 @@ _PYFPE = frozenset({"PyFPE_jbuf", "PyFPE_dummy", "PyFPE_counter"})
 _ENTRY_PREFIXES = ("PyInit_", "init", "_cffi_pypyinit_")
 
 
-@dataclass
+@record
 class Symbols:
+    """The dynamic symbols of one ELF file, sorted the ways the audit asks."""
+
     exports: list[str]
     exports_versioned: set[str]
     exports_unversioned: list[str]

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from wheels.elf.info import VersionNeed
 from wheels.elf.reader import Reader, Section, linked_strtab, string_at
+from wheels.record import record
 
 _SHT_GNU_VERDEF, _SHT_GNU_VERNEED = 0x6FFFFFFD, 0x6FFFFFFE
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Versions:
+    """The GNU symbol-version tables of one ELF file."""
+
     needs: tuple[VersionNeed, ...]
     need_by_index: dict[int, str]
     defs: tuple[str, ...]

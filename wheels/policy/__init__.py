@@ -36,9 +36,8 @@ import json
 import posixpath
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from importlib import resources
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NoReturn
 
@@ -48,6 +47,7 @@ from wheels.policy.python_api import is_python_api
 from wheels.policy.variants import VariantPolicy, parse_variant
 from wheels.policy.wheel_abi import TagVerdict, platform_verdict
 from wheels.policy.wheeltools import wheel_platform
+from wheels.record import field, record
 
 __all__ = [
     "DistLib",
@@ -66,7 +66,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DistLib:
     """A library that another Python distribution installs into ``dir`` of site-packages."""
 
@@ -79,8 +79,10 @@ class DistLib:
     after: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class VendorPolicy:
+    """What one vendor's wheels may take from outside them."""
+
     name: str
     external: tuple[str, ...]
     distributions: Mapping[str, DistLib] = field(default_factory=lambda: MappingProxyType({}))
@@ -132,7 +134,7 @@ def vendor_of_local(local: str) -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def _policies() -> dict[str, VendorPolicy]:
-    text = resources.files("wheels").joinpath("policy/vendors.json").read_text(encoding="utf-8")
+    text = (Path(__file__).parent / "vendors.json").read_text(encoding="utf-8")
     return _parse(text)
 
 

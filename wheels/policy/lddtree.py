@@ -8,14 +8,15 @@ place in the wheel, an absolute path a place on this host (read through
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from wheels.elf import ElfInfo, HostLibraries
+from wheels.record import record
 
 LIBPYTHON_RE = re.compile(r"^libpython\d+\.\d+m?.so(\.\d)*$")
 _ORIGIN_RE = re.compile(r"\$(ORIGIN|\{ORIGIN\})")
@@ -29,17 +30,87 @@ def host_library_dirs(libc: str = "glibc") -> tuple[str, ...]:
     return tuple(dict.fromkeys([*env, *conf]))
 
 
+@functools.lru_cache(maxsize=4)
 def host_search(libc: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """auditwheel's ``load_ld_paths``: $LD_LIBRARY_PATH-like dirs, then ld.so.conf and /lib..."""
-    from auditwheel.lddtree import load_ld_paths
-    from auditwheel.libc import Libc
+    """auditwheel's ``load_ld_paths``: $AUDITWHEEL_LD_LIBRARY_PATH and $LD_LIBRARY_PATH, then
+    ld.so.conf (musl: /etc/ld-musl-*.path) and the trusted directories; cached per process as
+    auditwheel's is. An $ORIGIN in those variables, which auditwheel fails on, is left out."""
+    value = ":".join(
+        filter(
+            None, (os.environ.get("AUDITWHEEL_LD_LIBRARY_PATH"), os.environ.get("LD_LIBRARY_PATH"))
+        )
+    )
+    env = _parse_ld_paths(value) if value else []
+    if libc == "musl":
+        conf = _musl_conf()
+    else:
+        conf = _parse_ld_so_conf("//etc/ld.so.conf", first=True)
+        conf += ["/lib", "/lib64/", "/usr/lib", "/usr/lib64"]
+    return tuple(env), tuple(conf)
 
-    paths = load_ld_paths(Libc(libc))
-    return tuple(paths["env"]), tuple(paths["conf"])
+
+def _normpath(path: str) -> str:
+    return os.path.normpath(path).replace("//", "/")
 
 
-@dataclass(frozen=True)
+def _existing(paths: Iterable[str]) -> list[str]:
+    return [p for p in dict.fromkeys(paths) if os.path.isdir(p)]  # noqa: PTH112
+
+
+def _parse_ld_paths(value: str) -> list[str]:
+    """auditwheel's parse_ld_paths with no object path (an empty entry is the cwd)."""
+    out = [
+        _normpath(str(Path.cwd()) if entry == "" else "/" + entry)
+        for entry in value.split(":")
+        if not _ORIGIN_RE.search(entry)
+    ]
+    return _existing(out)
+
+
+def _parse_ld_so_conf(conf: str, *, first: bool = False) -> list[str]:
+    """auditwheel's parse_ld_so_conf with root "/": comments, blank lines, includes (globbed)."""
+    import glob
+
+    paths: list[str] = []
+    try:
+        with open(conf, encoding="utf-8", errors="surrogateescape") as fh:  # noqa: PTH123
+            lines = fh.readlines()
+    except OSError:
+        lines = []
+    for raw in lines:
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if line.startswith("include "):
+            pattern = line[8:]
+            pattern = (
+                "/" + pattern.lstrip("/")
+                if pattern[0] == "/"
+                else (
+                    os.path.dirname(conf) + "/" + pattern  # noqa: PTH120
+                )
+            )
+            for path in glob.glob(pattern):  # noqa: PTH207
+                paths += _parse_ld_so_conf(path)
+        else:
+            paths.append(_normpath("/" + line))
+    return _existing(paths) if first else paths
+
+
+def _musl_conf() -> list[str]:
+    import glob
+
+    found = glob.glob("//etc/ld-musl-*.path")  # noqa: PTH207
+    if not found:
+        return ["//lib", "//usr/local/lib", "//usr/lib"]
+    with open(found[0], encoding="utf-8") as fh:  # noqa: PTH123
+        return ["/" + d.strip() for d in fh.read().split(":") if d.strip()]
+
+
+@record(frozen=True)
 class Lib:
+    """One library of an ELF tree, as auditwheel's lddtree records it."""
+
     soname: str
     realpath: str | None
     in_wheel: bool
@@ -47,8 +118,10 @@ class Lib:
     needed: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Tree:
+    """auditwheel's DynamicExecutable: one ELF file and what it loads."""
+
     path: str
     info: ElfInfo
     libc: str | None
@@ -56,7 +129,7 @@ class Tree:
     libraries: dict[str, Lib]
 
 
-@dataclass
+@record
 class _Search:
     """The ldpaths dict auditwheel threads through one ``ldd`` call tree."""
 

@@ -1,28 +1,190 @@
 """auditwheel's manylinux and musllinux policies, and the libraries each would graft (mirrors
-``auditwheel/policy/__init__.py``: ``WheelPolicies`` and ``lddtree_external_references``).
+``auditwheel/policy/__init__.py``: ``WheelPolicies`` and ``lddtree_external_references``; and
+``auditwheel/architecture.py``).
 
-The policy data itself is auditwheel's, read through ``auditwheel.policy``.
+The policy data itself is auditwheel's own JSON (``auditwheel/policy/*-policy.json``), read here
+without importing auditwheel, whose policy module imports its ELF tree and pyelftools: that alone
+costs more than auditing a small wheel. What auditwheel's constructor does with the data is
+mirrored step for step (tests/unit/test_policy.py holds the two equal for every architecture);
+its check of the data's PEP 600 consistency is left to auditwheel's own tests.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
-from dataclasses import dataclass
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from wheels.policy.elfutils import blacklisted
 from wheels.policy.lddtree import Tree
+from wheels.record import record
+
+# auditwheel.architecture.Architecture, in its order (is_subset compares positions).
+ARCHITECTURES = (
+    "aarch64",
+    "arm64_v8a",
+    "armv7l",
+    "i686",
+    "loongarch64",
+    "ppc64",
+    "ppc64le",
+    "riscv64",
+    "s390x",
+    "x86_64",
+    "x86_64_v2",
+    "x86_64_v3",
+    "x86_64_v4",
+)
+
+
+def baseline(arch: str) -> str:
+    """auditwheel's ``Architecture.baseline``: x86_64 for x86_64_v3, aarch64 for arm64_v8a."""
+    if arch.startswith("arm64"):
+        return "aarch64"
+    return "x86_64" if arch.startswith("x86_64") else arch
+
+
+def is_superset(arch: str, other: str) -> bool:
+    """auditwheel's ``Architecture.is_superset``: ``arch`` runs whatever ``other`` runs."""
+    if baseline(arch) != baseline(other):
+        return False
+    return ARCHITECTURES.index(other) <= ARCHITECTURES.index(arch)
+
+
+@functools.total_ordering
+@record(frozen=True, eq=True)
+class Policy:
+    """auditwheel's ``Policy``: one platform tag's symbol versions and libraries."""
+
+    name: str
+    aliases: tuple[str, ...]
+    priority: int
+    symbol_versions: Mapping[str, frozenset[str]]
+    whitelist: frozenset[str]
+    blacklist: Mapping[str, frozenset[str]]
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Policy):
+            return NotImplemented
+        return self.priority < other.priority
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.priority))
+
+
+@record(frozen=True)
+class Policies:
+    """auditwheel's ``WheelPolicies`` for one libc and architecture, lowest priority first."""
+
+    libc: str
+    architecture: str
+    policies: tuple[Policy, ...]
+
+    def __iter__(self) -> Iterator[Policy]:
+        return iter(self.policies)
+
+    @property
+    def linux(self) -> Policy:
+        return self.policies[0]
+
+    @property
+    def highest(self) -> Policy:
+        return self.policies[-1]
+
+    def versioned_symbols_policy(self, versioned: Mapping[str, set[str]]) -> Policy:
+        """The best policy whose symbol versions hold every one of ``versioned``'s."""
+        required: dict[str, set[str]] = {}
+        for symbols in versioned.values():
+            for symbol in symbols:
+                required.setdefault(symbol.partition("_")[0], set()).add(symbol)
+        for p in reversed(self.policies):
+            allowed = {k: {f"{k}_{v}" for v in vs} for k, vs in p.symbol_versions.items()}
+            if all(required[k] <= allowed[k] for k in set(required) & set(allowed)):
+                return p
+        return self.linux  # unreachable: linux allows everything
+
+
+def _policy_file(libc: str) -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("auditwheel")  # finds the package without importing it
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    if not locations:
+        raise ValueError("auditwheel is not installed: its policy data is needed")
+    name = {"glibc": "manylinux", "musl": "musllinux"}[libc]
+    return Path(locations[0], "policy", f"{name}-policy.json")
+
+
+@functools.lru_cache(maxsize=2)
+def _policy_data(libc: str) -> list[dict[str, Any]]:
+    data: list[dict[str, Any]] = json.loads(_policy_file(libc).read_text(encoding="utf-8"))
+    return data
+
+
+def _musl_libc_soname(arch: str) -> str:
+    """auditwheel's _fixup_musl_libc_soname for ``libc.so``."""
+    return {
+        "x86_64": "libc.musl-x86_64.so.1",
+        "i686": "libc.musl-x86.so.1",
+        "aarch64": "libc.musl-aarch64.so.1",
+        "s390x": "libc.musl-s390x.so.1",
+        "ppc64le": "libc.musl-ppc64le.so.1",
+        "armv7l": "libc.musl-armv7.so.1",
+        "riscv64": "libc.musl-riscv64.so.1",
+        "loongarch64": "libc.musl-loongarch64.so.1",
+    }[baseline(arch)]
+
+
+def _from_entry(entry: Mapping[str, Any], libc: str, arch: str) -> Policy:
+    base = baseline(arch)
+    linux = entry["name"] == "linux"
+    versions = {} if linux else entry["symbol_versions"][base]
+    whitelist = list(entry["lib_whitelist"])
+    if libc == "musl":
+        whitelist = [_musl_libc_soname(arch) if w == "libc.so" else w for w in whitelist]
+    return Policy(
+        name=f"{entry['name']}_{base}",
+        aliases=tuple(f"{a}_{base}" for a in entry["aliases"]),
+        priority=entry["priority"],
+        symbol_versions={k: frozenset(v) for k, v in versions.items()},
+        whitelist=frozenset(whitelist),
+        blacklist={k: frozenset(v) for k, v in entry["blacklist"].items()},
+    )
+
+
+def _host_musl_policy() -> str | None:
+    """The musllinux policy of this host's musl, as auditwheel picks it; None on glibc."""
+    from auditwheel.error import InvalidLibcError
+    from auditwheel.libc import Libc
+
+    try:
+        version = Libc.MUSL.get_current_version()
+    except InvalidLibcError:
+        return None
+    return f"musllinux_{version.major}_{version.minor}"
 
 
 @functools.lru_cache(maxsize=8)
-def manylinux_policies(libc: str, arch: str) -> Any:
-    """auditwheel's ``WheelPolicies`` for ``libc`` (glibc/musl) and a baseline architecture."""
-    from auditwheel.architecture import Architecture
-    from auditwheel.libc import Libc
-    from auditwheel.policy import WheelPolicies
-
-    return WheelPolicies(libc=Libc(libc), arch=Architecture(arch), musl_policy=None)
+def manylinux_policies(libc: str, arch: str) -> Policies:
+    """auditwheel's ``WheelPolicies`` for ``libc`` (glibc/musl) and a baseline architecture;
+    ValueError or KeyError for a pair auditwheel has none for."""
+    if arch not in ARCHITECTURES or libc not in ("glibc", "musl"):
+        raise ValueError(f"no policies for {libc} on {arch}")
+    musl = _host_musl_policy() if libc == "musl" else None
+    chosen = [
+        _from_entry(e, libc, arch)
+        for e in _policy_data(libc)
+        if (musl is None or e["name"] in ("linux", musl))
+        and (arch in e["symbol_versions"] or e["name"] == "linux")
+    ]
+    chosen.sort()
+    if libc == "musl":  # the host's version, or else the newest auditwheel knows
+        chosen = chosen[:2]
+        if len(chosen) != 2:
+            raise ValueError(f"no musllinux policy for {arch}")
+    return Policies(libc, arch, tuple(chosen))
 
 
 class Unsupported(Exception):
@@ -37,7 +199,7 @@ def policies_for(libc: str, arch: str) -> Any:
         raise Unsupported(f"auditwheel has no policies for {libc} on {arch}: {exc}") from None
 
 
-@dataclass
+@record
 class Ref:
     """auditwheel's ExternalReference: per policy, libraries to graft and blacklisted symbols."""
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
+
+from wheels.record import record
 
 ArchSource = Literal["cuda-fatbin", "cuda_architectures", "none"]
 ARCH_SOURCES: tuple[ArchSource, ...] = ("cuda-fatbin", "cuda_architectures", "none")
@@ -23,7 +24,7 @@ PROVIDER_KEYS = ("requires", "plugin-api", "optional", "static-properties", "fea
 KEYS = ("namespace", "toolkit", "arch", "arch_from", "provider")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class VariantPolicy:
     namespace: str
     toolkit: str  # feature name: the toolkit version the wheel was built with, as a lower bound

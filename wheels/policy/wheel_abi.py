@@ -10,19 +10,20 @@ in memory instead of an unpacked wheel.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from wheels.elf import ElfInfo, HostLibraries
 from wheels.policy.elfutils import add_version_needs, python_extension
 from wheels.policy.lddtree import Files, Lib, Tree, ldd
-from wheels.policy.manylinux import Ref, Unsupported, external_refs, policies_for
+from wheels.policy.manylinux import Ref, Unsupported, external_refs, is_superset, policies_for
 from wheels.policy.wheeltools import wheel_platform
+from wheels.record import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TagVerdict:
     """The most compatible platform tag the ELF files allow, and why not a better one."""
 
@@ -35,15 +36,41 @@ class TagVerdict:
     error: str | None = None
 
     def allows(self, declared: str) -> bool | None:
-        """Whether ``declared`` (a platform tag) claims no more than this verdict; None: unknown."""
+        """Whether ``declared`` (a platform tag) claims no more than this verdict; None: unknown.
+
+        A PEP 600 tag auditwheel has no policy for (``manylinux_2_18``) is compared by its libc
+        version with the verdict's, as PEP 600 defines the tag.
+        """
         if self.tag is None:
             return None
         if declared.startswith("linux_"):
             return True
         mine, theirs = self.priorities.get(self.tag), self.priorities.get(declared)
-        if mine is None or theirs is None:
+        if mine is not None and theirs is not None:
+            return theirs <= mine
+        wanted, have = pep600(declared), pep600(self.tag)
+        if wanted is None or (have is None and not self.tag.startswith("linux_")):
             return None
-        return theirs <= mine
+        if have is None:  # the verdict is linux_<arch>: no manylinux tag fits
+            return False if wanted[2] == self.tag[len("linux_") :] else None
+        if (wanted[0], wanted[2]) != (have[0], have[2]):
+            return None
+        return wanted[1] >= have[1]
+
+    def has_policy(self, tag: str) -> bool:
+        """Does auditwheel have a policy of this name (or alias)?"""
+        return tag in self.priorities
+
+
+_PEP600 = re.compile(r"^(manylinux|musllinux)_(\d+)_(\d+)_(.+)$")
+
+
+def pep600(tag: str) -> tuple[str, tuple[int, int], str] | None:
+    """(family, libc version, arch) of a ``manylinux_X_Y_ARCH``/``musllinux_X_Y_ARCH`` tag."""
+    m = _PEP600.match(tag)
+    if m is None:
+        return None
+    return m.group(1), (int(m.group(2)), int(m.group(3))), m.group(4)
 
 
 def platform_verdict(
@@ -67,8 +94,10 @@ def platform_verdict(
         return TagVerdict(None, libc, arch, {}, (), (), error=str(exc))
 
 
-@dataclass
+@record
 class _ElfData:
+    """auditwheel's get_wheel_elfdata result."""
+
     policies: Any
     arch: str
     full: dict[str, Tree]
@@ -226,7 +255,7 @@ def _analyze(data: _ElfData, host: HostLibraries) -> TagVerdict:
     overall = min(symbol_policy, ucs, pyfpe, black_policy, machine, ref_policy)
     reasons = _reasons(data, refs, symbol_policy, black_policy, machine, ucs, pyfpe)
     priorities = {name: p.priority for p in policies for name in (p.name, *p.aliases)}
-    libc = "musl" if policies.libc.value == "musl" else "glibc"
+    libc = "musl" if policies.libc == "musl" else "glibc"
     return TagVerdict(
         overall.name,
         libc,
@@ -266,8 +295,6 @@ def _symbol_policy(
 
 def _machine_policy(data: _ElfData, external_sonames: frozenset[str]) -> Any:
     """auditwheel's _get_machine_policy: ISA extensions beyond the wheel's architecture."""
-    from auditwheel.architecture import Architecture
-
     policies = data.policies
     result = policies.highest
     checks: dict[str, tuple[str | None, ElfInfo]] = {}
@@ -279,7 +306,7 @@ def _machine_policy(data: _ElfData, external_sonames: frozenset[str]) -> Any:
     for path, (soname, info) in checks.items():
         if info.isa_error:
             raise Unsupported(f"{path}: unknown x86_64 ISA level in its GNU property note")
-        if info.isa_ext is None or policies.architecture.is_superset(Architecture(info.isa_ext)):
+        if info.isa_ext is None or is_superset(policies.architecture, info.isa_ext):
             continue
         if soname is not None:
             found = max((p for p in policies if soname in p.whitelist), default=policies.linux)

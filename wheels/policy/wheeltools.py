@@ -3,18 +3,17 @@
 
 from __future__ import annotations
 
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from wheels.filename import InvalidWheelName, parse_wheel_filename
+from wheels.policy.manylinux import ARCHITECTURES, baseline
 
 
 def wheel_platform(wheel_name: str) -> tuple[str | None, str | None, bool]:
     """(baseline arch, libc, pure) from the file name, as auditwheel's wheeltools reads them."""
-    from auditwheel.architecture import Architecture
-
     try:
         _, _, _, tags = parse_wheel_filename(wheel_name)
-    except InvalidWheelFilename:
+    except InvalidWheelName:
         return None, None, False
-    platforms = sorted({t.platform for t in tags})
+    platforms = sorted({platform for _, _, platform in tags})
     archs: set[str] = set()
     missed, pure = False, True
     for plat in platforms:
@@ -22,7 +21,7 @@ def wheel_platform(wheel_name: str) -> tuple[str | None, str | None, bool]:
         if plat == "any":
             missed = True
             continue
-        hits = {a.baseline.value for a in Architecture if plat.endswith(f"_{a.value}")}
+        hits = {baseline(a) for a in ARCHITECTURES if plat.endswith(f"_{a}")}
         archs |= hits
         missed = missed or not hits
     arch = archs.pop() if len(archs) == 1 and not missed else None

@@ -1,0 +1,127 @@
+"""Decompression floors of a wheel: its ELF members inflated once each, serially, nothing else.
+
+- :func:`old_floor`: zlib, one call per member (what the audit was measured against before);
+- :func:`new_floor`: as the audit now inflates (wheels/audit/inflate.py): one call into the
+  stated size with libdeflate below 64 MB, a copyable stream (zlib-ng) above;
+- :func:`floor_table`: each library installed, one call and streamed, for the choice the
+  audit's inflate module made (and records in its docstring).
+"""
+
+from __future__ import annotations
+
+import importlib
+import statistics
+import time
+import zipfile
+import zlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from wheels.audit.inflate import ONE_CALL_BELOW, inflate_one_call, new_stream
+
+STEP = 256 << 10  # compressed bytes per streamed call (the audit's is wheels.audit.members')
+Raw = tuple[zipfile.ZipInfo, bytes]
+
+
+def elf_raws(wheel: Path, members: Sequence[str]) -> list[Raw]:
+    """The raw deflate bytes of each named member, read from its local header on."""
+    out = []
+    with zipfile.ZipFile(wheel) as zf, wheel.open("rb") as fh:
+        for info in (zf.getinfo(m) for m in members):
+            fh.seek(info.header_offset)
+            head = fh.read(30)
+            skip = (
+                30 + int.from_bytes(head[26:28], "little") + int.from_bytes(head[28:30], "little")
+            )
+            fh.seek(info.header_offset + skip)
+            out.append((info, fh.read(info.compress_size)))
+    return out
+
+
+def _deflated(raws: Sequence[Raw]) -> list[Raw]:
+    return [(i, r) for i, r in raws if i.compress_type == zipfile.ZIP_DEFLATED]
+
+
+def old_floor(raws: Sequence[Raw]) -> float:
+    start = time.perf_counter()
+    for info, raw in _deflated(raws):
+        zlib.decompress(raw, -15, info.file_size)
+    return time.perf_counter() - start
+
+
+def new_floor(raws: Sequence[Raw]) -> float:
+    start = time.perf_counter()
+    for info, raw in _deflated(raws):
+        if info.file_size < ONE_CALL_BELOW and inflate_one_call(raw, info.file_size) is not None:
+            continue
+        inflater = new_stream()
+        view = memoryview(raw)
+        for at in range(0, len(raw), STEP):
+            inflater.decompress(view[at : at + STEP])
+        inflater.flush()
+    return time.perf_counter() - start
+
+
+def _one_call(module: str) -> Callable[[bytes, int], object] | None:
+    try:
+        if module == "deflate":
+            one_call: Callable[[bytes, int], object] = importlib.import_module(
+                "deflate"
+            ).deflate_decompress
+            return one_call
+        lib = importlib.import_module(module)
+    except ImportError:
+        return None
+    return lambda raw, size: lib.decompress(raw, -15, size)
+
+
+def _stream(module: str) -> Callable[[bytes, int], object] | None:
+    try:
+        lib = importlib.import_module(module)
+    except ImportError:
+        return None
+
+    def inflate(raw: bytes, _size: int) -> object:
+        inflater = lib.decompressobj(-15)
+        view = memoryview(raw)
+        for at in range(0, len(raw), STEP):
+            inflater.decompress(view[at : at + STEP])
+        return inflater.flush()
+
+    return inflate
+
+
+LIBRARIES = {
+    "libdeflate (deflate)": ("deflate", None),
+    "ISA-L (isal)": ("isal.isal_zlib", "isal.isal_zlib"),
+    "zlib-ng (zlib-ng)": ("zlib_ng.zlib_ng", "zlib_ng.zlib_ng"),
+    "zlib": ("zlib", "zlib"),
+}
+
+
+def _cell(
+    how: str, make: Callable[[bytes, int], object] | None, raws: Sequence[Raw], runs: int
+) -> str:
+    if make is None:
+        return f"{how}  (not installed)          "
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        for info, raw in raws:
+            make(raw, info.file_size)
+        times.append(time.perf_counter() - start)
+    return f"{how} {min(times):5.2f} s (median {statistics.median(times):.2f})"
+
+
+def floor_table(raws: Sequence[Raw], runs: int = 3) -> list[str]:
+    """Each installed library on the ELF members, one call and streamed (best of ``runs``)."""
+    deflated = _deflated(raws)
+    size = sum(i.file_size for i, _ in deflated) / 1e6
+    lines = [
+        f"inflating the {len(deflated)} ELF members ({size:.0f} MB), one thread, best of {runs}:"
+    ]
+    for label, (one_call, stream) in LIBRARIES.items():
+        makers = {"one call": _one_call(one_call), "streamed": _stream(stream) if stream else None}
+        cells = [_cell(how, make, deflated, runs) for how, make in makers.items()]
+        lines.append(f"  {label:22s} " + "   ".join(cells))
+    return lines

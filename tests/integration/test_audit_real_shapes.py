@@ -1,0 +1,181 @@
+"""The offline subset of the differential run (tests/differential/): each shape of a real wheel
+that once ended our audit in an internal error or a false violation, rebuilt with gcc
+(tests/wheelmaker.py), with our verdict and, where auditwheel is importable, its agreement."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.wheelmaker import EXT, Corpus, corpus, have_gcc
+from wheels.audit import audit_wheel
+from wheels.audit.findings import Findings
+from wheels.audit.ldso import Elves, classify_extensions, own_roots, resolve_all
+from wheels.audit.tags import manylinux_whitelist
+from wheels.audit_report import WheelAudit, render_text
+from wheels.elf import ELF_MAGIC, HostLibraries, read_elf
+from wheels.policy import host_library_dirs, load_vendor_policy
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(not have_gcc(), reason="gcc is not installed"),
+]
+
+HAVE_AUDITWHEEL = importlib.util.find_spec("auditwheel") is not None
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
+    return corpus(tmp_path_factory.mktemp("real-shapes"))
+
+
+def audit(path: Path) -> WheelAudit:
+    return audit_wheel(path, load_vendor_policy("cpu"))
+
+
+def auditwheel_tag(wheel: Path) -> str | None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "auditwheel", "show", "--json", str(wheel)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    return json.loads(proc.stdout).get("overall_tag") if proc.returncode == 0 else None
+
+
+def agrees_with_auditwheel(wheel: Path, ours: WheelAudit) -> bool:
+    """True where auditwheel is not importable: then there is nothing to compare with."""
+    return not HAVE_AUDITWHEEL or auditwheel_tag(wheel) == ours.auditwheel_tag
+
+
+def codes(result: WheelAudit, severity: str = "violation") -> list[str]:
+    return [f.code for f in result.findings if f.severity == severity]
+
+
+@pytest.mark.parametrize(
+    "label",
+    ["extension_needs_extension", "extension_needed_first", "extension_needs_extension_rpath"],
+)
+def test_an_extension_needed_by_another_extension_is_loaded_as_its_own_root(
+    wheels: Corpus, label: str
+) -> None:
+    result = audit(wheels[label])
+    assert result.ok and "internal" not in codes(result), render_text([result])
+    assert result.auditwheel_tag == "manylinux_2_5_x86_64"
+    assert {e.kind for e in result.elfs} == {"extension"}
+    needing = next(e for e in result.elfs if e.needed and e.needed[0].endswith(EXT))
+    (need,) = [n for n in needing.needs if n.soname == needing.needed[0]]
+    assert (need.kind, need.where) == ("wheel", f"demo/{need.soname}")
+    assert agrees_with_auditwheel(wheels[label], result)
+
+
+def test_an_rpath_of_one_extension_does_not_reach_for_another_imported_alone(
+    wheels: Corpus,
+) -> None:
+    wheel = wheels["extension_rpath_inherited"]
+    result = audit(wheel)
+    assert "internal" not in codes(result)
+    (finding,) = [f for f in result.violations if f.code == "unresolved"]
+    assert finding.member == f"demo/_b{EXT}" and "libx.so" in finding.message
+    assert "demo/lib/libx.so but no RUNPATH/RPATH entry reaches it" in finding.message
+    assert result.auditwheel_tag == "linux_x86_64"
+    assert agrees_with_auditwheel(wheel, result)
+
+
+def test_a_compressed_tag_set_in_wheel_tag_lines_is_a_warning_not_a_wrong_tag(
+    wheels: Corpus,
+) -> None:
+    wheel = wheels["compressed_wheel_tag"]
+    result = audit(wheel)
+    assert result.ok, render_text([result])
+    assert codes(result, "warning") == ["wheel-tag"]
+    assert "compressed tag set" in result.warnings[0].message
+    assert set(result.declared) == {"manylinux2014_x86_64", "manylinux_2_17_x86_64"}
+    assert agrees_with_auditwheel(wheel, result)
+
+
+def test_a_pep600_tag_auditwheel_has_no_policy_for_is_judged_by_its_glibc_version(
+    wheels: Corpus,
+) -> None:
+    fits = audit(wheels["manylinux_2_18"])
+    assert fits.ok, render_text([fits])
+    assert agrees_with_auditwheel(wheels["manylinux_2_18"], fits)
+    over = audit(wheels["overclaimed_manylinux_2_18"])
+    (finding,) = [f for f in over.violations if f.code == "platform-tag"]
+    assert finding.message.startswith(
+        "declares manylinux_2_18_x86_64, but its ELF files allow at most manylinux_2_34_x86_64"
+    )
+    assert "auditwheel has no manylinux_2_18_x86_64 policy" in finding.message
+    assert "GLIBC_2.34" in finding.message
+    assert agrees_with_auditwheel(wheels["overclaimed_manylinux_2_18"], over)
+
+
+def test_libm_functions_without_libm_needed_bind_in_the_interpreter_with_a_warning(
+    wheels: Corpus,
+) -> None:
+    wheel = wheels["libm_from_the_interpreter"]
+    result = audit(wheel)
+    assert result.ok, render_text([result])
+    (ext,) = result.elfs
+    assert "libm.so.6" not in ext.needed and ext.symbols.missing == ()
+    (warning,) = [f for f in result.warnings if f.code == "interpreter-symbols"]
+    assert "sqrt" in warning.message and "libm.so.6" in warning.message
+    assert agrees_with_auditwheel(wheel, result)
+
+
+def test_a_ctypes_library_named_like_an_abi3_extension_needs_no_pyinit(wheels: Corpus) -> None:
+    wheel = wheels["ctypes_library_named_abi3"]
+    result = audit(wheel)
+    assert result.ok, render_text([result])
+    (elf,) = result.elfs
+    assert elf.kind == "library"
+    assert codes(result, "warning") == ["not-an-extension"]
+    assert agrees_with_auditwheel(wheel, result)
+
+
+def test_a_misnamed_extension_that_uses_the_c_api_still_needs_its_pyinit(
+    wheels: Corpus,
+) -> None:
+    result = audit(wheels["no_pyinit"])
+    assert codes(result) == ["no-pyinit"]
+
+
+def context_of(wheel: Path) -> Elves:
+    """The audit's ld.so model of ``wheel`` with every root loaded (members read by zipfile)."""
+    with zipfile.ZipFile(wheel) as zf:
+        contents = {n: zf.read(n) for n in zf.namelist()}
+    elfs = {n: read_elf(d) for n, d in contents.items() if d[:4] == ELF_MAGIC}
+    ctx = Elves(
+        policy=load_vendor_policy("cpu"),
+        elfs=elfs,
+        install_of={n: n for n in contents},
+        installed={n: n for n in contents},
+        requires={},
+        whitelist=manylinux_whitelist("x86_64"),
+        host=HostLibraries(host_library_dirs()),
+        site_dirs=(),
+        arch="x86_64",
+    )
+    findings = Findings(str(wheel))
+    classify_extensions(ctx, findings)
+    resolve_all(ctx, findings)
+    return ctx
+
+
+def test_every_extension_and_executable_of_every_built_wheel_is_a_root_of_its_own(
+    wheels: Corpus,
+) -> None:
+    for label, wheel in wheels.wheels.items():
+        if label in ("zip_not_wheel", "truncated_elf"):
+            continue
+        ctx = context_of(wheel)
+        roots = own_roots(ctx)
+        assert set(ctx.extensions) <= set(roots), label
+        assert set(roots) <= set(ctx.groups), label

@@ -1,0 +1,138 @@
+"""Inflating members (wheels.audit.inflate, wheels.audit.members): libdeflate for members read in
+one call, zlib-ng for streamed ones, zlib when either is missing, the same bytes and digests
+every way, and a lying zip directory caught whichever library inflates."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import random
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from wheels.audit import inflate
+from wheels.audit.members import RawFile, open_raw, read_raw, scan_member, task_for
+
+# A member streamed with saved states (64 MB and up), one read in one call, one stored.
+SIZES = {"big.bin": (66 << 20), "mid.so": 3 << 20, "small.txt": 5000}
+
+
+def content(name: str, size: int) -> bytes:
+    """Text-like bytes (deflate shrinks them a few times), the same for the same name."""
+    rng = random.Random(name)
+    words = [rng.randbytes(rng.randint(3, 12)) for _ in range(4096)]
+    chunk = b"".join(rng.choice(words) for _ in range(40_000))
+    return (chunk * (size // len(chunk) + 1))[:size]
+
+
+def record_digest(data: bytes) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("inflate") / "members.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, size in SIZES.items():
+            zf.writestr(name, content(name, size), compress_type=zipfile.ZIP_DEFLATED)
+        zf.writestr("stored.bin", content("stored.bin", 4096), compress_type=zipfile.ZIP_STORED)
+    return path
+
+
+def digests(path: Path) -> dict[str, str | None]:
+    """Each member's digest as the audit computes it (None: unreadable)."""
+    out: dict[str, str | None] = {}
+    with zipfile.ZipFile(path) as zf, path.open("rb") as fh:
+        for index, info in enumerate(zf.infolist()):
+            task = task_for(index, info, "sha256")
+            scan = scan_member(task, read_raw(fh.fileno(), task), path, spare_core=True)
+            out[info.filename] = scan.digest
+    return out
+
+
+# Run in a fresh interpreter where the fast libraries cannot be imported, as if not installed.
+WITHOUT_FAST = """
+import json, sys
+sys.modules["deflate"] = None
+sys.modules["zlib_ng"] = None
+from pathlib import Path
+from tests.unit.test_audit_inflate import digests
+from wheels.audit import inflate
+print(json.dumps({"libraries": inflate.libraries(), "digests": digests(Path(sys.argv[1]))}))
+"""
+
+
+def without_fast_libraries(path: Path, **env: str) -> dict[str, dict[str, str]]:
+    proc = subprocess.run(
+        [sys.executable, "-c", WITHOUT_FAST, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+    )
+    result: dict[str, dict[str, str]] = json.loads(proc.stdout)
+    return result
+
+
+def test_every_member_has_its_own_digest_whichever_library_inflates_it(archive: Path) -> None:
+    expected = {n: record_digest(content(n, s)) for n, s in SIZES.items()}
+    expected["stored.bin"] = record_digest(content("stored.bin", 4096))
+    assert digests(archive) == expected
+    fallback = without_fast_libraries(archive)
+    assert fallback["digests"] == expected
+
+
+def test_without_the_fast_libraries_zlib_inflates_both_ways(archive: Path) -> None:
+    assert without_fast_libraries(archive)["libraries"] == {"one call": "zlib", "stream": "zlib"}
+    forced = without_fast_libraries(archive, INFINI_STACK_INFLATE="zlib")
+    assert forced["libraries"] == {"one call": "zlib", "stream": "zlib"}
+
+
+@pytest.mark.skipif(inflate.ONE_CALL_NAME is None, reason="libdeflate (deflate) not installed")
+def test_the_fast_libraries_are_used_when_installed() -> None:
+    assert inflate.libraries() == {"one call": "libdeflate", "stream": "zlib-ng"}
+
+
+def test_a_member_that_inflates_to_other_than_its_stated_size_is_unreadable(
+    archive: Path,
+) -> None:
+    with zipfile.ZipFile(archive) as zf, archive.open("rb") as fh:
+        info = zf.getinfo("mid.so")
+        raw = read_raw(fh.fileno(), task_for(0, info, "sha256"))
+        for lie in (info.file_size - 1, info.file_size + 1):
+            info.file_size = lie
+            scan = scan_member(task_for(0, info, "sha256"), raw, archive, spare_core=False)
+            assert scan.read_error is not None and scan.digest is None, lie
+            assert str(lie) in scan.read_error  # "holds N bytes, the zip directory says LIE"
+            assert scan.read_error.startswith(("holds ", "inflates past "))
+
+
+def test_corrupt_deflate_data_is_a_member_error_not_a_crash(archive: Path) -> None:
+    with zipfile.ZipFile(archive) as zf, archive.open("rb") as fh:
+        info = zf.getinfo("mid.so")
+        raw = bytearray(read_raw(fh.fileno(), task_for(0, info, "sha256")))
+    raw[len(raw) // 2 : len(raw) // 2 + 64] = bytes(64)
+    scan = scan_member(task_for(0, info, "sha256"), bytes(raw), archive, spare_core=False)
+    assert scan.read_error is not None and scan.digest is None
+    assert scan.read_error.startswith(
+        ("corrupt deflate data", "holds ", "inflates past ", "deflate data ends")
+    )
+
+
+def test_a_big_member_read_in_steps_from_the_wheel_has_the_same_digest(archive: Path) -> None:
+    with zipfile.ZipFile(archive) as zf:
+        index, info = next((i, x) for i, x in enumerate(zf.infolist()) if x.filename == "big.bin")
+    task = task_for(index, info, "sha256")
+    raw = open_raw(archive, task)
+    assert isinstance(raw, RawFile) and len(raw) == info.compress_size
+    scan = scan_member(task, raw, archive, spare_core=False)
+    assert scan.digest == record_digest(content("big.bin", SIZES["big.bin"]))
+    assert scan.size == info.file_size and scan.read_error is None

@@ -1,0 +1,52 @@
+"""The differential corpus as data (tests/differential/): at least 60 pinned platform wheels of
+distinct files, each entry's file naming its own distribution and version, and a
+known-differences file the runner (benchmarks/differential.py) can read."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.version import Version
+
+from tests.conftest import ROOT
+
+
+def runner() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "differential", ROOT / "benchmarks/differential.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = sys.modules.setdefault("differential", importlib.util.module_from_spec(spec))
+    spec.loader.exec_module(module)  # registered first: its dataclasses look themselves up
+    return module
+
+
+def test_the_list_pins_at_least_60_distinct_platform_wheels_each_named_by_its_file() -> None:
+    entries = runner().read_list(ROOT / "tests/differential/wheels.txt")
+    assert len(entries) >= 60
+    assert len({e.file for e in entries}) == len(entries)
+    for entry in entries:
+        name, _, version = entry.spec.partition("==")
+        file_name, file_version, _, tags = parse_wheel_filename(entry.file)
+        assert canonicalize_name(name) == file_name, entry.spec
+        assert Version(version) == file_version, entry.spec
+        assert all(t.platform != "any" for t in tags), entry.file
+        assert entry.kind, entry.spec
+
+
+def test_the_list_covers_the_kinds_the_audit_must_get_right() -> None:
+    kinds = " ".join(e.kind for e in runner().read_list(ROOT / "tests/differential/wheels.txt"))
+    for kind in ("Cython", "abi3", "pyo3", ".libs", "ctypes", "executable", "CUDA", "manylinux1"):
+        assert kind in kinds, kind
+
+
+def test_known_differences_name_both_tags_and_a_reason(tmp_path: Path) -> None:
+    module = runner()
+    assert module.read_known(ROOT / "tests/differential/known-differences.txt") == {}
+    listed = tmp_path / "known.txt"
+    listed.write_text("x.whl  auditwheel=linux_x86_64  ours=manylinux_2_17_x86_64  # why\n")
+    assert module.read_known(listed) == {"x.whl": ("linux_x86_64", "manylinux_2_17_x86_64", "why")}

@@ -1,0 +1,114 @@
+"""The inflaters: the fastest library installed for each way a member is inflated, zlib when
+none is (``pip install 'infini-stack[fast]'`` installs them).
+
+Picked by measurement (``benchmarks/audit_vs_auditwheel.py`` prints these figures; torch 2.13.0
+CPU wheel, Python 3.11, two shared cores, best of three):
+
+- in one call, which needs the size the zip directory states (all members below
+  :data:`ONE_CALL_BELOW`): libdeflate (``deflate``) 0.18 s for the 12,241 members of up to
+  1 MB compressed (191 MB), ISA-L (``isal``) 0.25 s, zlib-ng (``zlib-ng``) 0.26 s, zlib 0.44 s;
+  for the six members of 1 to 64 MB (74 MB): libdeflate 0.068 s, ISA-L 0.095 s, zlib streamed
+  0.20 s;
+- streamed (members too big to keep inflated, which the audit re-inflates in parts from saved
+  states, so the inflater must copy its state): the 434 MB ``libtorch_cpu.so`` in 256 KB steps,
+  ISA-L 0.46 s (but its inflater cannot be copied), zlib-ng 0.53 s, libdeflate in one call
+  0.53 s (and then no hashing beside it), zlib 0.88 s.
+
+So: libdeflate for one call, zlib-ng for streams, zlib for either when they are missing. All
+of them release the GIL while they inflate. :envvar:`INFINI_STACK_INFLATE` = ``zlib`` uses zlib
+alone (the benchmark's old floor; a test of the fallback).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import zlib
+from collections.abc import Callable
+from typing import Protocol, cast
+
+ONE_CALL_BELOW = 64 << 20  # members that inflate to less than this are inflated in one call
+ENV = "INFINI_STACK_INFLATE"
+
+
+class Inflater(Protocol):
+    """A streaming raw-deflate inflater, as ``zlib.decompressobj(-15)`` makes them."""
+
+    @property
+    def eof(self) -> bool: ...
+
+    @property
+    def unconsumed_tail(self) -> bytes: ...
+
+    def decompress(self, data: bytes | memoryview, max_length: int = 0, /) -> bytes: ...
+
+    def flush(self) -> bytes: ...
+
+    def copy(self) -> Inflater: ...
+
+
+class InflateError(Exception):
+    """The library refused the data: corrupt, or not of the stated size."""
+
+
+def _zlib_only() -> bool:
+    return os.environ.get(ENV, "").strip().lower() == "zlib"
+
+
+def _one_call_library() -> tuple[str, Callable[[bytes, int], bytearray]] | None:
+    if _zlib_only():
+        return None
+    try:
+        import deflate
+    except ImportError:
+        return None
+
+    def inflate(raw: bytes, size: int) -> bytearray:
+        try:
+            return deflate.deflate_decompress(raw, size)
+        except deflate.DeflateError as exc:
+            raise InflateError(str(exc)) from None
+
+    return "libdeflate", inflate
+
+
+@functools.cache
+def _stream_library() -> tuple[str, Callable[[], Inflater], type[Exception]]:
+    """Imported on first use: zlib-ng imports gzip, and most wheels have no member to stream."""
+    if not _zlib_only():
+        try:
+            from zlib_ng import zlib_ng
+        except ImportError:
+            pass
+        else:
+            # (zlib-ng's stubs leave out Decompress.copy and type ``error`` as an instance)
+            make = cast("Callable[[], Inflater]", lambda: zlib_ng.decompressobj(-15))
+            return "zlib-ng", make, cast("type[Exception]", zlib_ng.error)
+    return "zlib", lambda: zlib.decompressobj(-15), zlib.error
+
+
+_ONE_CALL = _one_call_library()
+ONE_CALL_NAME = _ONE_CALL[0] if _ONE_CALL else None
+
+
+def new_stream() -> Inflater:
+    """A raw-deflate inflater that can copy its state."""
+    return _stream_library()[1]()
+
+
+def stream_error() -> type[Exception]:
+    """What that inflater raises on corrupt data."""
+    return _stream_library()[2]
+
+
+def inflate_one_call(raw: bytes, size: int) -> bytearray | None:
+    """``raw`` inflated in one call into at most ``size`` bytes, by libdeflate; None when it is
+    not installed. Raises :class:`InflateError` when the data is corrupt or inflates to more."""
+    if _ONE_CALL is None:
+        return None
+    return _ONE_CALL[1](raw, size)
+
+
+def libraries() -> dict[str, str]:
+    """Which library inflates how, for reports: ``{"one call": ..., "stream": ...}``."""
+    return {"one call": ONE_CALL_NAME or "zlib", "stream": _stream_library()[0]}
