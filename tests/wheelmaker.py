@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import shutil
 import subprocess
 import sys
@@ -445,3 +446,22 @@ def _rpath_inheritance_wheel(cc: Compiler, out: Path, w: dict[str, Path]) -> Non
         {**files, "demo/lib/libx.so": libx},
         tag=f"{TAG}-{TAG}-manylinux_2_17_x86_64",
     )
+
+
+def auditwheel_tag(wheel: Path, timeout: float = 600) -> str | None:
+    """``auditwheel show``'s overall tag, as a user runs it; None when it gives no verdict (it
+    fails or crashes)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "auditwheel", "show", "--json", str(wheel)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+    )
+    if proc.returncode != 0:
+        return None
+    try:
+        tag = json.loads(proc.stdout).get("overall_tag")
+    except (ValueError, AttributeError):
+        return None
+    return str(tag) if tag else None

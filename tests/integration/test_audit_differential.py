@@ -6,16 +6,13 @@ Every wheel the tests build goes through both; so do real wheels named by
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from tests.wheelmaker import corpus, have_gcc
+from tests.wheelmaker import auditwheel_tag, corpus, have_gcc
 from wheels.audit import audit_wheel, infer_vendor
 from wheels.policy import load_vendor_policy
 
@@ -23,24 +20,6 @@ pytestmark = pytest.mark.integration
 
 REAL_WHEELS_ENV = "INFINI_STACK_REAL_WHEELS"
 REAL_MAX_MB = float(os.environ.get("INFINI_STACK_REAL_WHEELS_MAX_MB", "60"))
-
-
-def auditwheel_tag(wheel: Path) -> str | None:
-    """``auditwheel show``'s overall tag; None when it gives no verdict (it fails or crashes)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "auditwheel", "show", "--json", str(wheel)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-    )
-    if proc.returncode != 0:
-        return None
-    try:
-        tag = json.loads(proc.stdout).get("overall_tag")
-    except (ValueError, AttributeError):
-        return None
-    return str(tag) if tag else None
 
 
 def verdicts(wheels: list[Path]) -> dict[Path, str | None]:

@@ -5,15 +5,12 @@ that once ended our audit in an internal error or a false violation, rebuilt wit
 from __future__ import annotations
 
 import importlib.util
-import json
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from tests.wheelmaker import EXT, Corpus, corpus, have_gcc
+from tests.wheelmaker import EXT, Corpus, auditwheel_tag, corpus, have_gcc
 from wheels.audit import audit_wheel
 from wheels.audit.findings import Findings
 from wheels.audit.ldso import Elves, classify_extensions, own_roots, resolve_all
@@ -37,17 +34,6 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
 
 def audit(path: Path) -> WheelAudit:
     return audit_wheel(path, load_vendor_policy("cpu"))
-
-
-def auditwheel_tag(wheel: Path) -> str | None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "auditwheel", "show", "--json", str(wheel)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
-    return json.loads(proc.stdout).get("overall_tag") if proc.returncode == 0 else None
 
 
 def agrees_with_auditwheel(wheel: Path, ours: WheelAudit) -> bool:
