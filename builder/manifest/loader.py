@@ -69,14 +69,18 @@ WHEEL_KEYS = (
 BUILD_TYPES = ("Release", "Debug", "RelWithDebInfo", "MinSizeRel")
 
 
+BUNDLED_MANIFEST = Path(__file__).resolve().parents[2] / "examples" / "mini-stack" / "stack.yaml"
+
+
 def default_manifest() -> Path:
-    """``$INFINI_STACK_MANIFEST``, else ``./stack.yaml``, else the bundled mini stack."""
+    """``$INFINI_STACK_MANIFEST``, else ``./stack.yaml``, else the bundled mini stack (in a
+    checkout or an editable install; elsewhere ``./stack.yaml``, which then is not found)."""
     if env := os.environ.get(MANIFEST_ENV):
         return Path(env)
     here = Path("stack.yaml")
-    if here.is_file():
+    if here.is_file() or not BUNDLED_MANIFEST.is_file():
         return here
-    return Path(__file__).resolve().parent.parent / "examples" / "mini-stack" / "stack.yaml"
+    return BUNDLED_MANIFEST
 
 
 def load_stack(path: Path) -> Stack:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from builder.core.errors import ManifestError
-from builder.manifest.loader import load_stack
+from builder.manifest.loader import MANIFEST_ENV, default_manifest, load_stack
 from builder.manifest.model import PathSource
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,6 +45,18 @@ def test_mini_stack_loads_with_path_sources() -> None:
     assert stack.order == ("minirt", "miniops", "miniccl", "minilm")
     assert all(isinstance(c.source, PathSource) for c in stack.components.values())
     assert stack.wheel is not None and stack.wheel.bundle == ("minirt", "miniops", "miniccl")
+
+
+def test_without_a_stack_yaml_here_the_default_manifest_is_the_bundled_mini_stack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(MANIFEST_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    found = default_manifest()
+    assert found == ROOT / "examples" / "mini-stack" / "stack.yaml"
+    assert load_stack(found).order == ("minirt", "miniops", "miniccl", "minilm")
+    (tmp_path / "stack.yaml").write_text("schema: 1\n")
+    assert default_manifest() == Path("stack.yaml")
 
 
 def test_malformed_yaml_is_reported_with_line_and_column(tmp_path: Path) -> None:
