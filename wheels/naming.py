@@ -84,6 +84,7 @@ def wheel_name(
 
 
 NULL_VARIANT = "null"  # PEP 825: the label of the variant with zero properties
+VARIANT_FILE = "variant.json"  # PEP 825: the variant metadata, in .dist-info
 VARIANT_LABEL = re.compile(r"^[0-9a-z_.]+$")  # PEP 825, "Variant label"
 
 

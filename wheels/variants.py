@@ -33,11 +33,16 @@ from typing import Any
 
 from wheels.elf import ElfError, section_bytes
 from wheels.fatbin import FATBIN_SECTIONS, DeviceCode, FatbinError, read_device_code
-from wheels.naming import NULL_VARIANT, VARIANT_LABEL, index_file_name, split_variant
+from wheels.naming import (
+    NULL_VARIANT,
+    VARIANT_FILE,
+    VARIANT_LABEL,
+    index_file_name,
+    split_variant,
+)
 from wheels.policy import VariantPolicy, load_vendor_policy
 
 SCHEMA_URL = "https://variants-schema.wheelnext.dev/v0.2.0.json"
-VARIANT_FILE = "variant.json"
 NAME = re.compile(r"^[a-z0-9_]+$")
 VALUE = re.compile(r"^[a-z0-9_.]+$")
 

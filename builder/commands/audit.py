@@ -125,8 +125,6 @@ def _write_html(target: Path, audits: list[WheelAudit]) -> None:
 def cuda_architectures(manifest: Path | None, given: list[str]) -> tuple[str, ...]:
     """The architectures of ``manifest``'s nvidia vendor, then ``given``, each once; a string
     that is not a CUDA architecture is a usage error."""
-    from wheels.cuda_arch import CudaArchError, parse_arch
-
     found: list[str] = []
     if manifest is not None:
         from builder.manifest.loader import load_stack
@@ -135,6 +133,8 @@ def cuda_architectures(manifest: Path | None, given: list[str]) -> tuple[str, ..
         if vendor is None:
             raise UsageError(f"{manifest} has no nvidia vendor to take CUDA architectures from")
         found += vendor.settings.cuda_architectures
+    if given:
+        from wheels.cuda_arch import CudaArchError, parse_arch
     for text in given:
         try:
             parse_arch(text)

@@ -26,7 +26,7 @@ from builder.pipeline.context import Context
 from builder.plan import Plan
 from wheels import record, variants
 from wheels.assemble import pack
-from wheels.naming import variant_label, wheel_name
+from wheels.naming import VARIANT_FILE, variant_label, wheel_name
 from wheels.policy import load_vendor_policy
 
 
@@ -51,7 +51,7 @@ def variant_of(ctx: Context, plan: Plan, built: Built, dest: Path) -> Built:
             variant=next(iter(doc["variants"])),
         )
         inputs = dataclasses.replace(built.inputs, name=name, extra_files=None)
-        extra = {variants.VARIANT_FILE: variants.dumps(doc)}
+        extra = {VARIANT_FILE: variants.dumps(doc)}
         finish = sbom_finisher(plan, inputs)
         if finish is not None:
             extra.update(finish(root, list(built.requires)))

@@ -19,7 +19,6 @@ from wheels.audit.archive import (
     requirements,
 )
 from wheels.audit.cache import Cache
-from wheels.audit.cuda import check_cuda
 from wheels.audit.elfs import check_elfs
 from wheels.audit.findings import Findings
 from wheels.audit.ldso import Elves, classify_extensions
@@ -189,7 +188,11 @@ def _check_elfs(
     """Every ELF's checks and report, its CUDA device code among them."""
     devices = {n: s.device for n, s in by_name.items() if s.elf and s.device is not None}
     errors = {n: s.device_error for n, s in by_name.items() if s.elf and s.device_error}
-    cuda = check_cuda(archive, devices, errors, ctx.policy.name, archs, f)
+    cuda = None
+    if devices or errors:  # the CUDA rules only for a wheel with device code
+        from wheels.audit.cuda import check_cuda
+
+        cuda = check_cuda(archive, devices, errors, ctx.policy.name, archs, f)
     reports = [replace(r, device=devices.get(r.member)) for r in check_elfs(ctx, archive, f)]
     return reports, cuda
 

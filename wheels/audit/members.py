@@ -38,8 +38,11 @@ from wheels.elf import (
     read_elf,
 )
 from wheels.fatbin import DeviceCode
-from wheels.fatbin_tap import FatbinTap
 from wheels.record import record, replace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from wheels.fatbin_tap import FatbinTap
 
 MAX_MEMBER = 4 << 30  # larger members are reported, not inflated
 INFLATE_STEP = 256 << 10  # compressed bytes fed per inflate call (zlib-ng: 0.84 s at 32 KB,
@@ -350,6 +353,8 @@ def _inflate_stream(task: Task, raw: bytes | RawFile, digest: _Digest) -> ByteSo
     inflater = new_stream()
     parts: list[bytes] = []
     points = [_Point(0, 0, inflater.copy())]
+    from wheels.fatbin_tap import FatbinTap  # for a member too big to keep whole
+
     tap = FatbinTap()
     kept = 0
     try:

@@ -69,6 +69,15 @@ def read_preloads(archive: Archive, ctx: Elves, package: str) -> Preloads:
     return Preloads(tuple(imports), frozenset(made_global))
 
 
+def _mentions(archive: Archive, ctx: Elves, package: str, word: bytes) -> bool:
+    """Does ``package``'s ``__init__.py`` in the wheel hold ``word`` at all?"""
+    init = ctx.installed.get(posixpath.join(package, "__init__.py"))
+    try:
+        return init is not None and word in archive.zf.read(init)
+    except (KeyError, OSError, zipfile.BadZipFile, zlib.error):
+        return False
+
+
 def _made_global(node: ast.stmt) -> str | None:
     """``m`` for a statement ``...CDLL(m.__file__, ... RTLD_GLOBAL ...)``."""
     import ast
@@ -107,6 +116,8 @@ def check_preloads(ctx: Elves, archive: Archive, scopes: Mapping[str, Scope], f:
             if need.kind != "wheel" and lib is not None and lib.module is not None:
                 _check_need(ctx, member, need.soname, lib, preloads, f)
     for package in sorted({posixpath.dirname(ctx.install_of.get(r) or r) for r in ctx.extensions}):
+        if not _mentions(archive, ctx, package, b"RTLD_GLOBAL"):
+            continue  # nothing made global: no need to parse it
         for module in sorted(preloads(package).made_global):
             _join_scopes(ctx, package, module, preloads(package), scopes, f)
 

@@ -20,10 +20,12 @@ from typing import Any
 from wheels.audit.archive import Archive
 from wheels.audit.findings import Findings
 from wheels.elf import ElfInfo
-from wheels.fatbin import DeviceCode
-from wheels.naming import split_variant, vendor_of_variant
+from wheels.naming import VARIANT_FILE, split_variant, vendor_of_variant
 from wheels.policy import VariantPolicy, VendorPolicy
-from wheels.variants import VARIANT_FILE, arch_values, elf_device_code, problems_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from wheels.fatbin import DeviceCode
 
 CODE = "variant-metadata"
 
@@ -36,6 +38,8 @@ def check_variant(
     doc = _read(archive, label, f)
     if label is None or doc is None:
         return
+    from wheels.variants import elf_device_code, problems_of  # for a variant wheel only
+
     named = vendor_of_variant(label)
     if named is not None and named != policy.name:
         f.violation(CODE, None, f"the label '{label}' names {named}, audited as {policy.name}")
@@ -77,6 +81,8 @@ def _read(archive: Archive, label: str | None, f: Findings) -> Any:
 def _check_archs(
     variant: VariantPolicy, declared: list[str], codes: Mapping[str, DeviceCode], f: Findings
 ) -> None:
+    from wheels.variants import arch_values
+
     found = {n: set(arch_values(c)) for n, c in codes.items() if c.loaded().entries}
     union = set().union(*found.values())
     what = f"{variant.namespace} :: {variant.arch}"
