@@ -188,17 +188,22 @@ def test_wheel_with_a_mangled_elf_gives_findings_and_never_an_exception(
     )
 
 
+def libstdcxx_wheel(tmp_path: Path) -> tuple[Path, bytes]:
+    """A wheel holding this host's libstdc++ (a few MB of ELF), and the library's bytes."""
+    lib = system_library("libstdc++.so.6")
+    if lib is None:
+        pytest.skip("no libstdc++ on this host")
+    data = lib.read_bytes()
+    return make_wheel(tmp_path, {"demo/__init__.py": b"", "demo/lib/libstdc++.so.6": data}), data
+
+
 def test_big_member_read_from_saved_inflater_states_equals_reading_it_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from wheels.audit import members
     from wheels.elf import read_elf
 
-    lib = system_library("libstdc++.so.6")
-    if lib is None:
-        pytest.skip("no libstdc++ on this host")
-    data = lib.read_bytes()
-    wheel = make_wheel(tmp_path, {"demo/__init__.py": b"", "demo/lib/libstdc++.so.6": data})
+    wheel, data = libstdcxx_wheel(tmp_path)
     whole = audit_wheel(wheel, CPU)
     for name, value in (
         ("ONE_SHOT_BELOW", 1024),
@@ -215,6 +220,29 @@ def test_big_member_read_from_saved_inflater_states_equals_reading_it_whole(
     assert not pieces.violations and pieces.findings == whole.findings
     assert pieces.elfs == whole.elfs
     assert to_json([pieces])["wheels"][0]["elfs"][0]["exports"] == read_elf(data).export_count
+
+
+def test_big_member_mapped_from_the_wheel_equals_reading_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wheels.audit import members, pool
+
+    wheel, _ = libstdcxx_wheel(tmp_path)
+    read = audit_wheel(wheel, CPU)
+    mapped_calls: list[int] = []
+    real_mapped = members._mapped
+
+    def spy(fd: int, start: int, size: int) -> memoryview:
+        mapped_calls.append(size)
+        return real_mapped(fd, start, size)
+
+    monkeypatch.setattr(pool, "BATCH_BYTES", 1)  # each member alone, as a big one is
+    monkeypatch.setattr(members, "STREAM_READ_ABOVE", 1)  # a big member: mapped, kept whole
+    monkeypatch.setattr(members, "_mapped", spy)
+    mapped = audit_wheel(wheel, CPU)
+    assert mapped_calls  # the library was mapped, not read
+    assert not mapped.violations and mapped.findings == read.findings
+    assert mapped.elfs == read.elfs
 
 
 def test_corrupt_cache_entries_are_misses_not_errors(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from tests.conftest import ROOT
 from wheels.audit import inflate
 from wheels.audit.members import RawFile, open_raw, read_raw, scan_member, task_for
 
-# A member streamed with saved states (64 MB and up), one read in one call, one stored.
+# A member mapped from the wheel (64 MB and up), one read in one call, one stored.
 SIZES = {"big.bin": (66 << 20), "mid.so": 3 << 20, "small.txt": 5000}
 
 
@@ -127,12 +127,20 @@ def test_corrupt_deflate_data_is_a_member_error_not_a_crash(archive: Path) -> No
     )
 
 
-def test_a_big_member_read_in_steps_from_the_wheel_has_the_same_digest(archive: Path) -> None:
+@pytest.mark.parametrize("kept", [True, False], ids=["mapped-kept-whole", "read-in-steps"])
+def test_a_big_member_mapped_or_read_in_steps_from_the_wheel_has_the_same_digest(
+    archive: Path, kept: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wheels.audit import members
+
+    if not kept:  # too big to keep: streamed from saved states, its bytes read in steps
+        monkeypatch.setattr(members, "SNAPSHOT_ABOVE", SIZES["big.bin"] - 1)
     with zipfile.ZipFile(archive) as zf:
         index, info = next((i, x) for i, x in enumerate(zf.infolist()) if x.filename == "big.bin")
     task = task_for(index, info, "sha256")
     raw = open_raw(archive, task)
-    assert isinstance(raw, RawFile) and len(raw) == info.compress_size
+    assert isinstance(raw, memoryview if kept else RawFile)
+    assert len(raw) == info.compress_size
     scan = scan_member(task, raw, archive, spare_core=False)
     assert scan.digest == record_digest(content("big.bin", SIZES["big.bin"]))
     assert scan.size == info.file_size and scan.read_error is None

@@ -15,6 +15,7 @@ from wheels.audit.cache import Cache
 from wheels.audit.members import (
     MemberError,
     MemberScan,
+    Raw,
     RawFile,
     Task,
     open_raw,
@@ -61,7 +62,7 @@ def _run_batch(
     return scans, False
 
 
-def _open_raw(path: Path, task: Task) -> bytes | RawFile | MemberError:
+def _open_raw(path: Path, task: Task) -> Raw | RawFile | MemberError:
     try:
         return open_raw(path, task)
     except MemberError as exc:
@@ -70,8 +71,8 @@ def _open_raw(path: Path, task: Task) -> bytes | RawFile | MemberError:
         return MemberError(f"cannot open the wheel: {exc}")
 
 
-def _read_raws(path: Path, batch: Sequence[Task]) -> list[bytes | RawFile | MemberError]:
-    raws: list[bytes | RawFile | MemberError] = []
+def _read_raws(path: Path, batch: Sequence[Task]) -> list[Raw | RawFile | MemberError]:
+    raws: list[Raw | RawFile | MemberError] = []
     try:
         with path.open("rb") as fh:
             for task in batch:
