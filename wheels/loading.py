@@ -52,12 +52,18 @@ def preload_modules(lib: DistLib) -> tuple[str, ...]:
     return (*lib.after, lib.module) if lib.module else ()
 
 
+_SITE_ADDED: list[bool] = []
+
+
 def site_dirs() -> tuple[Path, ...]:
     """Where this host has distributions installed: site-packages, then the other sys.path
     directories (a PYTHONPATH or ``pip --target`` install is importable too)."""
     import site  # imported here: most audits never ask
     import sysconfig
 
+    if sys.flags.no_site and not _SITE_ADDED:  # started without site (bin/infini-stack's fast
+        site.main()  # start of an audit): the directories site adds, as a normal start has them
+        _SITE_ADDED.append(True)
     candidates = [
         *site.getsitepackages(),
         site.getusersitepackages(),

@@ -96,3 +96,29 @@ def test_replace_copies_a_record_with_some_fields_changed() -> None:
     p = Point(1, 3, ["a"])
     assert replace(p, y=4) == Point(1, 4, ["a"]) and p.y == 3
     assert replace(Named(name="a"), size=2) == Named(name="a", size=2)
+
+
+def test_methods_are_compiled_on_first_use_whichever_method_comes_first() -> None:
+    @record(frozen=True)
+    class Late:
+        a: int
+        b: str = "b"
+
+    assert not Late.__init__.__code__.co_filename.startswith("<record")  # not compiled yet
+    # An unpickled record is made without __init__: its first call may be any method.
+    bare = object.__new__(Late)
+    object.__setattr__(bare, "a", 1)
+    object.__setattr__(bare, "b", "b")
+    assert hash(bare) == hash(Late(1))
+    assert Late.__init__.__code__.co_filename.startswith("<record")  # compiled once, in place
+    assert bare == Late(1) and repr(bare).endswith(".Late(a=1, b='b')")
+    with pytest.raises(FrozenError):
+        bare.a = 2  # type: ignore[misc]
+
+    @record
+    class Mutable:
+        a: int
+
+    assert Mutable.__hash__ is None  # unhashable before anything is compiled, as dataclasses
+    with pytest.raises(TypeError):
+        hash(Mutable(1))
