@@ -221,18 +221,47 @@ def test_the_sbom_records_the_patches_as_pedigree(tmp_path: Path, home: Path, tw
     assert "patches/02-bump.patch" in entry["pedigree"]["notes"]
 
 
+def preimage(patch: Path) -> tuple[str, str]:
+    """(path, text) of a file that a one-file patch applies to: each hunk's context and removed
+    lines at the line it names, stand-in lines between."""
+    text = patch.read_text()
+    path = text.split("\n--- a/", 1)[1].split("\n", 1)[0]
+    lines: list[str] = []
+    for hunk in text.split("\n@@ ")[1:]:
+        start = int(hunk.split()[0].lstrip("-").split(",")[0])
+        lines += [f"// line {i} of the stand-in file" for i in range(len(lines) + 1, start)]
+        body = hunk.split("\n-- \n")[0].splitlines()[1:]
+        lines += [line[1:] for line in body if line.startswith((" ", "-"))]
+    return path, "\n".join(lines) + "\n"
+
+
+def patched(patch: Path, tmp_path: Path) -> str:
+    """The file ``patch`` changes, after ``git apply`` in a repository holding its preimage."""
+    path, text = preimage(patch)
+    repo = tmp_path / "repo"
+    init_repo(repo, {path: text})
+    git(repo, "apply", "--index", str(patch))
+    return (repo / path).read_text()
+
+
 def test_the_infiniccl_cpu_patch_applies_to_a_tree_of_its_layout(tmp_path: Path) -> None:
     """components/infiniccl/patches/cpu-memory-space.patch against a repository with InfiniCCL's
     layout: src/devices/cpu/device_.h whose lines around the hunk are those the patch names."""
     patch = ROOT / "components" / "infiniccl" / "patches" / "cpu-memory-space.patch"
-    text = patch.read_text()
-    hunk = text[text.index("\n@@ ") + 1 :].split("\n-- \n")[0]
-    start = int(hunk.split()[1].lstrip("-").split(",")[0])
-    before = [line[1:] for line in hunk.splitlines()[1:] if line.startswith((" ", "-"))]
-    lines = [f"// line {i} of the stand-in header" for i in range(1, start)] + before
-    repo = tmp_path / "infiniccl"
-    init_repo(repo, {"src/devices/cpu/device_.h": "\n".join(lines) + "\n"})
-    git(repo, "apply", "--index", str(patch))
-    patched = (repo / "src/devices/cpu/device_.h").read_text()
-    assert "MemorySpace GetMemorySpace<Device::Type::kCpu>(const void* /*ptr*/) {" in patched
-    assert "return MemorySpace::kHost;" in patched
+    assert preimage(patch)[0] == "src/devices/cpu/device_.h"
+    text = patched(patch, tmp_path)
+    assert "MemorySpace GetMemorySpace<Device::Type::kCpu>(const void* /*ptr*/) {" in text
+    assert "return MemorySpace::kHost;" in text
+
+
+def test_the_infinilm_sampling_patch_applies_to_a_tree_of_its_layout(tmp_path: Path) -> None:
+    """components/infinilm/patches/nvidia-sampling-dispatch.patch: the active implementations
+    come from libinfiniops' exported dispatch function, the temperature factor has the logits'
+    shape."""
+    patch = ROOT / "components" / "infinilm" / "patches" / "nvidia-sampling-dispatch.patch"
+    path, _ = preimage(patch)
+    assert path == "csrc/infinicore/src/ops/random_sample/random_sample_infiniops.cc"
+    text = patched(patch, tmp_path)
+    assert "generated_dispatch::\n            ActiveImplementationIndicesFor" in text
+    assert "TopKTopPSamplingFromLogits::active_implementation_indices" not in text
+    assert "inverse_temperature = Tensor::empty(logits_2d->shape()" in text
