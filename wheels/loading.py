@@ -64,11 +64,14 @@ def site_dirs() -> tuple[Path, ...]:
     if sys.flags.no_site and not _SITE_ADDED:  # started without site (bin/infini-stack's fast
         site.main()  # start of an audit): the directories site adds, as a normal start has them
         _SITE_ADDED.append(True)
+    # The prefixes as they are now: site.main() moves sys.prefix into a venv, after sysconfig
+    # may have read it.
+    paths = sysconfig.get_paths(vars={"base": sys.prefix, "platbase": sys.exec_prefix})
     candidates = [
         *site.getsitepackages(),
         site.getusersitepackages(),
-        sysconfig.get_paths()["purelib"],
-        sysconfig.get_paths()["platlib"],
+        paths["purelib"],
+        paths["platlib"],
         *(p for p in sys.path if p),
     ]
     return tuple(dict.fromkeys(Path(c) for c in candidates if Path(c).is_dir()))
