@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from builder.checks.venv import make as make_venv
+from builder.cli import RUN
 from tests.conftest import ROOT, last_report
 
 pytestmark = pytest.mark.integration
@@ -76,3 +77,26 @@ def test_a_checkout_in_the_working_directory_does_not_stand_in_for_the_install(
     result = run(installed / "infini-stack", "--version", cwd=tmp_path, home=home)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("infini-stack ")
+
+
+def test_installed_audit_starts_again_with_site_when_its_modules_are_only_there(
+    installed: Path, home: Path, tmp_path: Path
+) -> None:
+    # This venv reaches packaging through a .pth file, which only site reads: the launcher's
+    # start without site finds no packaging, and the audit runs again with site.
+    from tests.wheelmaker import make_wheel
+
+    wheel = make_wheel(tmp_path / "w", {"demo/__init__.py": b"", "demo/data.txt": b"x"})
+    result = run(installed / "infini-stack", "audit", "--no-cache", wheel, cwd=tmp_path, home=home)
+    assert result.returncode in (0, 6), result.stderr
+    assert "Traceback" not in result.stderr
+    assert wheel.name in result.stdout
+    direct = subprocess.run(
+        [installed / "python", "-c", RUN, "audit", "--no-cache", str(wheel)],
+        cwd=tmp_path,
+        env={**os.environ, "INFINI_STACK_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (direct.returncode, direct.stdout) == (result.returncode, result.stdout)
