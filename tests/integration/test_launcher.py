@@ -3,6 +3,7 @@ real build of the mini stack's runtime through the shell launcher, the full path
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -87,16 +88,24 @@ def test_installed_audit_starts_again_with_site_when_its_modules_are_only_there(
     from tests.wheelmaker import make_wheel
 
     wheel = make_wheel(tmp_path / "w", {"demo/__init__.py": b"", "demo/data.txt": b"x"})
-    result = run(installed / "infini-stack", "audit", "--no-cache", wheel, cwd=tmp_path, home=home)
+    argv = ("audit", "--json", "--no-cache", str(wheel))
+    result = run(installed / "infini-stack", *argv, cwd=tmp_path, home=home)
     assert result.returncode in (0, 6), result.stderr
     assert "Traceback" not in result.stderr
-    assert wheel.name in result.stdout
     direct = subprocess.run(
-        [installed / "python", "-c", RUN, "audit", "--no-cache", str(wheel)],
+        [installed / "python", "-c", RUN, *argv],
         cwd=tmp_path,
         env={**os.environ, "INFINI_STACK_HOME": str(home)},
         capture_output=True,
         text=True,
         check=False,
     )
-    assert (direct.returncode, direct.stdout) == (result.returncode, result.stdout)
+
+    def verdict(out: str) -> dict[str, object]:
+        audit: dict[str, object] = json.loads(out)["wheels"][0]
+        audit.pop("stats")  # timings
+        return audit
+
+    assert direct.returncode == result.returncode
+    assert verdict(direct.stdout) == verdict(result.stdout)
+    assert verdict(result.stdout)["path"] == str(wheel)
