@@ -26,13 +26,14 @@ from __future__ import annotations
 import mmap
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from builder.core import proc
 from builder.core.errors import BuildError
+from builder.core.fs import atomic_write
 
 ELF_MAGIC = b"\x7fELF"
 FixKind = Literal["elf", "text", "symlink"]
@@ -160,13 +161,18 @@ def _stuck(rel: str, data: mmap.mmap, offset: int) -> Stuck:
 # --- at pull time -------------------------------------------------------------------------------
 
 
-def substitute(text: str, mapping: Mapping[str, str]) -> str:
-    """``text`` with each old root (a key of ``mapping``) replaced by its new one."""
+def substituter(mapping: Mapping[str, str]) -> Callable[[bytes], bytes]:
+    """A function giving bytes with each old root (a key of ``mapping``) replaced by its new one."""
     if not mapping:
-        return text
+        return lambda data: data
     pattern = root_pattern(list(mapping))
     table = {k.rstrip("/").encode(): v.rstrip("/").encode() for k, v in mapping.items()}
-    return pattern.sub(lambda m: table[m.group(0)], text.encode()).decode()
+    return lambda data: pattern.sub(lambda m: table[m.group(0)], data)
+
+
+def substitute(text: str, mapping: Mapping[str, str]) -> str:
+    """``text`` with each old root (a key of ``mapping``) replaced by its new one."""
+    return substituter(mapping)(text.encode()).decode() if mapping else text
 
 
 def substitute_data(data: Any, mapping: Mapping[str, str]) -> Any:
@@ -191,22 +197,24 @@ def mapping_for(table: Mapping[str, Any], new_roots: Mapping[str, str]) -> dict[
 
 
 def relocate(prefix: Path, table: Mapping[str, Any], mapping: Mapping[str, str]) -> list[str]:
-    """Rewrite every place the table lists, under ``prefix``; returns the files rewritten."""
+    """Rewrite every place the table lists, under ``prefix``; returns the files rewritten.
+    Raises :class:`BuildError` for a table that names a place outside the entry (also through
+    a link) or a kind it does not know."""
     if not mapping:
         return []
+    rewrite = substituter(mapping)
     done = []
     for item in table.get("files") or []:
         rel = str(item["path"])
-        if rel.startswith("/") or ".." in Path(rel).parts:
-            raise BuildError(f"the relocation table names {rel!r}, outside the entry")
-        path = prefix / rel
+        path = inside(prefix, rel)
         kind = item["kind"]
         if kind == "symlink":
             target = substitute(str(path.readlink()), mapping)
             path.unlink()
             path.symlink_to(target)
         elif kind == "text":
-            _rewrite_text(path, mapping)
+            mode = path.stat().st_mode
+            atomic_write(path, rewrite(path.read_bytes())).chmod(mode & 0o7777)
         elif kind == "elf":
             _rewrite_elf(path, mapping)
         else:
@@ -215,16 +223,15 @@ def relocate(prefix: Path, table: Mapping[str, Any], mapping: Mapping[str, str])
     return done
 
 
-def _rewrite_text(path: Path, mapping: Mapping[str, str]) -> None:
-    mode = path.stat().st_mode
-    data = path.read_bytes()
-    pattern = root_pattern(list(mapping))
-    table = {k.rstrip("/").encode(): v.rstrip("/").encode() for k, v in mapping.items()}
-    new = pattern.sub(lambda m: table[m.group(0)], data)
-    tmp = path.with_name(f".{path.name}.relocating")
-    tmp.write_bytes(new)
-    tmp.chmod(mode & 0o7777)
-    tmp.replace(path)
+def inside(prefix: Path, rel: str) -> Path:
+    """``prefix / rel``, its directories resolved: a BuildError when that leaves ``prefix``
+    (an absolute or climbing name, or a directory that is a link out of the entry)."""
+    if rel.startswith("/") or ".." in Path(rel).parts:
+        raise BuildError(f"the relocation table names {rel!r}, outside the entry")
+    path = prefix / rel
+    if not path.parent.resolve().is_relative_to(prefix.resolve()):
+        raise BuildError(f"the relocation table names {rel!r}, through a link out of the entry")
+    return path
 
 
 def _rewrite_elf(path: Path, mapping: Mapping[str, str]) -> None:
@@ -252,7 +259,7 @@ def leftovers(prefix: Path, table: Mapping[str, Any], old: list[str]) -> list[st
     pattern = root_pattern(old)
     left = []
     for item in table.get("files") or []:
-        path = prefix / str(item["path"])
+        path = inside(prefix, str(item["path"]))
         data = str(path.readlink()).encode() if path.is_symlink() else path.read_bytes()
         if pattern.search(data):
             left.append(str(item["path"]))

@@ -23,6 +23,7 @@ from builder.cache.oci import Registry
 from builder.cache.remote import MAX_CONFIG, Refused, Remote
 from builder.cache.signing import BadSignature, Signer, Trust, verify
 from builder.cache.urls import CacheURL
+from builder.core.errors import StackError
 
 
 @dataclass(frozen=True)
@@ -135,9 +136,15 @@ def download(
     finally:
         layer_file.unlink(missing_ok=True)
     table = found.statement.get("relocation") or {}
-    mapping = relocate.mapping_for(table, roots)
-    rewritten = relocate.relocate(prefix, table, mapping)
-    left = relocate.leftovers(prefix, table, list(mapping))
+    try:
+        mapping = relocate.mapping_for(table, roots)
+        rewritten = relocate.relocate(prefix, table, mapping)
+        left = relocate.leftovers(prefix, table, list(mapping))
+    except Refused:
+        raise
+    except (StackError, OSError, KeyError, TypeError, AttributeError, ValueError) as exc:
+        # A table that does not fit its layer: refused (and built here), never a crash.
+        raise Refused(f"its relocation table cannot be applied ({exc})") from None
     if left:
         raise Refused(f"it still names the builder's paths after relocation: {', '.join(left[:5])}")
     record: dict[str, Any] = relocate.substitute_data(dict(found.statement["record"]), mapping)

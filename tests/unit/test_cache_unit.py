@@ -205,3 +205,42 @@ def test_a_file_cache_round_trips_an_entry_and_refuses_a_tampered_one(tmp_path: 
     with pytest.raises(Refused, match="does not match its digest"):
         transfer.download(found, staging2, scratch, {"store": "/s", "home": "/h"})
     assert transfer.lookup(cache, "0" * 64, signing.Trust({})) is None
+
+
+@pytest.mark.parametrize(
+    "relocation",
+    [
+        "oops",  # not a table
+        {"roots": {"store": "/old/home/store"}, "files": [{"path": "bin/run.sh"}]},  # no kind
+        {"roots": {"store": "/old/home/store"}, "files": [{"path": "nope", "kind": "text"}]},
+        {"roots": {"store": "/old/home/store"}, "files": [{"path": "bin/run.sh", "kind": "?"}]},
+        {"roots": {"store": "/old/home/store"}, "files": [{"path": "out/f", "kind": "text"}]},
+    ],
+    ids=["not-a-table", "no-kind", "missing-file", "unknown-kind", "through-a-link"],
+)
+def test_a_relocation_table_that_does_not_fit_its_layer_is_refused_and_writes_nothing_outside(
+    tmp_path: Path, relocation: object
+) -> None:
+    import dataclasses
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f").write_text("/old/home/store stays\n")
+    entry = tmp_path / "entry"
+    make_entry(entry)
+    (entry / "prefix" / "out").symlink_to(outside)  # a link the layer may hold, to a directory
+    cache = FileCache(tmp_path / "cache")
+    (tmp_path / "cache").mkdir()
+    roots = {"store": "/old/home/store", "home": "/old/home"}
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    record = {"name": "x", "vendor": "cpu"}
+    assert transfer.publish(cache, "k" * 64, entry, record, roots, None, scratch) is not None
+    found = transfer.lookup(cache, "k" * 64, signing.Trust({}))
+    assert found is not None
+    forged = dataclasses.replace(found, statement={**found.statement, "relocation": relocation})
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    with pytest.raises(Refused, match="relocation table"):
+        transfer.download(forged, staging, scratch, {"store": "/s", "home": "/h"})
+    assert (outside / "f").read_text() == "/old/home/store stays\n"
