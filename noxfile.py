@@ -277,7 +277,7 @@ def run_check(session: nox.Session, python: str, wheel: Path, vendor: str) -> No
     argv = [python, "-m", "builder", "check", str(wheel), "--manifest", str(MINI)]
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
     if done.returncode == EXIT_PREFLIGHT:
-        session.warn(f"demo: {vendor}: {done.stderr.strip().splitlines()[-1]}")
+        session.warn(f"demo: {vendor}: {(done.stderr.strip().splitlines() or ['not run'])[-1]}")
         return
     session.log(done.stderr.strip())
     if done.returncode != 0:

@@ -141,3 +141,18 @@ def vendor_of_local(version: str) -> str | None:
 
     local = version.partition("+")[2]
     return by_local(local) if local else None
+
+
+def vendor_of_wheel(filename: str) -> str | None:
+    """The vendor a wheel's file name names: its variant label, else its local version; None
+    when it names none or is not a wheel file name."""
+    from wheels.filename import InvalidWheelName, parse_wheel_filename
+
+    base, label = split_variant(filename)
+    if label is not None:  # a PEP 825 variant wheel: its label names the vendor
+        return vendor_of_variant(label)
+    try:
+        _, version, _, _ = parse_wheel_filename(base)
+    except InvalidWheelName:
+        return None
+    return vendor_of_local(str(version))

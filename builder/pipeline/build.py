@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.core import proc
-from builder.core.errors import BuildError, UsageError
+from builder.core.errors import BuildError, StackError, UsageError
 from builder.core.host import HostFacts
 from builder.core.layout import Layout
 from builder.core.redact import redact
@@ -138,7 +138,7 @@ def build_plan(
                 )
             except BuildError as exc:
                 if remote and not isinstance(exc, executor.Interrupted):
-                    _push(remote, ctx, plan, report, progress)  # what was built before it failed
+                    _push_after_failure(remote, ctx, plan, report, progress)
                 raise
             finally:
                 _mark_pulled(report, pulled, remote)
@@ -211,6 +211,21 @@ def _push(
 
     ok = push_built(cache, plan, ctx.layout, report, progress.say)
     report.cache = {**report.cache, **summary(cache), "pushed_ok": ok}
+
+
+def _push_after_failure(
+    cache: Cache,
+    ctx: Context,
+    plan: Plan,
+    report: run_report.RunReport,
+    progress: run_report.Progress,
+) -> None:
+    """Push what was built before a failure; a push that fails too is a warning, so the build's
+    own error (and the log it names) is what the user sees."""
+    try:
+        _push(cache, ctx, plan, report, progress)
+    except StackError as exc:
+        progress.say("cache", f"warning: not pushed after the failure: {exc.message}")
 
 
 def _fetch(ctx: Context, plan: Plan) -> None:

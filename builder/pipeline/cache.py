@@ -196,6 +196,10 @@ def push_built(cache: Cache, plan: Plan, layout: Layout, report: RunReport, say:
         result = report.result(c.name)
         if result.status not in ("built", "hit") or not store.has(c.key):
             continue
+        if remote.display in cache.down:  # said once: each try would wait out its retries
+            result.cache = {"error": f"{remote.display} is unavailable"}
+            ok = False
+            continue
         with store.lock(c.key):
             record = store.record(c.key)
             if "origin" in record:
@@ -235,6 +239,7 @@ def _push_one(
                 f"cache {remote.display} is required: {exc.message}", hint=exc.hint
             ) from None
         text = f"warning: not pushed to {remote.display}: {exc.message}"
+        cache.down.add(remote.display)
         cache.warn(text)
         say(c.name, text)
         return {"error": exc.message}

@@ -37,20 +37,17 @@ def check_script(stack: Stack, vendor: str) -> Path:
 
 
 def wheel_vendor(wheel: Path, given: str | None) -> str:
-    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-
     from builder.vendors import canonical_name
-    from wheels.naming import vendor_of_local
+    from wheels.naming import vendor_of_wheel
 
     if given:
         return canonical_name(given)
-    try:
-        version = str(parse_wheel_filename(wheel.name)[1])
-    except InvalidWheelFilename as exc:
-        raise UsageError(f"{wheel.name} is not a wheel file name: {exc}") from exc
-    found = vendor_of_local(version)
+    found = vendor_of_wheel(wheel.name)
     if found is None:
-        raise UsageError(f"{wheel.name} names no vendor in its version", hint="pass --vendor")
+        raise UsageError(
+            f"{wheel.name} names no vendor (no variant label or local version that is one's)",
+            hint="pass --vendor",
+        )
     return found
 
 

@@ -244,3 +244,25 @@ def test_a_relocation_table_that_does_not_fit_its_layer_is_refused_and_writes_no
     with pytest.raises(Refused, match="relocation table"):
         transfer.download(forged, staging, scratch, {"store": "/s", "home": "/h"})
     assert (outside / "f").read_text() == "/old/home/store stays\n"
+
+
+def test_a_push_failing_after_a_build_failure_is_a_warning_not_the_error_shown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from builder.core.errors import BuildError
+    from builder.pipeline import build
+
+    message = "cache oci://host/x is required: connection refused"
+
+    def refuse(*_args: object) -> None:
+        raise BuildError(message)
+
+    said: list[tuple[str, str]] = []
+
+    class Progress:
+        def say(self, who: str, text: str) -> None:
+            said.append((who, text))
+
+    monkeypatch.setattr(build, "_push", refuse)
+    build._push_after_failure(None, None, None, None, Progress())  # type: ignore[arg-type]
+    assert said == [("cache", f"warning: not pushed after the failure: {message}")]

@@ -168,3 +168,15 @@ def test_names_are_canonicalized_as_packaging_canonicalizes_them(name: str) -> N
     from packaging.utils import canonicalize_name as theirs
 
     assert canonicalize_name(name) == theirs(name)
+
+
+def test_check_takes_the_vendor_from_a_variant_label_or_the_local_version() -> None:
+    from builder.core.errors import UsageError
+    from builder.pipeline.check import wheel_vendor
+
+    assert wheel_vendor(Path("x-0.1.0-cp312-cp312-linux_x86_64-cu130.whl"), None) == "nvidia"
+    assert wheel_vendor(Path("x-0.1.0+cu130-cp312-cp312-linux_x86_64.whl"), None) == "nvidia"
+    assert wheel_vendor(Path("x-0.1.0-cp312-cp312-linux_x86_64-null.whl"), None) == "cpu"
+    assert wheel_vendor(Path("x-0.1.0-py3-none-any.whl"), "ali") == "thead"
+    with pytest.raises(UsageError, match="names no vendor"):
+        wheel_vendor(Path("x-0.1.0-py3-none-any.whl"), None)

@@ -28,8 +28,7 @@ from wheels.audit.tags import check_tags, manylinux_whitelist, tag_verdicts
 from wheels.audit.variants import check_variant
 from wheels.audit_report import AuditStats, CudaReport, ElfReport, Finding, WheelAudit
 from wheels.elf import ElfInfo, HostLibraries
-from wheels.filename import InvalidWheelName, parse_wheel_filename
-from wheels.naming import split_variant, vendor_of_local, vendor_of_variant
+from wheels.naming import split_variant, vendor_of_wheel
 from wheels.policy import VendorPolicy
 from wheels.policy.lddtree import host_library_dirs
 from wheels.policy.wheeltools import wheel_platform
@@ -66,14 +65,7 @@ def audit_wheel(
 def infer_vendor(path: Path) -> str:
     """The vendor a wheel was built for, from its local version: ``+cu130`` -> nvidia; cpu (whose
     policy expects every library in the wheel) when the name says none."""
-    base, label = split_variant(Path(path).name)
-    if label is not None:  # a PEP 825 variant wheel: its label names the vendor
-        return vendor_of_variant(label) or "cpu"
-    try:
-        _, version, _, _ = parse_wheel_filename(base)
-    except InvalidWheelName:
-        return "cpu"
-    return vendor_of_local(str(version)) or "cpu"
+    return vendor_of_wheel(Path(path).name) or "cpu"
 
 
 def default_cache_dir(home: Path) -> Path:
