@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import html
 import zipfile
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-from wheels.variants import elf_device_code
 
 KIND_COLOURS = {
     "wheel": "#2b6cb0",
@@ -102,22 +101,26 @@ def _wheel(w: Mapping[str, Any]) -> str:
         f"{_e(f['message'])} <small>[{_e(f['code'])}]</small></div>"
         for s, f in findings
     )
-    archs = device_archs(path, w.get("elfs", []))
+    archs = device_archs(w.get("elfs", []))
     head += _variant_line(path)
     return head + listed + _legend() + graph_svg(w) + _elf_table(w.get("elfs", []), archs)
 
 
 def _variant_line(wheel: Path) -> str:
-    """A PEP 825 variant wheel's label and properties, from its variant.json."""
-    from wheels.variants import read_from_wheel
+    """A PEP 825 variant wheel's label and properties, from its variant.json; nothing for
+    metadata that is not valid (the audit's findings say why)."""
+    from wheels.naming import split_variant
+    from wheels.variants import problems_of, read_from_wheel
 
+    label = split_variant(wheel.name)[1]
     try:
-        doc = read_from_wheel(wheel) if wheel.is_file() else None
-        (label, props), *_ = doc["variants"].items() if doc else [(None, {})]
-    except (OSError, ValueError, KeyError, AttributeError, zipfile.BadZipFile):
+        doc = read_from_wheel(wheel) if label is not None and wheel.is_file() else None
+    except (OSError, ValueError, EOFError, RuntimeError, NotImplementedError, zipfile.BadZipFile,
+            zlib.error):  # fmt: skip
         return ""
-    if label is None:
+    if label is None or doc is None or problems_of(doc, label):
         return ""
+    props = doc["variants"][label]
     listed = [f"{ns} :: {f} :: {v}" for ns, fs in props.items() for f, vs in fs.items() for v in vs]
     return f"<p>variant <code>{_e(label)}</code>: {_e('; '.join(listed) or 'no properties')}</p>"
 
@@ -130,37 +133,17 @@ def _legend() -> str:
     return f"<p class='legend'>{spans}</p>"
 
 
-def device_archs(wheel: Path, elfs: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, list[str]]]:
-    """SASS and PTX targets per ELF member: from the audit JSON where it has them (the audit's
-    own CUDA reading), else read from the wheel with wheels.fatbin."""
+def device_archs(elfs: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, list[str]]]:
+    """SASS and PTX targets per ELF member that carries device code, from the audit JSON (the
+    audit's own reading: ``cuda`` is null for an ELF without any)."""
     out: dict[str, dict[str, list[str]]] = {}
-    missing = []
     for elf in elfs:
-        found = _json_archs(elf)
-        if found is not None:
-            out[elf["member"]] = found
-        else:
-            missing.append(elf["member"])
-    if missing and wheel.is_file():
-        try:
-            with zipfile.ZipFile(wheel) as zf:
-                for member in missing:
-                    code = elf_device_code(zf.read(member)).loaded()
-                    if code.entries:
-                        out[member] = {"sass": list(code.sass_archs), "ptx": list(code.ptx_archs)}
-        except (OSError, zipfile.BadZipFile, KeyError, ValueError, EOFError):
-            pass  # the audit above says what is wrong with the archive
-    return out
-
-
-def _json_archs(elf: Mapping[str, Any]) -> dict[str, list[str]] | None:
-    for key in ("cuda", "device_code"):
-        value = elf.get(key)
+        value = elf.get("cuda")
         if isinstance(value, Mapping):
-            sass = value.get("sass") or value.get("sass_archs") or []
-            ptx = value.get("ptx") or value.get("ptx_archs") or []
-            return {"sass": [str(s) for s in sass], "ptx": [str(p) for p in ptx]}
-    return None
+            sass, ptx = value.get("sass") or [], value.get("ptx") or []
+            if sass or ptx:
+                out[elf["member"]] = {"sass": [str(a) for a in sass], "ptx": [str(a) for a in ptx]}
+    return out
 
 
 def _elf_table(elfs: Sequence[Mapping[str, Any]], archs: Mapping[str, Any]) -> str:

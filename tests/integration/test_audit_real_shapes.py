@@ -165,3 +165,30 @@ def test_every_extension_and_executable_of_every_built_wheel_is_a_root_of_its_ow
         roots = own_roots(ctx)
         assert set(ctx.extensions) <= set(roots), label
         assert set(roots) <= set(ctx.groups), label
+
+
+@pytest.mark.skipif(not have_gcc(), reason="needs gcc")
+def test_an_unreadable_init_beside_an_extension_is_a_finding_not_a_stopped_audit(
+    tmp_path: Path,
+) -> None:
+    from tests.wheelmaker import LONELY_EXTENSION, TAG, Compiler, make_wheel
+
+    ext = Compiler(tmp_path / "build").shared(f"_x{EXT}", LONELY_EXTENSION.format(mod="_x"))
+    files: dict[str, bytes | Path] = {"demo/__init__.py": b"import torch\n", f"demo/_x{EXT}": ext}
+    wheel = make_wheel(tmp_path, files, tag=f"{TAG}-{TAG}-manylinux_2_17_x86_64")
+    data = bytearray(wheel.read_bytes())
+    with zipfile.ZipFile(wheel) as zf:
+        info = zf.getinfo("demo/__init__.py")
+    # The member's compression method, in its local header and the central directory, set to
+    # 99 (AE-x encryption), which zipfile cannot read.
+    data[info.header_offset + 8 : info.header_offset + 10] = (99).to_bytes(2, "little")
+    name = b"demo/__init__.py"
+    central = data.index(b"PK\x01\x02")
+    while data[central + 46 : central + 46 + len(name)] != name:
+        central = data.index(b"PK\x01\x02", central + 4)
+    data[central + 10 : central + 12] = (99).to_bytes(2, "little")
+    wheel.write_bytes(bytes(data))
+    result = audit_wheel(wheel, load_vendor_policy("cpu"))
+    codes = {f.code for f in result.findings}
+    assert "internal" not in codes, render_text([result])
+    assert any(f.member == "demo/__init__.py" for f in result.violations), render_text([result])

@@ -150,3 +150,19 @@ def test_the_plain_layout_draws_every_elf_and_need_without_graphviz(tmp_path: Pa
         for need in elf["needs"]:
             assert need["soname"] in svg
     assert svg.count("<path") == sum(len(e["needs"]) for e in data["elfs"])
+
+
+@pytest.mark.parametrize(
+    "doc", [[1], {"variants": {"cu130": {"nvidia": ["x"]}}}], ids=["a-list", "bad-properties"]
+)
+def test_audit_html_of_a_variant_wheel_with_broken_metadata_is_a_finding_not_a_traceback(
+    tmp_path: Path, doc: object, cli
+) -> None:  # type: ignore[no-untyped-def]
+    files = {"demo/__init__.py": b"", "demo-1.0.dist-info/variant.json": json.dumps(doc).encode()}
+    plain = make_wheel(tmp_path / "w", files, version="1.0", tag="py3-none-linux_x86_64")
+    wheel = plain.rename(plain.with_name(plain.name[: -len(".whl")] + "-cu130.whl"))
+    page = tmp_path / "audit.html"
+    result = cli("audit", "--no-cache", "--html", page, wheel)
+    assert result.code == 6 and "Traceback" not in result.err
+    assert "[variant-metadata]" in result.out
+    assert "variant-metadata" in page.read_text() and "<p>variant <code>" not in page.read_text()

@@ -143,7 +143,8 @@ def _audit_archive(
     ctx = _context(archive, policy, elfs, arch, host, f)
     reports, cuda = _check_elfs(ctx, archive, by_name, archs, f)
     check_tags(archive, verdicts[1], bool(elfs), f)
-    check_variant(archive, elfs, policy, f)
+    devices = {n: s.device for n, s in by_name.items() if s.elf and s.device is not None}
+    check_variant(archive, elfs, devices, policy, f)
     stats = AuditStats(
         members=len(archive.infos),
         elf_members=len(elfs),

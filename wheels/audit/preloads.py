@@ -50,10 +50,10 @@ def read_preloads(archive: Archive, ctx: Elves, package: str) -> Preloads:
     none or it cannot be read."""
     import ast  # only for a wheel that loads another distribution's library
 
-    init = ctx.installed.get(posixpath.join(package, "__init__.py"))
+    text = _init_text(archive, ctx, package)
     try:
-        body = ast.parse(archive.zf.read(init)).body if init else []
-    except (SyntaxError, ValueError, KeyError, OSError, zipfile.BadZipFile, zlib.error):
+        body = ast.parse(text).body if text else []
+    except (SyntaxError, ValueError):
         return Preloads()
     imports: list[str] = []
     made_global: set[str] = set()
@@ -71,11 +71,20 @@ def read_preloads(archive: Archive, ctx: Elves, package: str) -> Preloads:
 
 def _mentions(archive: Archive, ctx: Elves, package: str, word: bytes) -> bool:
     """Does ``package``'s ``__init__.py`` in the wheel hold ``word`` at all?"""
+    return word in _init_text(archive, ctx, package)
+
+
+def _init_text(archive: Archive, ctx: Elves, package: str) -> bytes:
+    """``package``'s ``__init__.py`` in the wheel; empty when there is none or it cannot be read
+    (the member scan reports an unreadable member)."""
     init = ctx.installed.get(posixpath.join(package, "__init__.py"))
+    if init is None:
+        return b""
     try:
-        return init is not None and word in archive.zf.read(init)
-    except (KeyError, OSError, zipfile.BadZipFile, zlib.error):
-        return False
+        return archive.zf.read(init)
+    except (KeyError, OSError, EOFError, RuntimeError, NotImplementedError, ValueError,
+            zipfile.BadZipFile, zlib.error):  # fmt: skip
+        return b""
 
 
 def _made_global(node: ast.stmt) -> str | None:

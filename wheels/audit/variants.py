@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import re
+import zipfile
+import zlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,14 +33,19 @@ CODE = "variant-metadata"
 
 
 def check_variant(
-    archive: Archive, elfs: Mapping[str, ElfInfo], policy: VendorPolicy, f: Findings
+    archive: Archive,
+    elfs: Mapping[str, ElfInfo],
+    devices: Mapping[str, DeviceCode],
+    policy: VendorPolicy,
+    f: Findings,
 ) -> None:
-    """The variant checks; nothing to do for a wheel that is not a variant and says none."""
+    """The variant checks; nothing to do for a wheel that is not a variant and says none.
+    ``devices``: the device code the member scan read, by ELF file (those with some)."""
     label = split_variant(archive.path.name)[1]
     doc = _read(archive, label, f)
     if label is None or doc is None:
         return
-    from wheels.variants import elf_device_code, problems_of  # for a variant wheel only
+    from wheels.variants import problems_of  # for a variant wheel only
 
     named = vendor_of_variant(label)
     if named is not None and named != policy.name:
@@ -50,8 +57,7 @@ def check_variant(
     if problems or variant is None or variant.arch_from != "cuda-fatbin":
         return
     declared = doc["variants"][label].get(variant.namespace, {})
-    codes = {n: elf_device_code(archive.zf.read(n)) for n in elfs}
-    _check_archs(variant, declared.get(variant.arch, []), codes, f)
+    _check_archs(variant, declared.get(variant.arch, []), devices, f)
     _check_runtime(variant, declared.get(variant.toolkit, []), elfs, f)
 
 
@@ -67,6 +73,10 @@ def _read(archive: Archive, label: str | None, f: Findings) -> Any:
     except KeyError:
         if label is not None:
             f.violation(CODE, None, f"a variant wheel ('{label}') without {VARIANT_FILE}")
+        return None
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError,
+            zlib.error) as exc:  # fmt: skip
+        f.violation(CODE, _member(archive), f"cannot read: {exc}")
         return None
     if label is None:
         f.warning(CODE, _member(archive), "variant metadata in a wheel whose name has no label")
