@@ -90,7 +90,8 @@ def install(venv: Path) -> tuple[Path, str]:
     reason = (done.stderr.strip().splitlines() or ["?"])[-1]
     inherit = venv.with_name(venv.name + "-inherit")
     python = make_venv(inherit, sys.executable)  # sees this interpreter's packages
-    _pip_install(python, "--no-deps", str(ROOT)).check_returncode()
+    # No build isolation: that would fetch setuptools from the index this fallback lacks.
+    _pip_install(python, "--no-deps", "--no-build-isolation", str(ROOT)).check_returncode()
     return inherit / "bin", (
         "a fresh venv that reaches this interpreter's packages through a .pth file (installing "
         f"the dependencies failed: {reason})"
@@ -134,9 +135,10 @@ def run_cli(tool: Path, wheel: Path, cache_dir: Path | None) -> tuple[float, dic
     return seconds, data
 
 
-def run_auditwheel(wheel: Path) -> tuple[float, str | None]:
+def run_auditwheel(tool: Path, wheel: Path) -> tuple[float, str | None]:
+    """``auditwheel show`` as installed beside the tool (the version it depends on)."""
     seconds, out = timed(
-        [sys.executable, "-m", "auditwheel", "show", "--json", wheel], {**os.environ}
+        [tool.parent / "python", "-m", "auditwheel", "show", "--json", wheel], {**os.environ}
     )
     try:
         tag = json.loads(out).get("overall_tag")
@@ -229,7 +231,7 @@ def bench(tool: Path, wheel: Path, runs: int, auditwheel_runs: int) -> Timings:
         audit_wheel(wheel, policy)
         t.inproc.append(time.perf_counter() - start)
         if run < auditwheel_runs:
-            seconds, tag = run_auditwheel(wheel)
+            seconds, tag = run_auditwheel(tool, wheel)
             t.auditwheel.append(seconds)
             t.auditwheel_tag = tag
     return t
@@ -294,7 +296,7 @@ def corpus_row(tool: Path, wheel: Path, runs: int) -> CorpusRow:
     for _ in range(n):  # interleaved: a change of load weighs on both alike
         seconds, data = run_cli(tool, wheel, None)
         ours.append(seconds)
-        seconds, tag = run_auditwheel(wheel)
+        seconds, tag = run_auditwheel(tool, wheel)
         theirs.append(seconds)
     agree = tag == data.get("auditwheel_tag")
     floor = verified_floor(wheel)

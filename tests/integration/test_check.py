@@ -81,9 +81,21 @@ def test_the_check_sees_the_packages_of_a_target_interpreter_that_is_itself_a_ve
     assert plain.returncode != 0
 
 
+def no_devices(vendor: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``vendor``'s device listing made a real program that finds none, so that a test of the
+    not-run path holds on a machine that has such a device too."""
+    from builder.vendors import REGISTRY
+
+    lister = tmp_path / "list-devices"
+    lister.write_text("#!/bin/sh\necho 'No devices were found' >&2\nexit 6\n")
+    lister.chmod(0o755)
+    monkeypatch.setitem(REGISTRY, vendor, replace(REGISTRY[vendor], device_command=(str(lister),)))
+
+
 def test_check_of_a_vendor_without_its_device_here_says_so_and_exits_3(
-    mini_wheel: Path, mini: Path, tmp_path: Path, cli
+    mini_wheel: Path, mini: Path, tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
+    no_devices("nvidia", tmp_path, monkeypatch)
     renamed = mini_wheel.with_name(mini_wheel.name.replace("+cpu", "+cu130"))
     renamed.write_bytes(mini_wheel.read_bytes())
     result = cli("check", renamed, "--manifest", mini)
@@ -106,8 +118,9 @@ def test_check_of_a_vendor_with_no_declared_check_is_a_usage_error(
 @pytest.mark.nvcc
 @pytest.mark.skipif(not HAVE_NVCC, reason="needs nvcc to build the nvidia mini stack")
 def test_release_without_the_vendors_device_prints_the_not_run_line(
-    home: Path, mini: Path, tmp_path: Path, cli
+    home: Path, mini: Path, tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
+    no_devices("nvidia", tmp_path, monkeypatch)
     out = tmp_path / "release"
     result = cli("release", "--manifest", mini, "--vendor", "nvidia", "--no-verify", "-o", out)
     assert result.code == 0, result.err
@@ -121,12 +134,7 @@ def test_release_strict_refuses_when_the_check_cannot_run(
     shared_home: Path, mini: Path, tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
     """A cpu vendor whose device listing finds nothing (a real program that says so)."""
-    from builder.vendors import REGISTRY
-
-    lister = tmp_path / "list-devices"
-    lister.write_text("#!/bin/sh\necho 'No devices were found' >&2\nexit 6\n")
-    lister.chmod(0o755)
-    monkeypatch.setitem(REGISTRY, "cpu", replace(REGISTRY["cpu"], device_command=(str(lister),)))
+    no_devices("cpu", tmp_path, monkeypatch)
     out = tmp_path / "release"
     result = cli(
         "release", "--manifest", mini, "--vendor", "cpu", "--no-verify", "--strict", "-o", out

@@ -303,7 +303,8 @@ def test_a_library_needing_libtorch_python_imports_torch_first_in_every_layout(
         (demo / "__init__.py").write_text("from . import _bind\n")
         if name == "fixed":
             assert fix_loading(demo.parent, nvidia(), dirs=[]) == ["torch"]
-            assert (demo / "__init__.py").read_text().index("import torch") >= 0
+            init = (demo / "__init__.py").read_text()
+            assert init.index("import torch") < init.index("from . import _bind")
         path = wheel(demo.parent, tmp_path / f"{name}-wheel", ["torch"])
         python = installed(tmp_path / f"{name}-venv", path, site, same_site=False)
         code = "import demo; print(demo._bind.answer)"
