@@ -52,6 +52,7 @@ from benchmarks.floors import (  # noqa: E402
 )
 from builder.checks.venv import make as make_venv  # noqa: E402
 from builder.core.layout import default_home  # noqa: E402
+from tests.wheelmaker import small_extension_wheel  # noqa: E402
 from wheels.audit import audit_wheel, infer_vendor  # noqa: E402
 from wheels.policy import load_vendor_policy  # noqa: E402
 
@@ -101,17 +102,6 @@ def install(venv: Path) -> tuple[Path, str]:
 def _pip_install(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", *args]
     return subprocess.run(argv, capture_output=True, text=True, check=False, cwd="/")
-
-
-def small_wheel(out: Path) -> Path | None:
-    """A wheel with one small ELF file (an extension module built with gcc); None without gcc."""
-    from tests.wheelmaker import EXT, LONELY_EXTENSION, TAG, Compiler, have_gcc, make_wheel
-
-    if not have_gcc():
-        return None
-    ext = Compiler(out / "build").shared(f"_small{EXT}", LONELY_EXTENSION.format(mod="_small"))
-    files: dict[str, bytes | Path] = {"small/__init__.py": b"", f"small/_small{EXT}": ext}
-    return make_wheel(out, files, name="small", tag=f"{TAG}-{TAG}-manylinux_2_17_x86_64")
 
 
 def fresh_env(home: Path) -> dict[str, str]:
@@ -379,7 +369,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             wheels = args.wheels or default_wheels(cache)
             runs = min(args.auditwheel_runs, args.runs)
             checks += [_detail(tool, w, args.runs, runs) for w in wheels]
-        small = small_wheel(Path(tmp) / "small") or min(wheels, key=lambda p: p.stat().st_size)
+        smallest = min(wheels, key=lambda p: p.stat().st_size)
+        small = small_extension_wheel(Path(tmp) / "small") or smallest
         lines, ok = startup(tool, small)
         print("\n".join(lines), flush=True)
         results = [ok] + [check() for check in checks]

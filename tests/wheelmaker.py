@@ -465,3 +465,12 @@ def auditwheel_tag(wheel: Path, timeout: float = 600) -> str | None:
     except (ValueError, AttributeError):
         return None
     return str(tag) if tag else None
+
+
+def small_extension_wheel(out: Path) -> Path | None:
+    """A wheel with one small ELF file (an extension module built with gcc); None without gcc."""
+    if not have_gcc():
+        return None
+    ext = Compiler(out / "build").shared(f"_small{EXT}", LONELY_EXTENSION.format(mod="_small"))
+    files: dict[str, bytes | Path] = {"small/__init__.py": b"", f"small/_small{EXT}": ext}
+    return make_wheel(out, files, name="small", tag=f"{TAG}-{TAG}-manylinux_2_17_x86_64")

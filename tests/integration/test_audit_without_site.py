@@ -15,7 +15,7 @@ import pytest
 
 from builder.cli import RUN, WITHOUT_SITE, needs_site
 from tests.conftest import ROOT
-from tests.wheelmaker import EXT, LONELY_EXTENSION, TAG, Compiler, have_gcc, make_wheel
+from tests.wheelmaker import small_extension_wheel
 
 pytestmark = pytest.mark.integration
 
@@ -24,12 +24,10 @@ SITECUSTOMIZE = "import os\nopen(os.environ['SITE_MARKER'], 'w').close()\n"
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not have_gcc():
+    made = small_extension_wheel(tmp_path_factory.mktemp("nosite"))
+    if made is None:
         pytest.skip("gcc is needed for the extension module")
-    out = tmp_path_factory.mktemp("nosite")
-    ext = Compiler(out / "build").shared(f"_small{EXT}", LONELY_EXTENSION.format(mod="_small"))
-    files: dict[str, bytes | Path] = {"small/__init__.py": b"", f"small/_small{EXT}": ext}
-    return make_wheel(out, files, name="small", tag=f"{TAG}-{TAG}-manylinux_2_17_x86_64")
+    return made
 
 
 def _site_dir(module: object) -> str:

@@ -243,6 +243,11 @@ def test_big_member_mapped_from_the_wheel_equals_reading_it(
     assert mapped_calls  # the library was mapped, not read
     assert not mapped.violations and mapped.findings == read.findings
     assert mapped.elfs == read.elfs
+    mapped_calls.clear()
+    filling = audit_wheel(wheel, CPU, cache_dir=tmp_path / "cache")  # the mapped bytes key it
+    assert mapped_calls and filling.elfs == read.elfs and filling.stats.cached_batches == 0
+    again = audit_wheel(wheel, CPU, cache_dir=tmp_path / "cache")
+    assert again.stats.cached_batches == again.stats.batches and again.elfs == read.elfs
 
 
 def test_corrupt_cache_entries_are_misses_not_errors(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ class Cache:
 
     root: Path
 
-    def key(self, batch: Sequence[Task], raws: Sequence[bytes]) -> str:
+    def key(self, batch: Sequence[Task], raws: Sequence[bytes | memoryview]) -> str:
         h = hashlib.sha256(CACHE_VERSION.encode())
         for task, raw in zip(batch, raws, strict=True):
             h.update(f"\0{task.name}\0{task.method}\0{task.file_size}\0{task.algo}\0".encode())

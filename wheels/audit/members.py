@@ -53,8 +53,10 @@ SNAPSHOT_ABOVE = ONE_CALL_BELOW  # members this big are not kept inflated, see _
 SNAPSHOT_EVERY = 4 << 20
 KEEP_PREFIX = 8 << 20
 KEEP_BLOCKS = 8  # re-inflated blocks of a big member kept at once (SNAPSHOT_EVERY bytes each)
-STREAM_READ_ABOVE = 64 << 20  # members this big (inflated) are read in steps, see RawFile
-HASH_THREAD_ABOVE = 64 << 20  # members this big are hashed on a second thread, given a free core
+STREAM_READ_ABOVE = 64 << 20  # members this big (inflated) are mapped from the wheel, not read;
+# above SNAPSHOT_ABOVE read in steps (RawFile)
+HASH_THREAD_ABOVE = 64 << 20  # streamed members this big are hashed on a second thread, given a
+# free core (a member inflated in one call is hashed after it: nothing to overlap)
 
 Raw = bytes | memoryview  # a member's compressed bytes, read or mapped
 
@@ -140,12 +142,11 @@ def _data_start(task: Task, head: bytes) -> int:
 
 
 class RawFile:
-    """A big member's compressed bytes left in the wheel, read in steps as they are inflated.
-
-    Reading 206 MB into one new buffer first costs more than inflating it (the kernel faults in
-    every fresh page: 0.12 s for NCCL's library here); steps of a few hundred kilobytes reuse
-    the same memory. The ranges the ELF reader later asks for are read again from their saved
-    states. Used while its member is scanned, then closed.
+    """The compressed bytes of a member too big to keep (:data:`SNAPSHOT_ABOVE`), left in the
+    wheel and read in steps as they are inflated: steps of a few hundred kilobytes reuse the
+    same memory, where one read would fault in a fresh page for every 4 kB. The ranges the ELF
+    reader later asks for are read again from their saved states. Used while its member is
+    scanned, then closed.
     """
 
     def __init__(self, fd: int, start: int, size: int) -> None:
@@ -161,6 +162,11 @@ class RawFile:
         os.close(self.fd)
 
 
+def read_in_steps(task: Task) -> bool:
+    """Does :func:`open_raw` give this member's bytes as a :class:`RawFile`?"""
+    return task.method == zipfile.ZIP_DEFLATED and task.file_size >= SNAPSHOT_ABOVE
+
+
 def open_raw(path: Path, task: Task) -> Raw | RawFile:
     """The member's compressed bytes (:func:`read_raw`); for a big deflated member, a view of
     them mapped from the wheel (:func:`_mapped`), or above :data:`SNAPSHOT_ABOVE` a
@@ -173,7 +179,7 @@ def open_raw(path: Path, task: Task) -> Raw | RawFile:
         )
         if start + task.compress_size > os.fstat(fh.fileno()).st_size:
             raise MemberError(f"truncated: the wheel ends before its {task.compress_size} bytes")
-        if task.file_size < SNAPSHOT_ABOVE:
+        if not read_in_steps(task):
             return _mapped(fh.fileno(), start, task.compress_size)
         return RawFile(os.dup(fh.fileno()), start, task.compress_size)
 
@@ -231,10 +237,13 @@ def inflate(task: Task, raw: Raw | RawFile, path: Path, spare_core: bool) -> tup
         raise MemberError("encrypted member")
     if task.file_size > MAX_MEMBER:
         raise MemberError(f"states {task.file_size} bytes, more than this audit inflates")
-    digest = _Digest(task.algo, background=spare_core and task.file_size >= HASH_THREAD_ABOVE)
+    whole = None if isinstance(raw, RawFile) else _inflate_whole(task, raw, path)
+    streamed = whole is None
+    digest = _Digest(
+        task.algo, background=streamed and spare_core and task.file_size >= HASH_THREAD_ABOVE
+    )
     try:
         content: ByteSource
-        whole = None if isinstance(raw, RawFile) else _inflate_whole(task, raw, path)
         if whole is not None:
             content = Chunks([whole])
             digest.add(whole)
@@ -250,7 +259,7 @@ def inflate(task: Task, raw: Raw | RawFile, path: Path, spare_core: bool) -> tup
 def _inflate_whole(task: Task, raw: Raw, path: Path) -> bytes | bytearray | None:
     """The member's content in one piece; None for a deflated member to inflate in steps."""
     if task.method == zipfile.ZIP_STORED:
-        return raw if isinstance(raw, bytes) else bytes(raw)
+        return bytes(raw)  # (only deflated members are mapped: this copies nothing)
     if task.method != zipfile.ZIP_DEFLATED:
         return _inflate_other(task, path)
     fast = _inflate_fast(task, raw)
@@ -374,34 +383,39 @@ def _inflate_stream(task: Task, raw: Raw | RawFile, digest: _Digest) -> ByteSour
     inflater = new_stream()
     parts: list[bytes] = []
     points = [_Point(0, 0, inflater.copy())]
-    from wheels.fatbin_tap import FatbinTap  # for a member too big to keep whole
-
-    tap = FatbinTap()
+    tap = None if keep_all else _tap()
     kept = 0
     try:
         for part, consumed in _steps(inflater, raw, 0):
             if digest.size + len(part) > task.file_size:
                 raise MemberError(f"inflates past the {task.file_size} bytes it states")
-            if keep_all or kept < KEEP_PREFIX:
+            if tap is None or kept < KEEP_PREFIX:
                 parts.append(part)
                 kept += len(part)
             digest.add(part)
-            if not keep_all:
+            if tap is not None:
                 tap.feed(part)
-            if not keep_all and digest.size >= points[-1].out + SNAPSHOT_EVERY:
-                points.append(_Point(digest.size, consumed, inflater.copy()))
+                if digest.size >= points[-1].out + SNAPSHOT_EVERY:
+                    points.append(_Point(digest.size, consumed, inflater.copy()))
         tail = inflater.flush()
     except stream_error() as exc:
         raise MemberError(f"corrupt deflate data: {exc}") from None
     if tail:
         parts.append(tail)
         digest.add(tail)
-        tap.feed(tail)
+        if tap is not None:
+            tap.feed(tail)
     if not inflater.eof:
         raise MemberError("deflate data ends early (truncated member)")
-    if keep_all:
+    if tap is None:
         return Chunks(parts)
     return _Inflated(raw, b"".join(parts), points, digest.size, tap)
+
+
+def _tap() -> FatbinTap:
+    from wheels.fatbin_tap import FatbinTap  # for a member too big to keep whole
+
+    return FatbinTap()
 
 
 def _inflate_other(task: Task, path: Path) -> bytes:

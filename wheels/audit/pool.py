@@ -19,6 +19,7 @@ from wheels.audit.members import (
     RawFile,
     Task,
     open_raw,
+    read_in_steps,
     read_raw,
     scan_member,
 )
@@ -44,11 +45,11 @@ def cores() -> int:
 def _run_batch(
     path: Path, batch: Sequence[Task], cache: Cache | None, spare_core: bool = False
 ) -> tuple[list[MemberScan], bool]:
-    if cache is None and len(batch) == 1:  # a big member alone: read in steps, unless its
-        raws = [_open_raw(path, batch[0])]  # bytes make the cache key
-    else:
-        raws = _read_raws(path, batch)
-    good = [r for r in raws if isinstance(r, bytes)]
+    # A big member alone: mapped; over a gigabyte read in steps, unless its bytes make the
+    # cache key (then read whole, as the small ones are).
+    alone = len(batch) == 1 and (cache is None or not read_in_steps(batch[0]))
+    raws = [_open_raw(path, batch[0])] if alone else _read_raws(path, batch)
+    good = [r for r in raws if isinstance(r, bytes | memoryview)]
     key = cache.key(batch, good) if cache is not None and len(good) == len(raws) else None
     if key is not None and cache is not None:
         hit = cache.get(key, batch)

@@ -12,14 +12,12 @@ provides then joins the scope of every ELF the package's extensions load.
 from __future__ import annotations
 
 import posixpath
-import zipfile
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 
 from wheels.audit.archive import Archive
 from wheels.audit.findings import Findings
 from wheels.audit.ldso import Elves
-from wheels.audit.scopes import Scope
+from wheels.audit.scopes import Scope, init_text, packages_loading
 from wheels.filename import canonicalize_name
 from wheels.loading import installed_copy, loaded_by_import, preload_modules
 from wheels.naming import EXTENSION_NAME
@@ -50,7 +48,7 @@ def read_preloads(archive: Archive, ctx: Elves, package: str) -> Preloads:
     none or it cannot be read."""
     import ast  # only for a wheel that loads another distribution's library
 
-    text = _init_text(archive, ctx, package)
+    text = init_text(archive, ctx, package)
     try:
         body = ast.parse(text).body if text else []
     except (SyntaxError, ValueError):
@@ -71,20 +69,7 @@ def read_preloads(archive: Archive, ctx: Elves, package: str) -> Preloads:
 
 def _mentions(archive: Archive, ctx: Elves, package: str, word: bytes) -> bool:
     """Does ``package``'s ``__init__.py`` in the wheel hold ``word`` at all?"""
-    return word in _init_text(archive, ctx, package)
-
-
-def _init_text(archive: Archive, ctx: Elves, package: str) -> bytes:
-    """``package``'s ``__init__.py`` in the wheel; empty when there is none or it cannot be read
-    (the member scan reports an unreadable member)."""
-    init = ctx.installed.get(posixpath.join(package, "__init__.py"))
-    if init is None:
-        return b""
-    try:
-        return archive.zf.read(init)
-    except (KeyError, OSError, EOFError, RuntimeError, NotImplementedError, ValueError,
-            zipfile.BadZipFile, zlib.error):  # fmt: skip
-        return b""
+    return word in init_text(archive, ctx, package)
 
 
 def _made_global(node: ast.stmt) -> str | None:
@@ -101,12 +86,6 @@ def _made_global(node: ast.stmt) -> str | None:
     flags = {n.attr for a in (*call.args[1:], *call.keywords) for n in ast.walk(a)
              if isinstance(n, ast.Attribute)}  # fmt: skip
     return ast.unparse(path.value) if "RTLD_GLOBAL" in flags else None
-
-
-def packages_loading(ctx: Elves, member: str) -> list[str]:
-    """The install directories of the extension modules whose loading loads ``member``."""
-    roots = [r for r, g in ctx.groups.items() if r in ctx.extensions and member in g.members]
-    return sorted({posixpath.dirname(ctx.install_of.get(r) or r) for r in roots})
 
 
 def check_preloads(ctx: Elves, archive: Archive, scopes: Mapping[str, Scope], f: Findings) -> None:

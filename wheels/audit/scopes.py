@@ -135,7 +135,7 @@ def check_stranded(ctx: Elves, archive: Archive, scopes: Mapping[str, Scope], f:
         if module is None:
             remedy = f"list {s.soname} in the DT_NEEDED of this library"
         else:
-            packages = _packages_loading(ctx, s.member)
+            packages = packages_loading(ctx, s.member)
             missing = [p for p in packages if not _imports_first(archive, ctx, p, module)]
             if packages and not missing:
                 continue
@@ -152,10 +152,23 @@ def check_stranded(ctx: Elves, archive: Archive, scopes: Mapping[str, Scope], f:
         )
 
 
-def _packages_loading(ctx: Elves, member: str) -> list[str]:
+def packages_loading(ctx: Elves, member: str) -> list[str]:
     """The install directories of the extension modules whose loading loads ``member``."""
     roots = [r for r, g in ctx.groups.items() if r in ctx.extensions and member in g.members]
     return sorted({posixpath.dirname(ctx.install_of.get(r) or r) for r in roots})
+
+
+def init_text(archive: Archive, ctx: Elves, package: str) -> bytes:
+    """``package``'s ``__init__.py`` in the wheel; empty when there is none or it cannot be read
+    (the member scan reports an unreadable member)."""
+    init = ctx.installed.get(posixpath.join(package, "__init__.py"))
+    if init is None:
+        return b""
+    try:
+        return archive.zf.read(init)
+    except (KeyError, OSError, EOFError, RuntimeError, NotImplementedError, ValueError,
+            zipfile.BadZipFile, zlib.error):  # fmt: skip
+        return b""
 
 
 def _imports_first(archive: Archive, ctx: Elves, package: str, module: str) -> bool:
@@ -163,10 +176,9 @@ def _imports_first(archive: Archive, ctx: Elves, package: str, module: str) -> b
     relative import (which is how a package loads its extension modules)?"""
     import ast  # only for a wheel with a stranded need
 
-    init = ctx.installed.get(posixpath.join(package, "__init__.py"))
     try:
-        body = ast.parse(archive.zf.read(init)).body if init else []
-    except (SyntaxError, ValueError, KeyError, OSError, zipfile.BadZipFile, zlib.error):
+        body = ast.parse(init_text(archive, ctx, package)).body
+    except (SyntaxError, ValueError):
         return False
     for node in body:
         if isinstance(node, ast.ImportFrom) and node.level:
