@@ -6,6 +6,8 @@ every other command line goes to :func:`builder.cli.run`. This module imports on
 for that check.
 """
 
+import contextlib
+import os
 import sys
 
 from builder import noop
@@ -18,7 +20,19 @@ def main() -> None:
         from builder.cli import run
 
         code = run(argv, launched=True)
+    if argv[:1] == ["audit"]:  # (its files are closed, its child processes joined)
+        _exit_now(code)
     sys.exit(code)
+
+
+def _exit_now(code: int) -> None:
+    """Exit without finalizing the interpreter: freeing an audit's objects one by one takes
+    30-60 ms after auditing the torch wheel (its ELF files' symbol sets), and nothing of them
+    needs to be undone."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
+            stream.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

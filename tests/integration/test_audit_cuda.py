@@ -282,12 +282,13 @@ def test_a_malformed_fat_binary_is_a_violation_naming_the_file(
 def test_a_big_library_has_its_fat_binary_read_past_what_the_audit_keeps_inflated(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from wheels.audit import members
+    from wheels.audit import members, raw
 
     # Members over a gigabyte are not kept inflated; 64 MB stands in for that here.
-    monkeypatch.setattr(members, "SNAPSHOT_ABOVE", 64 << 20)
+    for module in (members, raw):
+        monkeypatch.setattr(module, "SNAPSHOT_ABOVE", 64 << 20)
     data = fatbin(entry(ELF, 90), entry(PTX, 90, LINUX64, PTX_TEXT, (8, 7)))
-    pad = members.SNAPSHOT_ABOVE + (4 << 20)
+    pad = raw.SNAPSHOT_ABOVE + (4 << 20)
     source = f"const unsigned char pad[{pad}] = {{1}};\n" + c_array("fb", data, ".nv_fatbin")
     lib = Compiler(tmp_path / "build").shared("libbig.so", source, soname="libbig.so")
     span = section_span(lib, ".nv_fatbin")

@@ -249,3 +249,46 @@ def test_parallel_scan_equals_serial_scan(wheels: Corpus, monkeypatch: pytest.Mo
     assert not any(f.code == "internal" for f in parallel.findings)
     assert to_json([parallel])["wheels"][0]["elfs"] == to_json([serial])["wheels"][0]["elfs"]
     assert [f.line() for f in parallel.findings] == [f.line() for f in serial.findings]
+
+
+def _defer_every_member(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the tests' small wheels take the path of a big one on two cores: children forked
+    before the directory is read, a batch per member, every member's hash left to the child."""
+    from wheels.audit import pool
+
+    for name in ("SERIAL_BELOW", "EARLY_ABOVE", "HASH_THREAD_ABOVE"):
+        monkeypatch.setattr(pool, name, 0)
+    monkeypatch.setattr(pool, "BATCH_BYTES", 1)
+
+
+def test_a_hash_left_to_the_child_still_catches_a_tampered_record(
+    wheels: Corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policy = load_vendor_policy("cpu")
+    serial = audit_wheel(wheels["tampered_record"], policy, workers=1)
+    _defer_every_member(monkeypatch)
+    deferred = audit_wheel(wheels["tampered_record"], policy, workers=2)
+    (finding,) = [f for f in deferred.violations if f.code == "record-hash"]
+    assert finding.member == "demo/lib/libhelper.so"
+    assert [f.line() for f in deferred.findings] == [f.line() for f in serial.findings]
+
+
+def test_the_scan_hands_back_a_kept_members_digest_only_when_completed(
+    wheels: Corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import zipfile
+
+    from wheels.audit import pool
+    from wheels.audit.raw import task_for
+
+    path = wheels["tampered_record"]
+    with zipfile.ZipFile(path) as zf:
+        tasks = [task_for(i, info, "sha256") for i, info in enumerate(zf.infolist())]
+    serial = {s.index: s.digest for s in pool.scan_members(path, tasks, None, 1)[0]}
+    _defer_every_member(monkeypatch)
+    children = pool.start_children(path, 2)
+    assert children is not None
+    scans, _, _, complete = pool.scan_members(path, tasks, None, 2, children=children)
+    # The child's members came back unhashed, this process's hashed; completing fills them in.
+    assert any(s.digest is None for s in scans) and all(s.read_error is None for s in scans)
+    assert {s.index: s.digest for s in complete()} == serial

@@ -200,7 +200,7 @@ def libstdcxx_wheel(tmp_path: Path) -> tuple[Path, bytes]:
 def test_big_member_read_from_saved_inflater_states_equals_reading_it_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from wheels.audit import members
+    from wheels.audit import members, raw
     from wheels.elf import read_elf
 
     wheel, data = libstdcxx_wheel(tmp_path)
@@ -215,7 +215,9 @@ def test_big_member_read_from_saved_inflater_states_equals_reading_it_whole(
         ("OUT_STEP", 5000),  # less than a step inflates to: the rest is fed again
         ("STREAM_READ_ABOVE", 1),  # read from the wheel in steps, and again for ranges
     ):
-        monkeypatch.setattr(members, name, value)
+        for module in (members, raw):  # each module that reads it
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, value)
     pieces = audit_wheel(wheel, CPU)
     assert not pieces.violations and pieces.findings == whole.findings
     assert pieces.elfs == whole.elfs
@@ -225,20 +227,20 @@ def test_big_member_read_from_saved_inflater_states_equals_reading_it_whole(
 def test_big_member_mapped_from_the_wheel_equals_reading_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from wheels.audit import members, pool
+    from wheels.audit import pool, raw
 
     wheel, _ = libstdcxx_wheel(tmp_path)
     read = audit_wheel(wheel, CPU)
     mapped_calls: list[int] = []
-    real_mapped = members._mapped
+    real_mapped = raw._mapped
 
     def spy(fd: int, start: int, size: int) -> memoryview:
         mapped_calls.append(size)
         return real_mapped(fd, start, size)
 
     monkeypatch.setattr(pool, "BATCH_BYTES", 1)  # each member alone, as a big one is
-    monkeypatch.setattr(members, "STREAM_READ_ABOVE", 1)  # a big member: mapped, kept whole
-    monkeypatch.setattr(members, "_mapped", spy)
+    monkeypatch.setattr(raw, "STREAM_READ_ABOVE", 1)  # a big member: mapped, kept whole
+    monkeypatch.setattr(raw, "_mapped", spy)
     mapped = audit_wheel(wheel, CPU)
     assert mapped_calls  # the library was mapped, not read
     assert not mapped.violations and mapped.findings == read.findings

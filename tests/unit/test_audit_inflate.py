@@ -18,7 +18,8 @@ import pytest
 
 from tests.conftest import ROOT
 from wheels.audit import inflate
-from wheels.audit.members import RawFile, open_raw, read_raw, scan_member, task_for
+from wheels.audit.members import scan_member
+from wheels.audit.raw import RawFile, open_raw, read_raw, task_for
 
 # A member mapped from the wheel (64 MB and up), one read in one call, one stored.
 SIZES = {"big.bin": (66 << 20), "mid.so": 3 << 20, "small.txt": 5000}
@@ -131,10 +132,11 @@ def test_corrupt_deflate_data_is_a_member_error_not_a_crash(archive: Path) -> No
 def test_a_big_member_mapped_or_read_in_steps_from_the_wheel_has_the_same_digest(
     archive: Path, kept: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from wheels.audit import members
+    from wheels.audit import members, raw
 
     if not kept:  # too big to keep: streamed from saved states, its bytes read in steps
-        monkeypatch.setattr(members, "SNAPSHOT_ABOVE", SIZES["big.bin"] - 1)
+        for module in (members, raw):
+            monkeypatch.setattr(module, "SNAPSHOT_ABOVE", SIZES["big.bin"] - 1)
     with zipfile.ZipFile(archive) as zf:
         index, info = next((i, x) for i, x in enumerate(zf.infolist()) if x.filename == "big.bin")
     task = task_for(index, info, "sha256")

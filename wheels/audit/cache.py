@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from wheels import devicecode
-from wheels.audit.members import MemberScan, Task
+from wheels.audit.members import MemberScan
+from wheels.audit.raw import Task
 from wheels.elf import from_record, to_record
 from wheels.record import record
 

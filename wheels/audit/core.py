@@ -22,8 +22,9 @@ from wheels.audit.cache import Cache
 from wheels.audit.elfs import check_elfs
 from wheels.audit.findings import Findings
 from wheels.audit.ldso import Elves, classify_extensions
-from wheels.audit.members import MemberScan, task_for
-from wheels.audit.pool import cores, scan_members
+from wheels.audit.members import MemberScan
+from wheels.audit.pool import cores, scan_members, start_children
+from wheels.audit.raw import task_for
 from wheels.audit.tags import check_tags, manylinux_whitelist, tag_verdicts
 from wheels.audit.variants import check_variant
 from wheels.audit_report import AuditStats, CudaReport, ElfReport, Finding, WheelAudit
@@ -33,6 +34,10 @@ from wheels.policy import VendorPolicy
 from wheels.policy.lddtree import host_library_dirs
 from wheels.policy.wheeltools import wheel_platform
 from wheels.record import replace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 
 def audit_wheel(
@@ -103,11 +108,16 @@ def _audit(
     f: Findings,
     start: float,
 ) -> WheelAudit:
-    archive = open_archive(path, f)
-    if archive is None:
-        return _empty(path, policy, f, start)
-    with archive.zf:
-        return _audit_archive(archive, policy, cache_dir, workers, archs, f, start)
+    children = start_children(path, workers)  # before the zip directory is read
+    try:
+        archive = open_archive(path, f)
+        if archive is None:
+            return _empty(path, policy, f, start)
+        with archive.zf:
+            return _audit_archive(archive, policy, cache_dir, workers, archs, f, start, children)
+    finally:
+        if children is not None:
+            children.shutdown(wait=False)
 
 
 def _audit_archive(
@@ -118,6 +128,7 @@ def _audit_archive(
     archs: tuple[str, ...],
     f: Findings,
     start: float,
+    children: ProcessPoolExecutor | None,
 ) -> WheelAudit:
     path = archive.path
     tasks = [
@@ -130,12 +141,10 @@ def _audit_archive(
         check_names(archive, f)
         read_metadata(archive, f)
 
-    scans, hits, batches = scan_members(
-        path, tasks, cache, workers, meanwhile, lambda: _prepare(archive, host)
+    scans, hits, batches, complete = scan_members(
+        path, tasks, cache, workers, meanwhile, lambda: _prepare(archive, host), children
     )
-    scans = rehash(archive, path, scans)
     _scan_findings(scans, f)
-    check_record(archive, scans, f)
     by_name = {s.name: s for s in scans}
     elfs = {n: s.elf for n, s in by_name.items() if s.elf is not None}
     verdicts = tag_verdicts(archive, by_name, policy, host)
@@ -145,6 +154,7 @@ def _audit_archive(
     check_tags(archive, verdicts[1], bool(elfs), f)
     devices = {n: s.device for n, s in by_name.items() if s.elf and s.device is not None}
     check_variant(archive, elfs, devices, policy, f)
+    check_record(archive, rehash(archive, path, complete()), f)  # last: a digest may be coming
     stats = AuditStats(
         members=len(archive.infos),
         elf_members=len(elfs),

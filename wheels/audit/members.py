@@ -1,9 +1,10 @@
-"""Reading members: raw bytes from the zip, inflated once in bounded steps while hashed, and
-ELF members decoded from the inflated parts in memory (:mod:`wheels.elf`).
+"""Reading members: their raw bytes (:mod:`wheels.audit.raw`) inflated once, in one call or in
+bounded steps, while hashed, and ELF members decoded from the inflated bytes in memory
+(:mod:`wheels.elf`).
 
-A member is described by a :class:`Task` (where its bytes are, how they are compressed) and
-read into a :class:`MemberScan` (its size, its RECORD-style digest, its ELF data), the unit the
-cache stores and the pool passes between processes.
+A member described by a :class:`~wheels.audit.raw.Task` is read into a :class:`MemberScan` (its
+size, its RECORD-style digest, its ELF data), the unit the cache stores and the pool passes
+between processes.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import base64
 import bisect
 import hashlib
-import os
 import queue
 import threading
 import zipfile
@@ -28,6 +28,7 @@ from wheels.audit.inflate import (
     new_stream,
     stream_error,
 )
+from wheels.audit.raw import ONE_SHOT_BELOW, SNAPSHOT_ABOVE, MemberError, Raw, RawFile, Task
 from wheels.elf import (
     ELF_MAGIC,
     ByteSource,
@@ -48,32 +49,11 @@ MAX_MEMBER = 4 << 30  # larger members are reported, not inflated
 INFLATE_STEP = 256 << 10  # compressed bytes fed per inflate call (zlib-ng: 0.84 s at 32 KB,
 # 0.75 s at 256 KB for torch's ELF members)
 OUT_STEP = 4 << 20  # inflated bytes per call at most: bounded output, however dense the input
-ONE_SHOT_BELOW = 1 << 20  # members this small are inflated in one call
-SNAPSHOT_ABOVE = ONE_CALL_BELOW  # members this big are not kept inflated, see _Inflated
 SNAPSHOT_EVERY = 4 << 20
 KEEP_PREFIX = 8 << 20
 KEEP_BLOCKS = 8  # re-inflated blocks of a big member kept at once (SNAPSHOT_EVERY bytes each)
-STREAM_READ_ABOVE = 64 << 20  # members this big (inflated) are mapped from the wheel, not read;
-# above SNAPSHOT_ABOVE read in steps (RawFile)
 HASH_THREAD_ABOVE = 64 << 20  # streamed members this big are hashed on a second thread, given a
 # free core (a member inflated in one call is hashed after it: nothing to overlap)
-
-Raw = bytes | memoryview  # a member's compressed bytes, read or mapped
-
-
-@record(frozen=True)
-class Task:
-    """Where one member's bytes are in the zip, how they are stored, and how to hash them."""
-
-    index: int
-    name: str
-    raw_name: bytes
-    offset: int
-    compress_size: int
-    file_size: int
-    method: int
-    flags: int
-    algo: str
 
 
 @record(frozen=True)
@@ -91,112 +71,6 @@ class MemberScan:
     read_error: str | None = None
     device: DeviceCode | None = None  # CUDA device code, for an ELF file that has some
     device_error: str | None = None
-
-
-class MemberError(Exception):
-    """A member that cannot be read, inflated or hashed; the message says why."""
-
-    pass
-
-
-def _pread(fd: int, size: int, offset: int) -> bytes:
-    chunks: list[bytes] = []
-    while size > 0:
-        try:
-            chunk = os.pread(fd, min(size, 1 << 30), offset)
-        except (OSError, ValueError, OverflowError) as exc:
-            raise MemberError(f"cannot read {size} bytes at offset {offset}: {exc}") from None
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size -= len(chunk)
-        offset += len(chunk)
-    return b"".join(chunks) if len(chunks) != 1 else chunks[0]
-
-
-def read_raw(fd: int, task: Task) -> bytes:
-    """The member's compressed bytes, after checking its local header against the directory."""
-    guess = 30 + len(task.raw_name) + 64
-    small = task.compress_size <= ONE_SHOT_BELOW
-    head = _pread(fd, guess + (task.compress_size if small else 0), task.offset)
-    start = _data_start(task, head)
-    if small and start <= guess:  # one read for header and data: most members are small
-        raw = head[start : start + task.compress_size]
-    else:
-        raw = _pread(fd, task.compress_size, task.offset + start)
-    if len(raw) != task.compress_size:
-        raise MemberError(f"truncated: {len(raw)} of {task.compress_size} compressed bytes")
-    return raw
-
-
-def _data_start(task: Task, head: bytes) -> int:
-    """Where the member's data starts after its local header (read into ``head``)."""
-    if len(head) < 30 or head[:4] != b"PK\x03\x04":
-        raise MemberError(f"no local file header at offset {task.offset}")
-    name_len = int.from_bytes(head[26:28], "little")
-    extra_len = int.from_bytes(head[28:30], "little")
-    if head[30 : 30 + name_len] != task.raw_name:
-        local = head[30 : 30 + name_len].decode("utf-8", "replace")
-        raise MemberError(f"the local header names {local!r}, the central directory another file")
-    return 30 + name_len + extra_len
-
-
-class RawFile:
-    """The compressed bytes of a member too big to keep (:data:`SNAPSHOT_ABOVE`), left in the
-    wheel and read in steps as they are inflated: steps of a few hundred kilobytes reuse the
-    same memory, where one read would fault in a fresh page for every 4 kB. The ranges the ELF
-    reader later asks for are read again from their saved states. Used while its member is
-    scanned, then closed.
-    """
-
-    def __init__(self, fd: int, start: int, size: int) -> None:
-        self.fd, self.start, self.size = fd, start, size
-
-    def __len__(self) -> int:
-        return self.size
-
-    def read(self, pos: int, size: int) -> bytes:
-        return _pread(self.fd, min(size, self.size - pos), self.start + pos)
-
-    def close(self) -> None:
-        os.close(self.fd)
-
-
-def read_in_steps(task: Task) -> bool:
-    """Does :func:`open_raw` give this member's bytes as a :class:`RawFile`?"""
-    return task.method == zipfile.ZIP_DEFLATED and task.file_size >= SNAPSHOT_ABOVE
-
-
-def open_raw(path: Path, task: Task) -> Raw | RawFile:
-    """The member's compressed bytes (:func:`read_raw`); for a big deflated member, a view of
-    them mapped from the wheel (:func:`_mapped`), or above :data:`SNAPSHOT_ABOVE` a
-    :class:`RawFile` reading them in steps."""
-    with path.open("rb") as fh:
-        if task.method != zipfile.ZIP_DEFLATED or task.file_size < STREAM_READ_ABOVE:
-            return read_raw(fh.fileno(), task)
-        start = task.offset + _data_start(
-            task, _pread(fh.fileno(), 30 + len(task.raw_name) + 64, task.offset)
-        )
-        if start + task.compress_size > os.fstat(fh.fileno()).st_size:
-            raise MemberError(f"truncated: the wheel ends before its {task.compress_size} bytes")
-        if not read_in_steps(task):
-            return _mapped(fh.fileno(), start, task.compress_size)
-        return RawFile(os.dup(fh.fileno()), start, task.compress_size)
-
-
-def _mapped(fd: int, start: int, size: int) -> memoryview:
-    """``size`` bytes at ``start`` of the file, mapped rather than copied: reading NCCL's 179 MB
-    into a fresh buffer costs 0.11-0.15 s in page faults, mapping them from the page cache
-    (``MAP_POPULATE``) 0.015 s. The mapping goes with the last view of it."""
-    import mmap
-
-    base = start - start % mmap.ALLOCATIONGRANULARITY
-    flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
-    try:
-        mapping = mmap.mmap(fd, start - base + size, flags=flags, prot=mmap.PROT_READ, offset=base)
-    except (OSError, ValueError, OverflowError) as exc:
-        raise MemberError(f"cannot map {size} bytes at offset {start}: {exc}") from None
-    return memoryview(mapping)[start - base :]
 
 
 class _Digest:
@@ -228,32 +102,42 @@ class _Digest:
         if self.queue is not None and self.thread is not None:
             self.queue.put(None)
             self.thread.join()
-        return base64.urlsafe_b64encode(self.hasher.digest()).rstrip(b"=").decode()
+        return _encoded(self.hasher.digest())
 
 
-def inflate(task: Task, raw: Raw | RawFile, path: Path, spare_core: bool) -> tuple[ByteSource, str]:
-    """The member's content and its RECORD-style digest; bounded by the stated size."""
+def inflate(
+    task: Task, raw: Raw | RawFile, path: Path, spare_core: bool, hash_whole: bool = True
+) -> tuple[ByteSource | bytes | bytearray, str | None]:
+    """The member's content (in one piece, or as a :class:`~wheels.elf.ByteSource` when it was
+    inflated in steps) and its RECORD-style digest; bounded by the stated size. With
+    ``hash_whole`` false, content inflated in one piece is not hashed (digest None)."""
     if task.flags & 1:
         raise MemberError("encrypted member")
     if task.file_size > MAX_MEMBER:
         raise MemberError(f"states {task.file_size} bytes, more than this audit inflates")
     whole = None if isinstance(raw, RawFile) else _inflate_whole(task, raw, path)
-    streamed = whole is None
-    digest = _Digest(
-        task.algo, background=streamed and spare_core and task.file_size >= HASH_THREAD_ABOVE
-    )
+    if whole is not None:  # most members: hashed here, without the streaming path's objects
+        if len(whole) != task.file_size:
+            raise MemberError(f"holds {len(whole)} bytes, the zip directory says {task.file_size}")
+        return whole, digest_of(task, whole) if hash_whole else None
+    digest = _Digest(task.algo, background=spare_core and task.file_size >= HASH_THREAD_ABOVE)
     try:
-        content: ByteSource
-        if whole is not None:
-            content = Chunks([whole])
-            digest.add(whole)
-        else:
-            content = _inflate_stream(task, raw, digest)
+        content = _inflate_stream(task, raw, digest)
     finally:
         value = digest.finish()
     if digest.size != task.file_size:
         raise MemberError(f"holds {digest.size} bytes, the zip directory says {task.file_size}")
     return content, value
+
+
+def digest_of(task: Task, content: bytes | bytearray) -> str:
+    """The member's RECORD-style digest, from its content."""
+    return _encoded(hashlib.new(task.algo, content).digest())
+
+
+def _encoded(digest: bytes) -> str:
+    """A digest as RECORD writes it: urlsafe base64 without padding."""
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
 def _inflate_whole(task: Task, raw: Raw, path: Path) -> bytes | bytearray | None:
@@ -440,13 +324,19 @@ def _inflate_other(task: Task, path: Path) -> bytes:
 
 
 def scan_member(
-    task: Task, raw: Raw | RawFile | MemberError, path: Path, spare_core: bool
+    task: Task,
+    raw: Raw | RawFile | MemberError,
+    path: Path,
+    spare_core: bool,
+    keep: dict[int, bytes | bytearray] | None = None,
 ) -> MemberScan:
-    """One member read into a :class:`MemberScan`; problems become its fields."""
+    """One member read into a :class:`MemberScan`; problems become its fields. Given ``keep``,
+    a member inflated in one piece is not hashed: its content is kept there under its index
+    and its scan has no digest (:func:`digest_of` makes it later)."""
     if isinstance(raw, MemberError):
         return MemberScan(task.index, task.name, algo=task.algo, read_error=str(raw))
     try:
-        return _scan(task, raw, path, spare_core)
+        return _scan(task, raw, path, spare_core, keep)
     except MemberError as exc:
         return MemberScan(task.index, task.name, algo=task.algo, read_error=str(exc))
     finally:
@@ -454,14 +344,23 @@ def scan_member(
             raw.close()
 
 
-def _scan(task: Task, raw: Raw | RawFile, path: Path, spare_core: bool) -> MemberScan:
-    content, digest = inflate(task, raw, path, spare_core)
-    head = content.head(4)
-    base = MemberScan(task.index, task.name, content.size, digest, task.algo)
+def _scan(
+    task: Task,
+    raw: Raw | RawFile,
+    path: Path,
+    spare_core: bool,
+    keep: dict[int, bytes | bytearray] | None,
+) -> MemberScan:
+    inflated, digest = inflate(task, raw, path, spare_core, hash_whole=keep is None)
+    if digest is None and keep is not None and isinstance(inflated, bytes | bytearray):
+        keep[task.index] = inflated
+    head = bytes(inflated[:4]) if isinstance(inflated, bytes | bytearray) else inflated.head(4)
+    base = MemberScan(task.index, task.name, task.file_size, digest, task.algo)
     if not looks_like_elf(task.name, head):
         return base
     if head != ELF_MAGIC:
         return with_changes(base, not_elf_but_named=True)
+    content = Chunks([inflated]) if isinstance(inflated, bytes | bytearray) else inflated
     try:
         elf = read_elf(content)
     except ElfError as exc:
@@ -474,23 +373,3 @@ def _scan(task: Task, raw: Raw | RawFile, path: Path, spare_core: bool) -> Membe
 def with_changes(scan: MemberScan, **changes: object) -> MemberScan:
     """``scan`` with some fields replaced."""
     return replace(scan, **changes)
-
-
-def task_for(index: int, info: zipfile.ZipInfo, algo: str) -> Task:
-    """The :class:`Task` of the zip member ``info``, hashed with ``algo``."""
-    return Task(
-        index,
-        info.filename,
-        _raw_name(info),
-        info.header_offset,
-        info.compress_size,
-        info.file_size,
-        info.compress_type,
-        info.flag_bits,
-        algo,
-    )
-
-
-def _raw_name(info: zipfile.ZipInfo) -> bytes:
-    encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
-    return info.orig_filename.encode(encoding, errors="surrogateescape")
