@@ -286,8 +286,8 @@ def test_the_scan_hands_back_a_kept_members_digest_only_when_completed(
         tasks = [task_for(i, info, "sha256") for i, info in enumerate(zf.infolist())]
     serial = {s.index: s.digest for s in pool.scan_members(path, tasks, None, 1)[0]}
     _defer_every_member(monkeypatch)
-    children = pool.start_children(path, 2)
-    assert children is not None
+    children = pool.start_children(path, 2, None)
+    assert children is not None and children.first is not None  # the largest, handed out early
     scans, _, _, complete = pool.scan_members(path, tasks, None, 2, children=children)
     # The child's members came back unhashed, this process's hashed; completing fills them in.
     assert any(s.digest is None for s in scans) and all(s.read_error is None for s in scans)

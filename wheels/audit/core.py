@@ -23,7 +23,7 @@ from wheels.audit.elfs import check_elfs
 from wheels.audit.findings import Findings
 from wheels.audit.ldso import Elves, classify_extensions
 from wheels.audit.members import MemberScan
-from wheels.audit.pool import cores, scan_members, start_children
+from wheels.audit.pool import Children, cores, scan_members, start_children
 from wheels.audit.raw import task_for
 from wheels.audit.tags import check_tags, manylinux_whitelist, tag_verdicts
 from wheels.audit.variants import check_variant
@@ -34,10 +34,6 @@ from wheels.policy import VendorPolicy
 from wheels.policy.lddtree import host_library_dirs
 from wheels.policy.wheeltools import wheel_platform
 from wheels.record import replace
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
 
 
 def audit_wheel(
@@ -108,33 +104,33 @@ def _audit(
     f: Findings,
     start: float,
 ) -> WheelAudit:
-    children = start_children(path, workers)  # before the zip directory is read
+    cache = Cache(cache_dir) if cache_dir is not None else None
+    children = start_children(path, workers, cache)  # before the zip directory is read
     try:
         archive = open_archive(path, f)
         if archive is None:
             return _empty(path, policy, f, start)
         with archive.zf:
-            return _audit_archive(archive, policy, cache_dir, workers, archs, f, start, children)
+            return _audit_archive(archive, policy, cache, workers, archs, f, start, children)
     finally:
         if children is not None:
-            children.shutdown(wait=False)
+            children.pool.shutdown(wait=False)
 
 
 def _audit_archive(
     archive: Archive,
     policy: VendorPolicy,
-    cache_dir: Path | None,
+    cache: Cache | None,
     workers: int,
     archs: tuple[str, ...],
     f: Findings,
     start: float,
-    children: ProcessPoolExecutor | None,
+    children: Children | None,
 ) -> WheelAudit:
     path = archive.path
     tasks = [
         task_for(i, info, "sha256") for i, info in enumerate(archive.infos) if is_member_file(info)
     ]
-    cache = Cache(cache_dir) if cache_dir is not None else None
     host = HostLibraries(host_library_dirs())
 
     def meanwhile() -> None:  # while children start on the largest members

@@ -19,7 +19,17 @@ from wheels.audit.members import (
     scan_member,
     with_changes,
 )
-from wheels.audit.raw import MemberError, Raw, RawFile, Task, open_raw, read_in_steps, read_raw
+from wheels.audit.raw import (
+    MemberError,
+    Raw,
+    RawFile,
+    Task,
+    largest_member,
+    open_raw,
+    read_in_steps,
+    read_raw,
+)
+from wheels.record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,6 +54,7 @@ def cores() -> int:
 Result = tuple[list[MemberScan], bool]  # a batch's scans, and whether they came from the cache
 Complete = Callable[[], list[MemberScan]]  # the scans, every digest made (see scan_members)
 Made = dict[int, "str | MemberScan"]  # digests made late, or members read again to make them
+Kept = tuple[list[Task], "Future[dict[int, str]] | None"]  # kept in a child, and their digests
 
 # In a child: members inflated whole whose hash waits for the end of the scan (_scan_parallel).
 _KEPT: dict[int, bytes | bytearray] = {}
@@ -145,24 +156,41 @@ def _batches(tasks: Sequence[Task]) -> list[list[Task]]:
     return batches
 
 
-def start_children(path: Path, workers: int) -> ProcessPoolExecutor | None:
+@record(frozen=True)
+class Children:
+    """The child processes of one audit, forked before its zip directory is read, and the
+    batch of its largest member when that was handed to them then."""
+
+    pool: ProcessPoolExecutor
+    first: tuple[Task, Future[Result]] | None
+
+
+def start_children(path: Path, workers: int, cache: Cache | None) -> Children | None:
     """The ``workers - 1`` child processes, forked now for a wheel of :data:`EARLY_ABOVE` bytes
-    or more (while this process is small and the children idle: they wait for their first
-    batch); None for a smaller wheel, or when they cannot be started. Give the result to
-    :func:`scan_members`, which shuts it down."""
+    or more, while this process is small; a child starts at once on the wheel's largest member
+    when a quick read of the central directory finds it (:func:`largest_member`), instead of
+    idling while this process reads the whole directory. None for a smaller wheel, or when they
+    cannot be started. Give the result to :func:`scan_members`, which shuts them down."""
     try:
         if workers <= 1 or path.stat().st_size < EARLY_ABOVE:
             return None
     except OSError:
         return None
     pool = _new_pool(workers - 1)
-    if pool is not None:
-        try:
+    if pool is None:
+        return None
+    largest = largest_member(path)
+    try:
+        if largest is None or largest.file_size < BATCH_BYTES:  # (not a batch of its own)
             pool.submit(os.getpid)  # forks the children now (a fork pool starts them on submit)
-        except (OSError, RuntimeError):
-            pool.shutdown(wait=False)
-            return None
-    return pool
+            return Children(pool, None)
+        defer = workers == 2 and cache is None
+        return Children(
+            pool, (largest, pool.submit(_run_batch, path, [largest], cache, True, defer))
+        )
+    except (OSError, RuntimeError):
+        pool.shutdown(wait=False)
+        return None
 
 
 def scan_members(
@@ -172,7 +200,7 @@ def scan_members(
     workers: int,
     meanwhile: Callable[[], None] = lambda: None,
     while_waiting: Callable[[], None] = lambda: None,
-    children: ProcessPoolExecutor | None = None,
+    children: Children | None = None,
 ) -> tuple[list[MemberScan], int, int, Complete]:
     """Read every member once: here, and in ``workers - 1`` child processes for big wheels
     (``children``, when :func:`start_children` started them; shut down here either way).
@@ -189,7 +217,7 @@ def scan_members(
     total = sum(t.file_size for t in tasks)
     if workers <= 1 or total < SERIAL_BELOW or len(batches) < 2:
         if children is not None:
-            children.shutdown(wait=False)
+            children.pool.shutdown(wait=False)
         meanwhile()
         results = _run_batches(path, batches, cache, spare_core=workers > 1)
         digests: Callable[[], Made] = dict
@@ -219,7 +247,7 @@ def _scan_parallel(
     workers: int,
     meanwhile: Callable[[], None],
     while_waiting: Callable[[], None],
-    started: ProcessPoolExecutor | None,
+    started: Children | None,
 ) -> tuple[list[Result], Callable[[], Made]]:
     """Children take batches from the large end, one at a time; this process from the small end.
 
@@ -232,44 +260,62 @@ def _scan_parallel(
     from concurrent.futures.process import BrokenProcessPool
 
     children = workers - 1
-    pool = started or _new_pool(children)
+    pool = started.pool if started is not None else _new_pool(children)
     if pool is None:
         meanwhile()
         return _run_batches(path, batches, cache, spare_core=False), dict
     defer = started is not None and children == 1 and cache is None
     todo = deque(batches)
-    handed: list[tuple[Sequence[Task], Future[Result]]] = []
-    results: list[Result] = []
+    handed = _handed_first(started, todo)
+    kept: list[Kept] = []  # members kept in the child, with the future of their digests
 
-    def feed() -> None:
-        while todo and sum(not f.done() for _, f in handed) < children:
-            batch = todo.popleft()
-            # The first (largest) batch outlasts the rest: its hashing can use this core later.
-            spare = not handed
-            handed.append((batch, pool.submit(_run_batch, path, batch, cache, spare, defer)))
+    def feed() -> None:  # (without a child, everything is read here)
+        with contextlib.suppress(OSError, RuntimeError, BrokenProcessPool):
+            while todo and sum(not f.done() for _, f in handed) < children:
+                batch = todo.popleft()
+                spare = not handed  # the first (largest) batch may hash beside inflating
+                handed.append((batch, pool.submit(_run_batch, path, batch, cache, spare, defer)))
+
+    def ask() -> None:  # a child's kept members can be hashed now
+        if defer:
+            kept.append(_ask_kept(pool, handed, kept))
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            with contextlib.suppress(OSError, RuntimeError, BrokenProcessPool):
-                feed()  # without a child, everything is read here
+            feed()
             meanwhile()
-            while todo:
-                results.append(_run_batch(path, todo.pop(), cache))
-                with contextlib.suppress(OSError, RuntimeError, BrokenProcessPool):
-                    feed()
+            results = _read_here(path, todo, cache, feed, before_last=ask)
             if not all(f.done() for _, f in handed):
                 while_waiting()
             results += _collected(path, handed, cache)
-            waiting = [t for scans, _ in results for t in _tasks_waiting(scans, handed)]
-            kept = _submit(pool, _kept_digests, waiting) if waiting else None
+            ask()
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
-    if not waiting:
+    if not any(tasks for tasks, _ in kept):
         pool.shutdown()
         return results, dict
-    return results, lambda: _digests_kept(path, pool, kept, waiting)
+    return results, lambda: _digests_kept(path, pool, kept)
+
+
+def _read_here(
+    path: Path,
+    todo: deque[Sequence[Task]],
+    cache: Cache | None,
+    feed: Callable[[], None],
+    before_last: Callable[[], None],
+) -> list[Result]:
+    """This process's batches, taken from the small end, handing batches to free children after
+    each; ``before_last`` runs when the last batch is taken."""
+    results = []
+    while todo:
+        batch = todo.pop()
+        if not todo:
+            before_last()
+        results.append(_run_batch(path, batch, cache))
+        feed()
+    return results
 
 
 def _collected(
@@ -285,44 +331,64 @@ def _collected(
     return out
 
 
-def _submit(
-    pool: ProcessPoolExecutor, work: Callable[[list[Task]], dict[int, str]], tasks: list[Task]
-) -> Future[dict[int, str]] | None:
-    try:
-        return pool.submit(work, tasks)
-    except _failures():
-        return None
-
-
-def _digests_kept(
-    path: Path,
+def _ask_kept(
     pool: ProcessPoolExecutor,
-    kept: Future[dict[int, str]] | None,
-    waiting: list[Task],
-) -> Made:
+    handed: Sequence[tuple[Sequence[Task], Future[Result]]],
+    asked: Sequence[Kept],
+) -> Kept:
+    """The members the children's finished batches kept unhashed and not yet asked for, and
+    the future of their digests (None when none, or when the pool takes no more work)."""
+    before = {t.index for tasks, _ in asked for t in tasks}
+    tasks = [t for t in _tasks_waiting(handed) if t.index not in before]
+    if not tasks:
+        return tasks, None
+    try:
+        return tasks, pool.submit(_kept_digests, tasks)
+    except _failures():
+        return tasks, None
+
+
+def _handed_first(
+    started: Children | None, todo: deque[Sequence[Task]]
+) -> list[tuple[Sequence[Task], Future[Result]]]:
+    """The batch a child took before the directory was read, when it is the first one due (the
+    same member: it always is); that batch is then no longer to do."""
+    if started is None or started.first is None or not todo:
+        return []
+    task, future = started.first
+    if list(todo[0]) != [task]:
+        return []  # (another member: its result is left unread)
+    return [(todo.popleft(), future)]
+
+
+def _digests_kept(path: Path, pool: ProcessPoolExecutor, kept: Sequence[Kept]) -> Made:
     """The digests the child made of the members it kept; a member it could not give (the
     child lost) is read again here, its scan replacing the first."""
     made: Made = {}
     try:
-        made.update(kept.result() if kept is not None else {})
-    except _failures():
-        pass
+        for _, future in kept:
+            try:
+                made.update(future.result() if future is not None else {})
+            except _failures():
+                pass
     finally:
         pool.shutdown()
-    for task in waiting:
+    for task in (t for tasks, _ in kept for t in tasks):
         if task.index not in made:
             made[task.index] = _run_batch(path, [task], None)[0][0]
     return made
 
 
-def _tasks_waiting(
-    scans: Sequence[MemberScan], handed: Sequence[tuple[Sequence[Task], object]]
-) -> list[Task]:
-    """The tasks of the scans that came back without a digest but read well (kept in a child)."""
-    waiting = {s.index for s in scans if s.digest is None and s.read_error is None}
-    if not waiting:
-        return []
-    return [t for batch, _ in handed for t in batch if t.index in waiting]
+def _tasks_waiting(handed: Sequence[tuple[Sequence[Task], Future[Result]]]) -> list[Task]:
+    """The tasks of the finished batches whose scans came back without a digest but read well:
+    kept in the child that read them."""
+    out = []
+    for batch, future in handed:
+        if not future.done() or future.cancelled() or future.exception() is not None:
+            continue
+        waiting = {s.index for s in future.result()[0] if s.digest is None and not s.read_error}
+        out += [t for t in batch if t.index in waiting]
+    return out
 
 
 def _new_pool(children: int) -> ProcessPoolExecutor | None:

