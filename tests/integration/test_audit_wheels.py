@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -292,3 +293,27 @@ def test_the_scan_hands_back_a_kept_members_digest_only_when_completed(
     # The child's members came back unhashed, this process's hashed; completing fills them in.
     assert any(s.digest is None for s in scans) and all(s.read_error is None for s in scans)
     assert {s.index: s.digest for s in complete()} == serial
+
+
+def test_a_small_wheel_whose_largest_member_a_child_took_early_gets_the_same_audit(
+    wheels: Corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wheels.audit import pool
+
+    policy = load_vendor_policy("cpu")
+    serial = audit_wheel(wheels["undefined_symbol"], policy, workers=1)
+    monkeypatch.setattr(pool, "EARLY_ABOVE", 0)  # children forked, the largest member handed out
+    monkeypatch.setattr(pool, "BATCH_BYTES", 1)  # (its own batch) though the wheel is small
+    taken: list[pool.Children | None] = []
+    start = pool.start_children
+
+    def spy(*args: Any) -> pool.Children | None:
+        taken.append(start(*args))
+        return taken[-1]
+
+    monkeypatch.setattr("wheels.audit.core.start_children", spy)
+    early = audit_wheel(wheels["undefined_symbol"], policy, workers=2)
+    (children,) = taken
+    assert children is not None and children.first is not None and children.first[1].done()
+    assert [f.line() for f in early.findings] == [f.line() for f in serial.findings]
+    assert to_json([early])["wheels"][0]["elfs"] == to_json([serial])["wheels"][0]["elfs"]

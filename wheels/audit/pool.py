@@ -215,7 +215,9 @@ def scan_members(
     """
     batches = _batches(tasks)
     total = sum(t.file_size for t in tasks)
-    if workers <= 1 or total < SERIAL_BELOW or len(batches) < 2:
+    small = total < SERIAL_BELOW or len(batches) < 2
+    if workers <= 1 or (small and (children is None or children.first is None)):
+        # (a child already reading the largest member is used, whatever the wheel's size)
         if children is not None:
             children.pool.shutdown(wait=False)
         meanwhile()
