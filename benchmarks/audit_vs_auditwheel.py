@@ -301,9 +301,6 @@ class CorpusRow:
 
 
 def corpus_row(tool: Path, wheel: Path, runs: int) -> CorpusRow:
-    with wheel.open("rb") as fh:  # into the page cache, for both tools alike
-        while fh.read(1 << 24):
-            pass
     n = runs if wheel.stat().st_size < REPEAT_BELOW else 1
     ours: list[float] = []
     theirs: list[float] = []

@@ -352,9 +352,12 @@ def _scan(
     keep: dict[int, bytes | bytearray] | None,
 ) -> MemberScan:
     inflated, digest = inflate(task, raw, path, spare_core, hash_whole=keep is None)
-    if digest is None and keep is not None and isinstance(inflated, bytes | bytearray):
-        keep[task.index] = inflated
-    head = bytes(inflated[:4]) if isinstance(inflated, bytes | bytearray) else inflated.head(4)
+    if isinstance(inflated, bytes | bytearray):
+        if digest is None and keep is not None:
+            keep[task.index] = inflated
+        head = bytes(inflated[:4])
+    else:
+        head = inflated.head(4)
     base = MemberScan(task.index, task.name, task.file_size, digest, task.algo)
     if not looks_like_elf(task.name, head):
         return base

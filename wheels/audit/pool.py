@@ -86,7 +86,7 @@ def _run_batch(
         if hit is not None:
             return hit, True
     # A big member's hash can wait (its content kept here): see _kept_digests.
-    keep = _KEPT if defer and cache is None and batch[0].file_size >= HASH_THREAD_ABOVE else None
+    keep = _KEPT if defer and batch[0].file_size >= HASH_THREAD_ABOVE else None
     scans = [
         scan_member(task, raw, path, spare_core, keep if alone else None)
         for task, raw in zip(batch, raws, strict=True)
@@ -117,6 +117,12 @@ def _read_raws(path: Path, batch: Sequence[Task]) -> list[Raw | RawFile | Member
     except OSError as exc:
         raws += [MemberError(f"cannot open the wheel: {exc}")] * (len(batch) - len(raws))
     return raws
+
+
+def _defers(workers: int, cache: Cache | None) -> bool:
+    """Does a child leave its big members' hashes for later (:func:`_kept_digests`)? With one
+    child, and no cache (whose entries need the digests at once)."""
+    return workers == 2 and cache is None
 
 
 def _kept_digests(tasks: Sequence[Task]) -> dict[int, str]:
@@ -184,7 +190,7 @@ def start_children(path: Path, workers: int, cache: Cache | None) -> Children | 
         if largest is None or largest.file_size < BATCH_BYTES:  # (not a batch of its own)
             pool.submit(os.getpid)  # forks the children now (a fork pool starts them on submit)
             return Children(pool, None)
-        defer = workers == 2 and cache is None
+        defer = _defers(workers, cache)
         return Children(
             pool, (largest, pool.submit(_run_batch, path, [largest], cache, True, defer))
         )
@@ -266,7 +272,7 @@ def _scan_parallel(
     if pool is None:
         meanwhile()
         return _run_batches(path, batches, cache, spare_core=False), dict
-    defer = started is not None and children == 1 and cache is None
+    defer = started is not None and _defers(workers, cache)
     todo = deque(batches)
     handed = _handed_first(started, todo)
     kept: list[Kept] = []  # members kept in the child, with the future of their digests
