@@ -10,6 +10,8 @@ import pytest
 
 from tests.wheelmaker import Corpus, corpus, have_gcc
 from wheels.audit import audit_wheel
+from wheels.audit.members import MemberScan
+from wheels.audit.pool import Complete
 from wheels.audit_report import WheelAudit, render_text, to_json
 from wheels.policy import load_vendor_policy
 
@@ -260,6 +262,7 @@ def _defer_every_member(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("SERIAL_BELOW", "EARLY_ABOVE", "HASH_THREAD_ABOVE"):
         monkeypatch.setattr(pool, name, 0)
     monkeypatch.setattr(pool, "BATCH_BYTES", 1)
+    monkeypatch.setattr(pool, "BESIDE_RATIO", 1 << 40)  # no member dwarfs the rest
 
 
 def test_a_hash_left_to_the_child_still_catches_a_tampered_record(
@@ -274,25 +277,63 @@ def test_a_hash_left_to_the_child_still_catches_a_tampered_record(
     assert [f.line() for f in deferred.findings] == [f.line() for f in serial.findings]
 
 
-def test_the_scan_hands_back_a_kept_members_digest_only_when_completed(
-    wheels: Corpus, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _scanned_early(path: Path) -> tuple[dict[int, str | None], list[MemberScan], Complete]:
+    """The digests a serial scan makes, then the scans of a parallel one whose child took the
+    largest member before the directory was read, with the function that completes them."""
     import zipfile
 
     from wheels.audit import pool
     from wheels.audit.raw import task_for
 
-    path = wheels["tampered_record"]
     with zipfile.ZipFile(path) as zf:
         tasks = [task_for(i, info, "sha256") for i, info in enumerate(zf.infolist())]
     serial = {s.index: s.digest for s in pool.scan_members(path, tasks, None, 1)[0]}
-    _defer_every_member(monkeypatch)
     children = pool.start_children(path, 2, None)
     assert children is not None and children.first is not None  # the largest, handed out early
     scans, _, _, complete = pool.scan_members(path, tasks, None, 2, children=children)
+    return serial, scans, complete
+
+
+def test_the_scan_hands_back_a_kept_members_digest_only_when_completed(
+    wheels: Corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _defer_every_member(monkeypatch)
+    serial, scans, complete = _scanned_early(wheels["tampered_record"])
     # The child's members came back unhashed, this process's hashed; completing fills them in.
     assert any(s.digest is None for s in scans) and all(s.read_error is None for s in scans)
     assert {s.index: s.digest for s in complete()} == serial
+
+
+def test_a_largest_member_that_dwarfs_the_rest_is_hashed_beside_not_left_for_later(
+    wheels: Corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wheels.audit import members, pool
+
+    path = wheels["tampered_record"]
+    _defer_every_member(monkeypatch)
+    monkeypatch.setattr(pool, "BESIDE_RATIO", 0)  # the largest member dwarfs the rest
+    monkeypatch.setattr(members, "HASH_THREAD_ABOVE", 0)
+    monkeypatch.setattr(members, "SPARSE_ABOVE", 0)  # and is kept only where it is read
+    serial, scans, complete = _scanned_early(path)
+    assert {s.index: s.digest for s in scans} == serial  # every digest made, none waiting
+    assert {s.index: s.digest for s in complete()} == serial
+    policy = load_vendor_policy("cpu")
+    beside = audit_wheel(path, policy, workers=2)
+    monkeypatch.undo()
+    assert [f.line() for f in beside.findings] == [
+        f.line() for f in audit_wheel(path, policy, workers=1).findings
+    ]
+
+
+def test_the_largest_member_is_hashed_beside_only_when_the_rest_would_leave_a_core_idle() -> None:
+    from wheels.audit.pool import hashes_beside
+
+    mb = 1 << 20
+    assert hashes_beside(516 * mb, 52 * mb, 13)  # cuBLAS 13.1: libcublasLt and little else
+    assert hashes_beside(239 * mb, 0, 11)  # NCCL: one library
+    assert not hashes_beside(414 * mb, 252 * mb, 12_247)  # torch CPU: 12,000 more members
+    assert not hashes_beside(543 * mb, 432 * mb, 30)  # cuDNN 9.1: other big libraries
+    assert not hashes_beside(40 * mb, 0, 3)  # too small to be worth a thread
 
 
 def test_a_small_wheel_whose_largest_member_a_child_took_early_gets_the_same_audit(

@@ -1,5 +1,6 @@
 """Inflating members (wheels.audit.inflate, wheels.audit.members): libdeflate for members read in
-one call, zlib-ng for streamed ones, zlib when either is missing, the same bytes and digests
+one call, ISA-L for streams kept whole (a big member hashed beside inflating it), zlib-ng for
+streams re-inflated from saved states, zlib when any is missing, the same bytes and digests
 every way, and a lying zip directory caught whichever library inflates."""
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ WITHOUT_FAST = """
 import json, sys
 sys.modules["deflate"] = None
 sys.modules["zlib_ng"] = None
+sys.modules["isal"] = None
 from pathlib import Path
 from tests.unit.test_audit_inflate import digests
 from wheels.audit import inflate
@@ -92,14 +94,52 @@ def test_every_member_has_its_own_digest_whichever_library_inflates_it(archive: 
 
 
 def test_without_the_fast_libraries_zlib_inflates_both_ways(archive: Path) -> None:
-    assert without_fast_libraries(archive)["libraries"] == {"one call": "zlib", "stream": "zlib"}
+    zlib_only = {"one call": "zlib", "stream": "zlib", "kept stream": "zlib"}
+    assert without_fast_libraries(archive)["libraries"] == zlib_only
     forced = without_fast_libraries(archive, INFINI_STACK_INFLATE="zlib")
-    assert forced["libraries"] == {"one call": "zlib", "stream": "zlib"}
+    assert forced["libraries"] == zlib_only
 
 
 @pytest.mark.skipif(inflate.ONE_CALL_NAME is None, reason="libdeflate (deflate) not installed")
 def test_the_fast_libraries_are_used_when_installed() -> None:
-    assert inflate.libraries() == {"one call": "libdeflate", "stream": "zlib-ng"}
+    expected = {"one call": "libdeflate", "stream": "zlib-ng", "kept stream": "ISA-L"}
+    assert inflate.libraries() == expected
+    assert inflate.streams_fast()
+
+
+@pytest.mark.skipif(not inflate.streams_fast(), reason="ISA-L (isal) not installed")
+def test_a_big_member_given_a_free_core_is_streamed_hashed_beside_and_kept_where_read(
+    archive: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wheels.audit import members
+
+    calls: list[int] = []
+    one_call = members.inflate_one_call
+    monkeypatch.setattr(
+        members, "inflate_one_call", lambda raw, size: calls.append(size) or one_call(raw, size)
+    )
+    threads: list[str] = []
+    digest_type = members._Digest
+
+    def spy(algo: str, background: bool) -> members._Digest:
+        threads.append("beside" if background else "after")
+        return digest_type(algo, background)
+
+    monkeypatch.setattr(members, "_Digest", spy)
+    with zipfile.ZipFile(archive) as zf:
+        index, info = next((i, x) for i, x in enumerate(zf.infolist()) if x.filename == "big.bin")
+    task = task_for(index, info, "sha256")
+    expected = content("big.bin", SIZES["big.bin"])
+    beside, digest = members.inflate(task, open_raw(archive, task), archive, spare_core=True)
+    assert (calls, threads) == ([], ["beside"])  # streamed by ISA-L, hashed on a thread
+    assert digest == record_digest(expected)
+    assert not isinstance(beside, bytes | bytearray) and beside.head(4) == expected[:4]
+    assert calls == []  # not an ELF file: its first bytes were kept, and they are all it needs
+    assert bytes(beside.range(0, len(expected))) == expected  # the rest, inflated again
+    assert calls == [SIZES["big.bin"]]
+    alone, digest = members.inflate(task, open_raw(archive, task), archive, spare_core=False)
+    assert isinstance(alone, bytearray) and alone == expected  # in one call, hashed after
+    assert digest == record_digest(expected) and threads == ["beside"]
 
 
 def test_a_member_that_inflates_to_other_than_its_stated_size_is_unreadable(

@@ -1,5 +1,6 @@
 """The quick read of a zip's central directory (wheels.audit.raw.largest_member): the same task
-as zipfile's directory gives for the largest member, or None where it leaves the zip to zipfile."""
+as zipfile's directory gives for the largest member and the same totals for the rest, or None
+where it leaves the zip to zipfile."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import stat
 import zipfile
 from pathlib import Path
 
-from wheels.audit.raw import largest_member, task_for
+from wheels.audit.raw import Largest, largest_member, task_for
 
 
 def make_zip(path: Path, members: dict[str, bytes], comment: bytes = b"") -> Path:
@@ -18,13 +19,15 @@ def make_zip(path: Path, members: dict[str, bytes], comment: bytes = b"") -> Pat
     return path
 
 
-def zipfile_largest(path: Path) -> object:
-    """What the audit derives from zipfile: the first member of the largest inflated size."""
+def zipfile_largest(path: Path) -> Largest:
+    """What the audit derives from zipfile: the first member of the largest inflated size, and
+    what the other entries hold."""
     with zipfile.ZipFile(path) as zf:
         infos = list(enumerate(zf.infolist()))
     files = [(i, x) for i, x in infos if not x.filename.endswith("/")]
     index, info = max(files, key=lambda p: (p[1].file_size, -p[0]))
-    return task_for(index, info, "sha256")
+    rest = sum(x.file_size for _, x in infos) - info.file_size
+    return Largest(task_for(index, info, "sha256"), rest, len(infos) - 1)
 
 
 def test_the_largest_member_is_the_task_zipfile_gives(tmp_path: Path) -> None:
@@ -36,8 +39,10 @@ def test_the_largest_member_is_the_task_zipfile_gives(tmp_path: Path) -> None:
         "pkg.dist-info/RECORD": b"",
     }
     path = make_zip(tmp_path / "a.whl", members, comment=b"a comment at the end")
-    assert largest_member(path) == zipfile_largest(path)
-    assert largest_member(path).name == "pkg/\u00e9big.so"  # type: ignore[union-attr]
+    found = largest_member(path)
+    assert found == zipfile_largest(path)
+    assert found is not None and found.task.name == "pkg/\u00e9big.so"
+    assert (found.rest_bytes, found.rest_members) == (500 + 256 * 400, 4)
 
 
 def test_directories_and_symlinks_are_not_members(tmp_path: Path) -> None:
@@ -48,7 +53,9 @@ def test_directories_and_symlinks_are_not_members(tmp_path: Path) -> None:
         link.external_attr = (stat.S_IFLNK | 0o777) << 16
         zf.writestr(link, b"target-name-longer-than-the-file" * 10)
         zf.writestr("pkg/real.so", b"abc")
-    assert largest_member(path).name == "pkg/real.so"  # type: ignore[union-attr]
+    found = largest_member(path)
+    assert found is not None and found.task.name == "pkg/real.so"
+    assert (found.rest_bytes, found.rest_members) == (320, 2)  # the link's bytes are counted
 
 
 def test_archives_it_does_not_read_are_left_to_zipfile(tmp_path: Path) -> None:

@@ -101,8 +101,8 @@ class Unreadable:
         raise AssertionError(f"read {size} bytes at {offset}")
 
 
-def tapped(data: bytes, cuts: list[int]) -> Seen:
-    tap = FatbinTap()
+def tapped(data: bytes, cuts: list[int], code_too: bool = False) -> Seen:
+    tap = FatbinTap(code_too)
     edges = sorted({0, len(data), *(c for c in cuts if 0 < c < len(data))})
     for a, b in itertools.pairwise(edges):
         tap.feed(data[a:b])
@@ -114,6 +114,25 @@ def tapped(data: bytes, cuts: list[int]) -> Seen:
 def test_the_headers_seen_in_a_read_only_segment_are_all_a_read_needs(cuts: list[int]) -> None:
     data = elf_with(PADDED, flags=4)  # PF_R
     seen = tapped(data, [*cuts, 100])  # the program headers are not all in the first part
+    source = Unreadable(len(data))
+    assert read_fatbin_at(source, 4096, len(PADDED), ".nv_fatbin", seen) == read_fatbin(PADDED)
+
+
+@settings(max_examples=60, deadline=None)
+@given(cuts=st.lists(st.integers(1, 4096 + len(PADDED) + 600), max_size=8), libc=st.booleans())
+def test_with_code_too_an_executable_segment_is_searched_and_its_headers_are_all_a_read_needs(
+    cuts: list[int], libc: bool
+) -> None:
+    from wheels import fatbin_tap
+
+    data = elf_with(PADDED, flags=5)  # PF_R | PF_X: one segment for code and data
+    search = fatbin_tap._memmem
+    try:
+        if not libc:  # the regular expression that stands in where libc's memmem is missing
+            fatbin_tap._memmem = lambda: None  # type: ignore[assignment]
+        seen = tapped(data, [*cuts, 100], code_too=True)
+    finally:
+        fatbin_tap._memmem = search
     source = Unreadable(len(data))
     assert read_fatbin_at(source, 4096, len(PADDED), ".nv_fatbin", seen) == read_fatbin(PADDED)
 

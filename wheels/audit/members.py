@@ -26,9 +26,11 @@ from wheels.audit.inflate import (
     Inflater,
     inflate_one_call,
     new_stream,
-    stream_error,
+    stream_errors,
+    streams_fast,
 )
 from wheels.audit.raw import ONE_SHOT_BELOW, SNAPSHOT_ABOVE, MemberError, Raw, RawFile, Task
+from wheels.audit.sparse import SPARSE_ABOVE, Keeper
 from wheels.elf import (
     ELF_MAGIC,
     ByteSource,
@@ -110,24 +112,39 @@ def inflate(
 ) -> tuple[ByteSource | bytes | bytearray, str | None]:
     """The member's content (in one piece, or as a :class:`~wheels.elf.ByteSource` when it was
     inflated in steps) and its RECORD-style digest; bounded by the stated size. With
-    ``hash_whole`` false, content inflated in one piece is not hashed (digest None)."""
+    ``hash_whole`` false, content inflated in one piece is not hashed (digest None). With
+    ``spare_core``, a big member is hashed on a second thread as it is inflated."""
     if task.flags & 1:
         raise MemberError("encrypted member")
     if task.file_size > MAX_MEMBER:
         raise MemberError(f"states {task.file_size} bytes, more than this audit inflates")
-    whole = None if isinstance(raw, RawFile) else _inflate_whole(task, raw, path)
+    sparse = spare_core and _sparse(task) and not isinstance(raw, RawFile)
+    whole = None
+    if not isinstance(raw, RawFile) and not sparse:
+        whole = _inflate_whole(task, raw, path)
     if whole is not None:  # most members: hashed here, without the streaming path's objects
         if len(whole) != task.file_size:
             raise MemberError(f"holds {len(whole)} bytes, the zip directory says {task.file_size}")
         return whole, digest_of(task, whole) if hash_whole else None
     digest = _Digest(task.algo, background=spare_core and task.file_size >= HASH_THREAD_ABOVE)
     try:
-        content = _inflate_stream(task, raw, digest)
+        content = _inflate_stream(task, raw, digest, sparse)
     finally:
         value = digest.finish()
     if digest.size != task.file_size:
         raise MemberError(f"holds {digest.size} bytes, the zip directory says {task.file_size}")
     return content, value
+
+
+def _sparse(task: Task) -> bool:
+    """Given a free core, is the member streamed, hashed beside, and kept only where it is read
+    (:mod:`wheels.audit.sparse`)? A big deflated one, when ISA-L is installed to stream it
+    (see wheels.audit.inflate)."""
+    return (
+        task.method == zipfile.ZIP_DEFLATED
+        and SPARSE_ABOVE <= task.file_size < SNAPSHOT_ABOVE
+        and streams_fast()
+    )
 
 
 def digest_of(task: Task, content: bytes | bytearray) -> str:
@@ -260,46 +277,65 @@ def _steps(inflater: Inflater, raw: Raw | RawFile, pos: int) -> Iterator[tuple[b
                 break
 
 
-def _inflate_stream(task: Task, raw: Raw | RawFile, digest: _Digest) -> ByteSource:
-    """Inflate in bounded steps, hashing as it goes; keep all of it, or for big members only a
-    prefix and a saved state every few megabytes."""
-    keep_all = task.file_size < SNAPSHOT_ABOVE
-    inflater = new_stream()
+def _inflate_stream(
+    task: Task, raw: Raw | RawFile, digest: _Digest, sparse: bool = False
+) -> ByteSource:
+    """Inflate in bounded steps, hashing as it goes; keep all of it, or for big members only
+    what is read (``sparse``), or over a gigabyte a prefix and a saved state every few
+    megabytes."""
+    snapshots = task.file_size >= SNAPSHOT_ABOVE
+    keep_all = not snapshots and not sparse
+    inflater = new_stream(copyable=snapshots)
     parts: list[bytes] = []
-    points = [_Point(0, 0, inflater.copy())]
-    tap = None if keep_all else _tap()
+    points = [_Point(0, 0, inflater.copy())] if snapshots else []
+    tap = None if keep_all else _tap(code_too=sparse)
+    keeper = Keeper(task.file_size) if sparse else None
     kept = 0
+
+    def take(part: bytes) -> None:
+        nonlocal kept
+        if keep_all or (snapshots and kept < KEEP_PREFIX):
+            parts.append(part)
+            kept += len(part)
+        digest.add(part)
+        if tap is not None:
+            tap.feed(part)
+        if keeper is not None:
+            keeper.feed(part)
+
     try:
         for part, consumed in _steps(inflater, raw, 0):
             if digest.size + len(part) > task.file_size:
                 raise MemberError(f"inflates past the {task.file_size} bytes it states")
-            if tap is None or kept < KEEP_PREFIX:
-                parts.append(part)
-                kept += len(part)
-            digest.add(part)
-            if tap is not None:
-                tap.feed(part)
-                if digest.size >= points[-1].out + SNAPSHOT_EVERY:
-                    points.append(_Point(digest.size, consumed, inflater.copy()))
+            take(part)
+            if snapshots and digest.size >= points[-1].out + SNAPSHOT_EVERY:
+                points.append(_Point(digest.size, consumed, inflater.copy()))
         tail = inflater.flush()
-    except stream_error() as exc:
+    except stream_errors() as exc:
         raise MemberError(f"corrupt deflate data: {exc}") from None
     if tail:
-        parts.append(tail)
-        digest.add(tail)
-        if tap is not None:
-            tap.feed(tail)
+        take(tail)
     if not inflater.eof:
         raise MemberError("deflate data ends early (truncated member)")
     if tap is None:
         return Chunks(parts)
+    if keeper is not None:
+        return keeper.source(lambda: _again(task, raw), tap.seen)
     return _Inflated(raw, b"".join(parts), points, digest.size, tap)
 
 
-def _tap() -> FatbinTap:
-    from wheels.fatbin_tap import FatbinTap  # for a member too big to keep whole
+def _again(task: Task, raw: Raw | RawFile) -> ByteSource:
+    """The whole content of a member kept sparse, for a read outside what was kept."""
+    fast = None if isinstance(raw, RawFile) else _inflate_fast(task, raw)
+    if fast is not None:
+        return Chunks([fast])
+    return _inflate_stream(task, raw, _Digest(task.algo, background=False))
 
-    return FatbinTap()
+
+def _tap(code_too: bool) -> FatbinTap:
+    from wheels.fatbin_tap import FatbinTap  # for a member not kept whole
+
+    return FatbinTap(code_too)
 
 
 def _inflate_other(task: Task, path: Path) -> bytes:
