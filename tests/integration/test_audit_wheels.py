@@ -304,6 +304,18 @@ def test_the_scan_hands_back_a_kept_members_digest_only_when_completed(
     assert {s.index: s.digest for s in complete()} == serial
 
 
+def test_no_hash_is_left_for_later_when_another_member_is_big_enough_to_be_streamed(
+    wheels: Corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wheels.audit import pool
+
+    _defer_every_member(monkeypatch)
+    monkeypatch.setattr(pool, "SPARSE_ABOVE", 0)  # the next largest member is streamed too
+    serial, scans, complete = _scanned_early(wheels["tampered_record"])
+    assert {s.index: s.digest for s in scans} == serial  # every digest made, none waiting
+    assert {s.index: s.digest for s in complete()} == serial
+
+
 def test_a_largest_member_that_dwarfs_the_rest_is_hashed_beside_not_left_for_later(
     wheels: Corpus, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -108,7 +108,7 @@ def test_the_fast_libraries_are_used_when_installed() -> None:
 
 
 @pytest.mark.skipif(not inflate.streams_fast(), reason="ISA-L (isal) not installed")
-def test_a_big_member_given_a_free_core_is_streamed_hashed_beside_and_kept_where_read(
+def test_a_big_member_is_streamed_and_kept_where_read_unless_its_hash_is_to_wait(
     archive: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from wheels.audit import members
@@ -130,16 +130,18 @@ def test_a_big_member_given_a_free_core_is_streamed_hashed_beside_and_kept_where
         index, info = next((i, x) for i, x in enumerate(zf.infolist()) if x.filename == "big.bin")
     task = task_for(index, info, "sha256")
     expected = content("big.bin", SIZES["big.bin"])
-    beside, digest = members.inflate(task, open_raw(archive, task), archive, spare_core=True)
-    assert (calls, threads) == ([], ["beside"])  # streamed by ISA-L, hashed on a thread
-    assert digest == record_digest(expected)
-    assert not isinstance(beside, bytes | bytearray) and beside.head(4) == expected[:4]
-    assert calls == []  # not an ELF file: its first bytes were kept, and they are all it needs
-    assert bytes(beside.range(0, len(expected))) == expected  # the rest, inflated again
-    assert calls == [SIZES["big.bin"]]
-    alone, digest = members.inflate(task, open_raw(archive, task), archive, spare_core=False)
-    assert isinstance(alone, bytearray) and alone == expected  # in one call, hashed after
-    assert digest == record_digest(expected) and threads == ["beside"]
+    for spare_core in (True, False):
+        streamed, digest = members.inflate(task, open_raw(archive, task), archive, spare_core)
+        assert calls == [] and digest == record_digest(expected)  # streamed by ISA-L
+        assert not isinstance(streamed, bytes | bytearray) and streamed.head(4) == expected[:4]
+        assert calls == []  # not an ELF file: its first bytes were kept, and they are all it needs
+        assert bytes(streamed.range(0, len(expected))) == expected  # the rest, inflated again
+        assert calls == [SIZES["big.bin"]]
+        calls.clear()
+    assert threads == ["beside", "after"]  # hashed on a second thread given a free core
+    kept, digest = members.inflate(task, open_raw(archive, task), archive, False, False)
+    assert isinstance(kept, bytearray) and kept == expected and digest is None  # in one call,
+    assert calls == [SIZES["big.bin"]]  # kept whole for a hash that waits
 
 
 def test_a_member_that_inflates_to_other_than_its_stated_size_is_unreadable(

@@ -118,7 +118,7 @@ def inflate(
         raise MemberError("encrypted member")
     if task.file_size > MAX_MEMBER:
         raise MemberError(f"states {task.file_size} bytes, more than this audit inflates")
-    sparse = spare_core and _sparse(task) and not isinstance(raw, RawFile)
+    sparse = hash_whole and _sparse(task) and not isinstance(raw, RawFile)
     whole = None
     if not isinstance(raw, RawFile) and not sparse:
         whole = _inflate_whole(task, raw, path)
@@ -137,9 +137,9 @@ def inflate(
 
 
 def _sparse(task: Task) -> bool:
-    """Given a free core, is the member streamed, hashed beside, and kept only where it is read
-    (:mod:`wheels.audit.sparse`)? A big deflated one, when ISA-L is installed to stream it
-    (see wheels.audit.inflate)."""
+    """Is the member streamed and kept only where it is read (:mod:`wheels.audit.sparse`),
+    unless its hash is to wait? A big deflated one, when ISA-L is installed to stream it (see
+    wheels.audit.inflate)."""
     return (
         task.method == zipfile.ZIP_DEFLATED
         and SPARSE_ABOVE <= task.file_size < SNAPSHOT_ABOVE

@@ -29,6 +29,7 @@ from wheels.audit.raw import (
     read_in_steps,
     read_raw,
 )
+from wheels.audit.sparse import SPARSE_ABOVE
 from wheels.record import record
 
 TYPE_CHECKING = False
@@ -142,10 +143,16 @@ def _first_beside(batches: Sequence[Sequence[Task]]) -> bool:
     return hashes_beside(batches[0][0].file_size, sum(t.file_size for t in rest), len(rest))
 
 
-def _defers(workers: int, cache: Cache | None) -> bool:
+def _defers(workers: int, cache: Cache | None, second: int) -> bool:
     """Does a child leave its big members' hashes for later (:func:`_kept_digests`)? With one
-    child, and no cache (whose entries need the digests at once)."""
-    return workers == 2 and cache is None
+    child, no cache (whose entries need the digests at once), and no other member big enough to
+    be streamed (``second``, the next largest size): then this process's last work is thousands
+    of small members and the checks after them, which the hash runs beside. Otherwise the member
+    is streamed and kept only where it is read (``members.inflate``), whose fresh pages saved
+    outweigh the overlap: the CLI on torch's CUDA wheel (libraries of 448 and 418 MB) 1.85 s
+    against 2.19 s with the hash left for later, cuDNN 9.20's 0.67 s against 0.78 s, cuDNN
+    9.1's 1.81 s against 1.91 s; but torch's CPU wheel 1.31 s against 1.26 s."""
+    return workers == 2 and cache is None and second < SPARSE_ABOVE
 
 
 def _kept_digests(tasks: Sequence[Task]) -> dict[int, str]:
@@ -215,7 +222,7 @@ def start_children(path: Path, workers: int, cache: Cache | None) -> Children | 
             return Children(pool, None)
         largest = found.task
         beside = hashes_beside(largest.file_size, found.rest_bytes, found.rest_members)
-        defer = _defers(workers, cache) and not beside
+        defer = _defers(workers, cache, found.second) and not beside
         future = pool.submit(_run_batch, path, [largest], cache, beside, defer)
         return Children(pool, (largest, future))
     except (OSError, RuntimeError):
@@ -297,7 +304,8 @@ def _scan_parallel(
         meanwhile()
         return _run_batches(path, batches, cache, spare_core=False), dict
     beside = _first_beside(batches)
-    defer = started is not None and _defers(workers, cache) and not beside
+    second = batches[1][0].file_size if len(batches) > 1 else 0
+    defer = started is not None and _defers(workers, cache, second) and not beside
     todo = deque(batches)
     handed = _handed_first(started, todo)
     kept: list[Kept] = []  # members kept in the child, with the future of their digests

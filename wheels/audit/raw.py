@@ -175,6 +175,7 @@ class Largest:
     task: Task
     rest_bytes: int  # inflated
     rest_members: int  # entries, directories and links too
+    second: int  # the inflated size of the next largest
 
 
 def largest_member(path: Path, algo: str = "sha256") -> Largest | None:
@@ -207,7 +208,7 @@ def largest_member(path: Path, algo: str = "sha256") -> Largest | None:
 
 def _largest(directory: bytes, count: int, algo: str) -> Largest | None:
     best: Task | None = None
-    pos = total = 0
+    pos = total = second = 0
     try:
         for index in range(count):
             row = _CENTRAL.unpack_from(directory, pos)
@@ -225,13 +226,15 @@ def _largest(directory: bytes, count: int, algo: str) -> Largest | None:
             pos += _CENTRAL.size + name_len + extra_len + comment_len
             total += inflated
             if best is not None and inflated <= best.file_size:
+                second = max(second, inflated)
                 continue
             name = raw_name.decode("utf-8" if flags & 0x800 else "cp437")
             if "\0" in name:
                 return None
             if name.endswith("/") or stat.S_ISLNK(attrs >> 16):
                 continue
+            second = best.file_size if best is not None else second
             best = Task(index, name, raw_name, offset, compressed, inflated, method, flags, algo)
     except (struct.error, UnicodeDecodeError):
         return None
-    return None if best is None else Largest(best, total - best.file_size, count - 1)
+    return None if best is None else Largest(best, total - best.file_size, count - 1, second)
