@@ -18,15 +18,16 @@ CPU wheel, Python 3.11, two shared cores, best of three):
   process, zlib-ng streamed from saved states 1.55 s, libdeflate in one call 0.98 s (the call
   0.69 s, of which 0.13 s are the fresh pages of its output; sha256 0.14 s).
 
-- streamed, hashed on a second thread as it goes and kept only where the audit reads it
-  (:mod:`wheels.audit.sparse`), for a member so much bigger than the rest of its wheel that the
-  other core would idle (``pool.hashes_beside``): against libdeflate in one call and sha256
-  after, the 23 ELF members of 78-543 MB in the differential corpus (cuBLAS, cuDNN, NCCL,
-  cuSPARSE, cuSOLVER, torch, llvmlite, polars) took 10.3 s against 14.2 s in this process,
-  every scan the same and none read again. Kept whole instead, ISA-L with the hash beside only
-  traded the hash for the fresh pages of its output (434 MB of them: 0.15-0.57 s on this VM)
-  and a slower inflate than libdeflate's: the CLI on cuBLAS 13.1 took 1.22 s against 1.19 s.
-  zlib-ng streams slower than ISA-L (cuDNN's 543 MB library: 1.93 s against 1.51 s, unkept).
+- streamed and kept only where the audit reads it (:mod:`wheels.audit.sparse`), every member
+  of 64 MB or more but one kept whole for a hash that waits (``pool._defers``), hashed on a
+  second thread as it goes when the other core would idle (``pool.hashes_beside``): against
+  libdeflate in one call and sha256 after, the 23 ELF members of 78-543 MB in the differential
+  corpus (cuBLAS, cuDNN, NCCL, cuSPARSE, cuSOLVER, torch, llvmlite, polars), hashed beside,
+  took 10.3 s against 14.2 s in this process, every scan the same and none read again. Kept
+  whole instead, ISA-L with the hash beside only traded the hash for the fresh pages of its
+  output (434 MB of them: 0.15-0.57 s on this VM) and a slower inflate than libdeflate's: the
+  CLI on cuBLAS 13.1 took 1.22 s against 1.19 s. zlib-ng streams slower than ISA-L (cuDNN's
+  543 MB library: 1.93 s against 1.51 s, unkept).
 
 So: libdeflate for one call up to a gigabyte, ISA-L for streams whose state is never copied,
 zlib-ng for streams re-inflated from saved states, zlib for any of them when they are missing.
