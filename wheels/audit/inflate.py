@@ -26,7 +26,7 @@ CPU wheel, Python 3.11, two shared cores, best of three):
   took 10.3 s against 14.2 s in this process, every scan the same and none read again. Kept
   whole instead, ISA-L with the hash beside only traded the hash for the fresh pages of its
   output (434 MB of them: 0.15-0.57 s on this VM) and a slower inflate than libdeflate's: the
-  CLI on cuBLAS 13.1 took 1.22 s against 1.19 s. zlib-ng streams slower than ISA-L (cuDNN's
+  CLI on cuBLAS 13.1 took 1.29 s against 1.23 s. zlib-ng streams slower than ISA-L (cuDNN's
   543 MB library: 1.93 s against 1.51 s, unkept).
 
 So: libdeflate for one call up to a gigabyte, ISA-L for streams whose state is never copied,

@@ -149,9 +149,10 @@ def _defers(workers: int, cache: Cache | None, second: int) -> bool:
     be streamed (``second``, the next largest size): then this process's last work is thousands
     of small members and the checks after them, which the hash runs beside. Otherwise the member
     is streamed and kept only where it is read (``members.inflate``), whose fresh pages saved
-    outweigh the overlap: the CLI on torch's CUDA wheel (libraries of 448 and 418 MB) 1.85 s
-    against 2.19 s with the hash left for later, cuDNN 9.20's 0.67 s against 0.78 s, cuDNN
-    9.1's 1.81 s against 1.91 s; but torch's CPU wheel 1.31 s against 1.26 s."""
+    outweigh the overlap: the CLI on torch's CUDA wheel (libraries of 448 and 418 MB) 1.82 s
+    against 2.01 s with the hash left for later, cuDNN 9.20's 0.67 s against 0.83 s, cuDNN
+    9.1's 1.81 s against 1.90 s; but torch's CPU wheel 1.31 s against 1.26 s (medians of 7,
+    interleaved)."""
     return workers == 2 and cache is None and second < SPARSE_ABOVE
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from wheels.elf import ByteSource, ElfError
 from wheels.elf.reader import ELF_MAGIC, PT_LOAD, Reader, read_header, read_segments
+from wheels.fatbin import Seen
 
 SPARSE_ABOVE = 64 << 20  # members this big (inflated) may be kept only where they are read
 PREFIX = 16 << 20  # the first bytes: headers, dynamic symbols and their strings, versions
@@ -102,7 +103,7 @@ class Keeper:
         else:
             self.spans.append((offset, bytearray(data)))
 
-    def source(self, again: Callable[[], ByteSource], seen: object) -> Sparse:
+    def source(self, again: Callable[[], ByteSource], seen: Seen) -> Sparse:
         """What was kept, once the whole file has streamed past."""
         if self._held:  # (a file shorter than its head: all of it)
             self.spans, self._held = [(0, bytearray(self._held))], b""
@@ -122,7 +123,7 @@ class Sparse:
         size: int,
         spans: list[tuple[int, bytearray]],
         again: Callable[[], ByteSource],
-        seen: object,
+        seen: Seen | None,
     ) -> None:
         self.size = size
         self.spans = spans
