@@ -24,7 +24,7 @@ import struct
 from collections.abc import Callable, Iterator
 
 from wheels.elf import ElfError
-from wheels.elf.reader import PT_LOAD, Reader, read_header, read_segments
+from wheels.elf.reader import HEAD, PT_LOAD, head_layout
 from wheels.fatbin import FATBIN_MAGIC, FATBIN_VERSION, Seen
 
 _NEEDLE = struct.pack("<IH", FATBIN_MAGIC, FATBIN_VERSION)
@@ -35,7 +35,6 @@ _ENTRY = struct.Struct("<HHIQ")  # kind, version, header size, padded payload si
 ENTRY_SIZE = 64
 _TAIL = ENTRY_SIZE
 _PF_X, _PF_W = 1, 2
-_HEAD = 4096  # the program headers are expected in the file's first bytes
 
 
 class FatbinTap:
@@ -59,7 +58,7 @@ class FatbinTap:
     def feed(self, part: bytes) -> None:
         if self._ranges is None:  # held back until the program headers say where to look
             self._held += part
-            self._ranges = _searched(self._held, len(self._held) >= _HEAD, self.code_too)
+            self._ranges = _searched(self._held, len(self._held) >= HEAD, self.code_too)
             if self._ranges is None:
                 return
             part, self._held = self._held, b""
@@ -169,10 +168,12 @@ def _searched(head: bytes, final: bool, code_too: bool) -> list[tuple[int, int]]
     ``code_too``), from the file's first bytes; None while they are too few to tell (unless
     ``final``), none when they are not those of an ELF file (then nothing is searched)."""
     try:
-        r = Reader(head)
-        segments = read_segments(r, read_header(r))
-    except (ElfError, struct.error, ValueError, IndexError, OverflowError):
-        return None if not final and b"\x7fELF".startswith(head[:4]) else []
+        layout = head_layout(head, final)
+    except ElfError:
+        return []
+    if layout is None:
+        return None
+    _, segments = layout
     return [
         (s.offset, s.offset + s.filesz)
         for s in segments

@@ -13,10 +13,10 @@ import pytest
 from tests.integration.test_audit_cuda import c_array
 from tests.unit.test_fatbin import ELF, LINUX64, PTX, PTX_TEXT, entry, fatbin
 from tests.wheelmaker import Compiler, have_gcc, make_wheel
-from wheels.audit import inflate, members, sparse
+from wheels.audit import inflate, members, raw, sparse
 from wheels.audit.raw import open_raw, task_for
 from wheels.elf import Chunks, section_span
-from wheels.elf.reader import PT_LOAD, Reader, read_header, read_segments
+from wheels.elf.reader import HEAD, PT_DYNAMIC, PT_LOAD, Reader, read_header, read_segments
 
 pytestmark = [
     pytest.mark.skipif(not have_gcc(), reason="gcc is not installed"),
@@ -62,8 +62,10 @@ def scans(
         return made[-1]
 
     monkeypatch.setattr(sparse.Keeper, "source", spy)
-    # This library is small: what holds for a big one is asked of it at this scale.
+    # This library is small: what holds for a big one is asked of it at this scale (mapped
+    # from the wheel, as a big member is).
     monkeypatch.setattr(members, "SPARSE_ABOVE", 0)
+    monkeypatch.setattr(raw, "STREAM_READ_ABOVE", 0)
     for name, size in (("PREFIX", 16 << 10), ("SMALL_SEGMENT", 64 << 10)):
         monkeypatch.setattr(sparse, name, size)
     with zipfile.ZipFile(path) as zf:
@@ -104,6 +106,27 @@ def test_a_read_outside_what_was_kept_inflates_the_file_again_once() -> None:
     assert source.misses == 1 and source.head(4) == data[:4]
 
 
-def test_what_is_kept_is_decided_from_the_program_headers() -> None:
-    assert sparse.wanted(b"not an ELF file at all", 1 << 30, final=True) == [(0, 4096)]
+def test_what_is_kept_is_decided_from_the_program_headers(
+    wheel: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with zipfile.ZipFile(wheel) as zf:
+        data = zf.read("demo/lib/libkernels.so")
+    for name, size in (("PREFIX", 16 << 10), ("SMALL_SEGMENT", 64 << 10), ("AFTER_SEGMENT", 0)):
+        monkeypatch.setattr(sparse, name, size)
+    spans = sparse.wanted(data[:HEAD], len(data), final=True)
+    assert spans is not None
+    r = Reader(data)
+    header = read_header(r)
+    (dynamic,) = [s for s in read_segments(r, header) if s.p_type == PT_DYNAMIC]
+
+    def kept(lo: int, hi: int) -> int:
+        return sum(max(0, min(hi, b) - max(lo, a)) for a, b in spans)
+
+    assert kept(0, 16 << 10) == 16 << 10  # the first bytes
+    assert kept(dynamic.offset, dynamic.offset + dynamic.filesz) == dynamic.filesz
+    assert kept(header.shoff, len(data)) == len(data) - header.shoff  # the section headers
+    rodata = section_span(data, ".rodata")
+    assert rodata is not None and rodata[1] >= PAD
+    assert kept(rodata[0], rodata[0] + rodata[1]) < PAD // 10  # the padding, dropped
+    assert sparse.wanted(b"not an ELF file at all", 1 << 30, final=True) == [(0, HEAD)]
     assert sparse.wanted(b"\x7fEL", 1 << 30, final=False) is None  # too few bytes to tell

@@ -104,8 +104,9 @@ def _stream_library() -> tuple[str, Callable[[], Inflater], type[Exception]]:
 
 
 @functools.cache
-def _kept_stream_library() -> tuple[str, Callable[[], Inflater], type[Exception]] | None:
-    """ISA-L, for a stream kept whole (whose state is never copied); imported on first use."""
+def _one_way_stream_library() -> tuple[str, Callable[[], Inflater], type[Exception]] | None:
+    """ISA-L, for a stream whose state is never copied (kept whole, or only where it is read);
+    imported on first use."""
     if _zlib_only():
         return None
     try:
@@ -122,20 +123,20 @@ ONE_CALL_NAME = _ONE_CALL[0] if _ONE_CALL else None
 
 def new_stream(copyable: bool = True) -> Inflater:
     """A raw-deflate inflater; one that can copy its state unless ``copyable`` is false."""
-    kept = None if copyable else _kept_stream_library()
-    return (kept or _stream_library())[1]()
+    one_way = None if copyable else _one_way_stream_library()
+    return (one_way or _stream_library())[1]()
 
 
 def stream_errors() -> tuple[type[Exception], ...]:
     """What those inflaters raise on corrupt data."""
-    kept = _kept_stream_library()
-    return (_stream_library()[2],) + ((kept[2],) if kept else ())
+    one_way = _one_way_stream_library()
+    return (_stream_library()[2],) + ((one_way[2],) if one_way else ())
 
 
 def streams_fast() -> bool:
     """Does streaming a big member beat inflating it in one call? With ISA-L (see above),
     when what is kept of it is only what the audit reads (wheels.audit.sparse)."""
-    return _kept_stream_library() is not None
+    return _one_way_stream_library() is not None
 
 
 def inflate_one_call(raw: bytes | memoryview, size: int) -> bytearray | None:
@@ -148,10 +149,10 @@ def inflate_one_call(raw: bytes | memoryview, size: int) -> bytearray | None:
 
 def libraries() -> dict[str, str]:
     """Which library inflates how, for reports: ``{"one call": ..., "stream": ...,
-    "kept stream": ...}``."""
-    kept = _kept_stream_library()
+    "one-way stream": ...}``."""
+    one_way = _one_way_stream_library()
     return {
         "one call": ONE_CALL_NAME or "zlib",
         "stream": _stream_library()[0],
-        "kept stream": kept[0] if kept else _stream_library()[0],
+        "one-way stream": one_way[0] if one_way else _stream_library()[0],
     }

@@ -112,8 +112,9 @@ def inflate(
 ) -> tuple[ByteSource | bytes | bytearray, str | None]:
     """The member's content (in one piece, or as a :class:`~wheels.elf.ByteSource` when it was
     inflated in steps) and its RECORD-style digest; bounded by the stated size. With
-    ``hash_whole`` false, content inflated in one piece is not hashed (digest None). With
-    ``spare_core``, a big member is hashed on a second thread as it is inflated."""
+    ``hash_whole`` false, a member is inflated in one piece when it can be (not kept only where
+    it is read) and then not hashed (digest None). With ``spare_core``, a big member is hashed
+    on a second thread as it is inflated."""
     if task.flags & 1:
         raise MemberError("encrypted member")
     if task.file_size > MAX_MEMBER:

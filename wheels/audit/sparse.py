@@ -16,11 +16,10 @@ only slower, as keeping it whole had been.
 from __future__ import annotations
 
 import bisect
-import struct
 from collections.abc import Callable
 
 from wheels.elf import ByteSource, ElfError
-from wheels.elf.reader import ELF_MAGIC, PT_LOAD, Reader, read_header, read_segments
+from wheels.elf.reader import HEAD, PT_LOAD, head_layout
 from wheels.fatbin import Seen
 
 SPARSE_ABOVE = 64 << 20  # members this big (inflated) may be kept only where they are read
@@ -32,7 +31,6 @@ AFTER_SEGMENT = 64 << 10  # kept past the end of each loadable segment: the note
 TAIL_WHOLE = 32 << 20  # what follows the last segment is kept whole when no bigger than this
 # (symbols, section names, section headers), else its start and BEFORE_SECTIONS
 BEFORE_SECTIONS = 1 << 20  # kept before the section header table: the section names
-_HEAD = 4096  # the program headers are expected in the file's first bytes
 
 Span = tuple[int, int]
 
@@ -41,13 +39,12 @@ def wanted(head: bytes, size: int, final: bool) -> list[Span] | None:
     """The ranges of a ``size``-byte file to keep, from its first bytes; None while they are
     too few to tell (unless ``final``). A file that is not ELF keeps its first bytes alone."""
     try:
-        r = Reader(head)
-        header = read_header(r)
-        segments = read_segments(r, header)
-    except (ElfError, struct.error, ValueError, IndexError, OverflowError):
-        if not final and ELF_MAGIC.startswith(head[:4]):
-            return None
-        return [(0, min(size, _HEAD))]
+        layout = head_layout(head, final)
+    except ElfError:
+        return [(0, min(size, HEAD))]
+    if layout is None:
+        return None
+    header, segments = layout
     spans = [(0, PREFIX)]
     spans += [(s.offset, s.offset + s.filesz) for s in segments if s.filesz <= SMALL_SEGMENT]
     ends = [s.offset + s.filesz for s in segments if s.p_type == PT_LOAD]
@@ -86,7 +83,7 @@ class Keeper:
     def feed(self, part: bytes) -> None:
         if self._wanted is None:  # held back until the program headers say what to keep
             self._held += part
-            self._wanted = wanted(self._held, self.size, final=len(self._held) >= _HEAD)
+            self._wanted = wanted(self._held, self.size, final=len(self._held) >= HEAD)
             if self._wanted is None:
                 return
             part, self._held = self._held, b""
@@ -95,9 +92,9 @@ class Keeper:
         for lo, hi in self._wanted:
             a, b = max(lo, start), min(hi, end)
             if a < b:
-                self._keep(a, part[a - start : b - start])
+                self._keep(a, memoryview(part)[a - start : b - start])
 
-    def _keep(self, offset: int, data: bytes) -> None:
+    def _keep(self, offset: int, data: memoryview) -> None:
         if self.spans and self.spans[-1][0] + len(self.spans[-1][1]) == offset:
             self.spans[-1][1].extend(data)
         else:

@@ -217,6 +217,24 @@ def read_segments(r: Reader, h: Header) -> list[Segment]:
     return out
 
 
+HEAD = 4096  # a file's program headers are expected in its first bytes
+
+
+def head_layout(head: bytes, final: bool) -> tuple[Header, list[Segment]] | None:
+    """The ELF header and program headers from a file's first bytes as they stream past;
+    None while they are too few to tell (unless ``final``: enough of them have come, by
+    :data:`HEAD`, or the file ends). Raises :class:`ElfError` when they are not an ELF file's."""
+    try:
+        with malformed_as_elf_error():
+            r = Reader(head)
+            header = read_header(r)
+            return header, read_segments(r, header)
+    except ElfError:
+        if not final and ELF_MAGIC.startswith(head[:4]):
+            return None
+        raise
+
+
 def read_sections(r: Reader, h: Header) -> list[Section]:
     shnum = h.shnum
     if h.shoff == 0:
