@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from packaging.requirements import Requirement
 
 from wheels.audit.cuda import local_runtime, required_runtime
+from wheels.audit.requires import read_requires
 
 
 @pytest.mark.parametrize(
@@ -32,4 +32,4 @@ def test_local_version(local: str, runtime: tuple[int, int] | None) -> None:
     ],
 )
 def test_requires_dist(requirement: str, runtime: tuple[int, int] | None) -> None:
-    assert required_runtime(Requirement(requirement)) == runtime
+    assert required_runtime(read_requires(requirement)) == runtime

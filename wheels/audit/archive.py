@@ -24,7 +24,7 @@ from wheels.record import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from packaging.requirements import Requirement
+    from wheels.audit.requires import Requires
 
 HASHES = ("sha256", "sha384", "sha512")
 _DRIVE = re.compile(r"^[A-Za-z]:")
@@ -44,7 +44,7 @@ class Archive:
     data_dir: str | None = None
     wheel_tags: tuple[str, ...] = ()
     root_is_purelib: bool = False
-    requires: list[Requirement] = field(default_factory=list)
+    requires: list[Requires] = field(default_factory=list)
     record: dict[str, tuple[str, str]] = field(default_factory=dict)
     record_order: list[str] = field(default_factory=list)
 
@@ -271,12 +271,12 @@ def _read_metadata_file(archive: Archive, text: str | None, f: Findings) -> None
     values = msg.get_all("Requires-Dist")
     if not values:
         return
-    from packaging.requirements import InvalidRequirement, Requirement  # only when there are any
+    from wheels.audit.requires import InvalidRequires, read_requires  # only when there are any
 
     for value in values:
         try:
-            archive.requires.append(Requirement(value))
-        except InvalidRequirement as exc:
+            archive.requires.append(read_requires(value))
+        except InvalidRequires as exc:
             f.violation("requires-dist", member, f"invalid Requires-Dist {value!r}: {exc}")
 
 
@@ -368,9 +368,9 @@ def install_path(archive: Archive, name: str) -> str | None:
     return name
 
 
-def requirements(archive: Archive) -> dict[str, list[Requirement]]:
+def requirements(archive: Archive) -> dict[str, list[Requires]]:
     """The Requires-Dist entries by canonical distribution name."""
-    out: dict[str, list[Requirement]] = {}
+    out: dict[str, list[Requires]] = {}
     for req in archive.requires:
         out.setdefault(canonicalize_name(req.name), []).append(req)
     return out

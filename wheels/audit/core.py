@@ -169,7 +169,7 @@ def _audit_archive(
         tag=verdicts[1].tag,
         auditwheel_tag=verdicts[0].tag,
         tag_reasons=verdicts[1].reasons,
-        requires=tuple(str(r) for r in archive.requires),
+        requires=tuple(r.text for r in archive.requires),
         elfs=tuple(reports),
         findings=tuple(_ordered(f.items)),
         stats=stats,

@@ -28,7 +28,7 @@ from wheels.filename import canonicalize_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from packaging.requirements import Requirement  # made by the archive, only when it has any
+    from wheels.audit.requires import Requires
 
 _LOCAL = re.compile(r"^cu(\d{1,2})(\d)$")
 _RUNTIME_DIST = re.compile(r"^nvidia-cuda-runtime(?:-cu(\d+))?$")
@@ -41,7 +41,7 @@ def declared_runtime(archive: Archive) -> tuple[Capability, str] | None:
     local = archive.version.local if archive.version is not None else None
     if local and (version := local_runtime(local)) is not None:
         return version, f"local version +{local}"
-    found = [(v, str(r)) for r in archive.requires if (v := required_runtime(r)) is not None]
+    found = [(v, r.text) for r in archive.requires if (v := required_runtime(r)) is not None]
     return min(found) if found else None
 
 
@@ -53,7 +53,7 @@ def local_runtime(local: str) -> Capability | None:
     return None
 
 
-def required_runtime(req: Requirement) -> Capability | None:
+def required_runtime(req: Requires) -> Capability | None:
     """The lowest CUDA runtime a Requires-Dist on nvidia-cuda-runtime admits: ``>=13`` is 13.0,
     ``nvidia-cuda-runtime-cu12==12.4.127`` is 12.4, a bare ``-cu12`` 12.0; None for another
     distribution or no lower bound."""
@@ -61,7 +61,7 @@ def required_runtime(req: Requirement) -> Capability | None:
     if m is None:
         return None
     lows: list[Capability] = []
-    for spec in req.specifier:
+    for spec in req.parsed().specifier:  # (packaging, for a line on the runtime only)
         if spec.operator not in _LOWER_BOUNDS:
             continue
         try:

@@ -29,7 +29,8 @@ from wheels.record import field, record
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from packaging.markers import Marker
-    from packaging.requirements import Requirement
+
+    from wheels.audit.requires import Requires
 
 _BARE_MODULE = re.compile(r"^(?P<mod>[A-Za-z_]\w*)\.so$")
 _TOKEN = re.compile(r"\$(\{[A-Za-z_]+\}|[A-Za-z_]+)")
@@ -45,7 +46,7 @@ class Elves:
     elfs: dict[str, ElfInfo]
     install_of: dict[str, str | None]
     installed: dict[str, str]
-    requires: Mapping[str, list[Requirement]]
+    requires: Mapping[str, list[Requires]]
     whitelist: frozenset[str]
     host: HostLibraries
     arch: str | None
@@ -56,6 +57,8 @@ class Elves:
     runpath_dirs: dict[str, list[str]] = field(default_factory=dict)
     groups: dict[str, Group] = field(default_factory=dict)
     definers: dict[tuple[str, str], ElfInfo] = field(default_factory=dict)
+    # By the providers of a scope (their ids): symbols none of them defines.
+    absent: dict[frozenset[int], set[tuple[str, str]]] = field(default_factory=dict)
 
     def sites(self) -> tuple[Path, ...]:
         """Where other distributions are installed (:func:`wheels.loading.site_dirs` unless
@@ -174,7 +177,7 @@ def _requires_covers(ctx: Elves, distribution: str, arch: str | None) -> bool:
     if arch:
         env["platform_machine"] = arch
     for req in ctx.requires.get(canonicalize_name(distribution), []):
-        marker: Marker | None = req.marker
+        marker: Marker | None = req.parsed().marker
         try:
             if marker is None or marker.evaluate(env):
                 return True

@@ -194,7 +194,7 @@ def _bound(
     definers: dict[tuple[str, str], ElfInfo],
     symbol: tuple[str, str],
     providers: Sequence[ElfInfo],
-    in_scope: set[int],
+    in_scope: frozenset[int],
 ) -> bool:
     """Is ``symbol`` defined in ``providers``? Remembers who defined it last time: ELFs share
     most of their libraries, so that one is usually in scope again."""
@@ -245,16 +245,23 @@ def _interpreter_libraries(ctx: Elves, like: ElfInfo) -> list[tuple[str, ElfInfo
 def _bind_all(ctx: Elves, info: ElfInfo, scope: Scope, python_ok: bool) -> _Binding:
     out = _Binding()
     providers = [p for p in scope.providers if p is not info]
-    in_scope = {id(p) for p in providers}
+    in_scope = frozenset(id(p) for p in providers)
+    # What none of these providers defines, known from an ELF with the same scope: extension
+    # modules share their libraries, and each leaves the same C API undefined (scipy's 118
+    # ELFs: 12,177 references to look up in vain, 1,978 of them different).
+    absent = ctx.absent.setdefault(in_scope, set())
     interpreter: list[tuple[str, ElfInfo]] | None = None if python_ok else []
-    for name, version in zip(info.undefined, info.undefined_versions, strict=True):
-        label = f"{name}@{version}" if version else name
-        if _bound(ctx.definers, (name, version), providers, in_scope):
-            out.bound += 1
-            continue
+    for symbol in zip(info.undefined, info.undefined_versions, strict=True):
+        if symbol not in absent:
+            if _bound(ctx.definers, symbol, providers, in_scope):
+                out.bound += 1
+                continue
+            absent.add(symbol)
+        name, version = symbol
         if python_ok and _PY_SYMBOL.match(name):
             out.python += 1
             continue
+        label = f"{name}@{version}" if version else name
         if interpreter is None:  # read only when a symbol is not bound otherwise
             interpreter = _interpreter_libraries(ctx, info)
         if by := next((n for n, lib in interpreter if lib.defines(name, version)), None):
