@@ -240,18 +240,70 @@ def test_warm_cache_gives_the_same_verdict_as_cold(wheels: Corpus, tmp_path: Pat
     assert to_json([warm])["wheels"][0]["violations"] == to_json([cold])["wheels"][0]["violations"]
 
 
-def test_parallel_scan_equals_serial_scan(wheels: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
+def _parallel_equals_serial(wheel: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The audit of ``wheel`` on two processes, a batch per member, is the serial one."""
     from wheels.audit import pool
 
     policy = load_vendor_policy("cpu")
-    serial = audit_wheel(wheels["undefined_symbol"], policy, workers=1)
+    serial = audit_wheel(wheel, policy, workers=1)
     monkeypatch.setattr(pool, "SERIAL_BELOW", 0)
     monkeypatch.setattr(pool, "BATCH_BYTES", 1)
-    parallel = audit_wheel(wheels["undefined_symbol"], policy, workers=2)
-    assert parallel.stats.batches > 2
+    parallel = audit_wheel(wheel, policy, workers=2)
+    assert parallel.stats.batches > 2, [f.line() for f in parallel.findings]
     assert not any(f.code == "internal" for f in parallel.findings)
     assert to_json([parallel])["wheels"][0]["elfs"] == to_json([serial])["wheels"][0]["elfs"]
     assert [f.line() for f in parallel.findings] == [f.line() for f in serial.findings]
+
+
+def test_parallel_scan_equals_serial_scan(wheels: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
+    _parallel_equals_serial(wheels["undefined_symbol"], monkeypatch)
+
+
+_REAL: dict[str, Any] = {}  # the test's process and pool._run_batch, for _dies_in_a_child
+
+
+def _dies_in_a_child(*args: Any) -> Any:
+    """pool._run_batch, but a child forked while this stands in for it ends at once."""
+    import os
+
+    if os.getpid() != _REAL["pid"]:
+        os._exit(9)
+    return _REAL["run_batch"](*args)
+
+
+def test_a_batch_whose_child_dies_is_read_here_and_the_audit_is_the_same(
+    wheels: Corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from wheels.audit import pool
+
+    monkeypatch.setitem(_REAL, "pid", os.getpid())
+    monkeypatch.setitem(_REAL, "run_batch", pool._run_batch)
+    monkeypatch.setattr(pool, "_run_batch", _dies_in_a_child)
+    _parallel_equals_serial(wheels["undefined_symbol"], monkeypatch)
+
+
+def test_with_another_thread_running_the_scan_starts_its_children_without_fork_alone(
+    wheels: Corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    from concurrent.futures import ProcessPoolExecutor
+
+    from wheels.audit import pool
+
+    made: list[object] = []
+    new_pool = pool._new_pool
+    monkeypatch.setattr(pool, "_new_pool", lambda n: made.append(new_pool(n)) or made[-1])
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        _parallel_equals_serial(wheels["undefined_symbol"], monkeypatch)
+    finally:
+        stop.set()
+        thread.join()
+    assert made and all(isinstance(p, ProcessPoolExecutor) for p in made)
 
 
 def _defer_every_member(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
-import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -35,7 +33,26 @@ from wheels.record import record
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import multiprocessing.context
-    from concurrent.futures import Future, ProcessPoolExecutor
+    from typing import Any, Protocol, TypeVar
+
+    T = TypeVar("T")
+    T_co = TypeVar("T_co", covariant=True)
+
+    class Future(Protocol[T_co]):
+        """A call given to a child (a ``concurrent.futures.Future`` or a ``forks.Job``)."""
+
+        def done(self) -> bool: ...
+        def cancelled(self) -> bool: ...
+        def result(self) -> T_co: ...
+        def exception(self) -> BaseException | None: ...
+
+    class Pool(Protocol):
+        """Child processes (a ``forks.ForkPool``, or a ``ProcessPoolExecutor`` where fork is
+        not safe)."""
+
+        def submit(self, fn: Callable[..., T], /, *args: Any) -> Future[T]: ...
+        def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None: ...
+
 
 BATCH_BYTES = 8 << 20
 BATCH_MEMBERS = 1024
@@ -65,11 +82,11 @@ _KEPT: dict[int, bytes | bytearray] = {}
 
 
 def _failures() -> tuple[type[BaseException], ...]:
-    """What a lost or failing child raises from a future (imported only for a big wheel)."""
+    """What a lost or failing child raises from a future: forks.LostChild and the executor's
+    BrokenProcessPool are RuntimeErrors."""
     import pickle
-    from concurrent.futures.process import BrokenProcessPool
 
-    return (BrokenProcessPool, OSError, EOFError, RuntimeError, pickle.PickleError)
+    return (OSError, EOFError, RuntimeError, pickle.PickleError)
 
 
 def _run_batch(
@@ -198,7 +215,7 @@ class Children:
     """The child processes of one audit, forked before its zip directory is read, and the
     batch of its largest member when that was handed to them then."""
 
-    pool: ProcessPoolExecutor
+    pool: Pool
     first: tuple[Task, Future[Result]] | None
 
 
@@ -219,7 +236,7 @@ def start_children(path: Path, workers: int, cache: Cache | None) -> Children | 
     found = largest_member(path)
     try:
         if found is None or found.task.file_size < BATCH_BYTES:  # (not a batch of its own)
-            pool.submit(os.getpid)  # forks the children now (a fork pool starts them on submit)
+            pool.submit(os.getpid)  # (the executor starts its children on its first call)
             return Children(pool, None)
         largest = found.task
         beside = hashes_beside(largest.file_size, found.rest_bytes, found.rest_members)
@@ -297,8 +314,6 @@ def _scan_parallel(
 
     With one child, a big member's hash can wait: see :func:`_kept_digests`.
     """
-    from concurrent.futures.process import BrokenProcessPool
-
     children = workers - 1
     pool = started.pool if started is not None else _new_pool(children)
     if pool is None:
@@ -312,7 +327,7 @@ def _scan_parallel(
     kept: list[Kept] = []  # members kept in the child, with the future of their digests
 
     def feed() -> None:  # (without a child, everything is read here)
-        with contextlib.suppress(OSError, RuntimeError, BrokenProcessPool):
+        with contextlib.suppress(*_failures()):
             while todo and sum(not f.done() for _, f in handed) < children:
                 batch = todo.popleft()
                 spare = beside and not handed  # (the first batch, the largest member)
@@ -323,15 +338,13 @@ def _scan_parallel(
             kept.append(_ask_kept(pool, handed, kept))
 
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            feed()
-            meanwhile()
-            results = _read_here(path, todo, cache, feed, before_last=ask)
-            if not all(f.done() for _, f in handed):
-                while_waiting()
-            results += _collected(path, handed, cache)
-            ask()
+        feed()
+        meanwhile()
+        results = _read_here(path, todo, cache, feed, before_last=ask)
+        if not all(f.done() for _, f in handed):
+            while_waiting()
+        results += _collected(path, handed, cache)
+        ask()
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
@@ -374,7 +387,7 @@ def _collected(
 
 
 def _ask_kept(
-    pool: ProcessPoolExecutor,
+    pool: Pool,
     handed: Sequence[tuple[Sequence[Task], Future[Result]]],
     asked: Sequence[Kept],
 ) -> Kept:
@@ -403,7 +416,7 @@ def _handed_first(
     return [(todo.popleft(), future)]
 
 
-def _digests_kept(path: Path, pool: ProcessPoolExecutor, kept: Sequence[Kept]) -> Made:
+def _digests_kept(path: Path, pool: Pool, kept: Sequence[Kept]) -> Made:
     """The digests the child made of the members it kept; a member it could not give (the
     child lost) is read again here, its scan replacing the first."""
     made: Made = {}
@@ -433,22 +446,28 @@ def _tasks_waiting(handed: Sequence[tuple[Sequence[Task], Future[Result]]]) -> l
     return out
 
 
-def _new_pool(children: int) -> ProcessPoolExecutor | None:
+def _new_pool(children: int) -> Pool | None:
+    """``children`` processes forked from this one (:mod:`wheels.audit.forks`); where forking
+    is not safe, a ``ProcessPoolExecutor`` that starts them another way. None when they cannot
+    be started."""
+    from wheels.audit import forks
+
+    if forks.usable():
+        try:
+            return forks.ForkPool(children)
+        except OSError:
+            return None
     from concurrent.futures import ProcessPoolExecutor
 
     try:
-        with warnings.catch_warnings():
-            # Python 3.12+ warns about fork() in a process with threads; we start none.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            return ProcessPoolExecutor(max_workers=children, mp_context=_mp_context())
+        return ProcessPoolExecutor(max_workers=children, mp_context=_mp_context())
     except (OSError, ValueError, RuntimeError):
         return None
 
 
 def _mp_context() -> multiprocessing.context.BaseContext:
+    """How the executor starts its children where forking is not safe."""
     import multiprocessing
 
     methods = multiprocessing.get_all_start_methods()
-    if "fork" in methods and threading.active_count() == 1:
-        return multiprocessing.get_context("fork")
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")

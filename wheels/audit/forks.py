@@ -1,0 +1,281 @@
+"""Child processes forked from this one, each running the calls it is given in turn: the part of
+``concurrent.futures.ProcessPoolExecutor`` the parallel scan uses (``submit``, ``shutdown``, and
+results that say whether they are done).
+
+Importing ``concurrent.futures.process`` and the multiprocessing modules it needs costs about
+20 ms (``concurrent.futures`` alone imports logging), which a medium wheel's audit could not win
+back: the CLI on numpy 2.1's 16 MB wheel took as long with two processes as with one. A call
+and its result cross a pipe as a pickle after its length; this process reads results when it
+asks whether a call is done, and while it sends a call (so that neither side waits on a full
+pipe). Used only where ``fork`` is safe: on a platform that has it, with no other thread
+running (:func:`usable`); ``wheels.audit.pool`` falls back to the executor elsewhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import select
+import signal
+import struct
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
+
+_LENGTH = struct.Struct("<Q")
+_PIPE_SIZE = 1 << 20  # asked of the kernel for each pipe (F_SETPIPE_SZ), so that a batch's
+# results (a big library's export names: megabytes) seldom wait for this process to read them
+_F_SETPIPE_SZ = 1031
+T = TypeVar("T")
+
+
+class LostChild(RuntimeError):
+    """A child ended (or could not be reached) before it gave the result of a call."""
+
+
+def usable() -> bool:
+    """Can this process fork safely now? (Forking with other threads running can leave a lock
+    they held locked forever in the child.)"""
+    return hasattr(os, "fork") and threading.active_count() == 1
+
+
+class Job(Generic[T]):
+    """One call given to a child: its result once it came back."""
+
+    def __init__(self, child: _Child) -> None:
+        self._child = child
+        self._state: str = "pending"  # pending, ok, error, cancelled
+        self._value: Any = None
+
+    def done(self) -> bool:
+        if self._state == "pending":
+            self._child.receive(block=False)
+        return self._state != "pending"
+
+    def cancelled(self) -> bool:
+        return self._state == "cancelled"
+
+    def result(self) -> T:
+        self._wait()
+        if self._state == "ok":
+            value: T = self._value
+            return value
+        if self._state == "cancelled":
+            raise LostChild("the call was cancelled")
+        raise self._value
+
+    def exception(self) -> BaseException | None:
+        self._wait()
+        return self._value if self._state == "error" else None
+
+    def _wait(self) -> None:
+        while self._state == "pending":
+            self._child.receive(block=True)
+
+    def _settle(self, state: str, value: Any) -> None:
+        self._state, self._value = state, value
+
+
+class _Child:
+    """One forked child and the two pipes to it: calls in, results out."""
+
+    def __init__(self, siblings: Sequence[_Child]) -> None:
+        calls_in, self.calls = os.pipe()
+        self.results, results_out = os.pipe()
+        for fd in (self.calls, self.results):
+            _widen(fd)
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: never returns
+            # (an end of a sibling's pipe left open here would keep it from seeing its end)
+            _serve(calls_in, results_out, (self.calls, self.results, *_fds(siblings)))
+        os.close(calls_in)
+        os.close(results_out)
+        os.set_blocking(self.results, False)
+        os.set_blocking(self.calls, False)  # (a blocking write waits for the whole call to fit)
+        self.waiting: deque[Job[Any]] = deque()
+        self.buffer = bytearray()
+        self.lost = False
+        self.poll = select.poll()
+        self.poll.register(self.results, select.POLLIN)
+
+    def fds(self) -> tuple[int, int]:
+        return self.calls, self.results
+
+    def send(self, fn: Callable[..., T], args: tuple[Any, ...]) -> Job[T]:
+        job: Job[T] = Job(self)
+        if self.lost:
+            job._settle("error", LostChild("the child has ended"))
+            return job
+        try:
+            data = pickle.dumps((fn, args), pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # (raised from the result, as the executor does)
+            job._settle("error", exc)
+            return job
+        self.waiting.append(job)
+        self._write(_LENGTH.pack(len(data)) + data)
+        return job
+
+    def _write(self, data: bytes) -> None:
+        """Send ``data``, reading results meanwhile: a child blocked on writing a result to a
+        full pipe reads no call."""
+        poll = select.poll()
+        poll.register(self.results, select.POLLIN)
+        poll.register(self.calls, select.POLLOUT)
+        view = memoryview(data)
+        while view and not self.lost:
+            ready = dict(poll.poll())
+            if ready.get(self.results):
+                self.receive(block=False)
+            if ready.get(self.calls, 0) & select.POLLOUT:
+                try:
+                    view = view[os.write(self.calls, view) :]
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    self._lose()
+            elif ready.get(self.calls):  # (an error or hang-up: the child is gone)
+                self._lose()
+
+    def receive(self, block: bool) -> None:
+        """Read what the child has written; settle each job whose result is whole."""
+        while self.waiting and not self.lost:
+            if block:
+                self.poll.poll()
+            try:
+                chunk = os.read(self.results, 1 << 20)
+            except BlockingIOError:
+                if not block:
+                    return
+                continue
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self._lose()
+                return
+            self.buffer += chunk
+            self._settle_whole()
+            if not block or not self.waiting:
+                return
+
+    def _settle_whole(self) -> None:
+        while len(self.buffer) >= _LENGTH.size:
+            (size,) = _LENGTH.unpack_from(self.buffer)
+            if len(self.buffer) < _LENGTH.size + size:
+                return
+            ok, value = pickle.loads(self.buffer[_LENGTH.size : _LENGTH.size + size])
+            del self.buffer[: _LENGTH.size + size]
+            self.waiting.popleft()._settle("ok" if ok else "error", value)
+
+    def _lose(self) -> None:
+        self.lost = True
+        while self.waiting:
+            self.waiting.popleft()._settle("error", LostChild("a child ended during a call"))
+
+    def close(self, kill: bool) -> None:
+        if kill and not self.lost:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+        for fd in (self.calls, self.results):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        while self.waiting:
+            self.waiting.popleft()._settle("cancelled", None)
+        self.lost = True
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+
+
+class ForkPool:
+    """``children`` child processes forked now; calls go to the one with the fewest waiting."""
+
+    def __init__(self, children: int) -> None:
+        self._children: list[_Child] = []
+        try:
+            for _ in range(children):
+                self._children.append(_Child(self._children))
+        except OSError:
+            self.shutdown(wait=False)
+            raise
+        self._closed = False
+
+    def submit(self, fn: Callable[..., T], /, *args: Any) -> Job[T]:
+        if self._closed:
+            raise RuntimeError("cannot submit to a pool that was shut down")
+        child = min(self._children, key=lambda c: (c.lost, len(c.waiting)))
+        return child.send(fn, args)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Ends the children: once they have given every result asked for (``wait``), else at
+        once, their unfinished calls cancelled."""
+        self._closed = True
+        for child in self._children:
+            if wait and not cancel_futures:
+                for job in list(child.waiting):
+                    job.exception()
+            child.close(kill=not wait or cancel_futures or bool(child.waiting))
+        self._children = []
+
+
+def _widen(fd: int) -> None:
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, _F_SETPIPE_SZ, _PIPE_SIZE)
+    except (ImportError, OSError):
+        pass  # (the default size: results then wait a little longer for this process)
+
+
+def _fds(children: Sequence[_Child]) -> list[int]:
+    return [fd for child in children for fd in child.fds()]
+
+
+def _serve(calls: int, results: int, others: Sequence[int]) -> None:
+    """The child's life, once ``others`` (this process's ends of pipes) are closed: each call
+    read from ``calls``, run, and its result (or what it raised) written to ``results``; it
+    ends, without running this process's exit handlers, when ``calls`` is closed."""
+    code = 0
+    try:
+        for fd in others:
+            os.close(fd)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # (this process's Ctrl-C ends it too)
+        while (call := _read_message(calls)) is not None:
+            fn, args = pickle.loads(call)
+            try:
+                reply = (True, fn(*args))
+            except Exception as exc:  # handed back, raised there
+                reply = (False, exc)
+            try:
+                data = pickle.dumps(reply, pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:  # an unpicklable result or error
+                data = pickle.dumps((False, LostChild(f"cannot hand back the result: {exc}")))
+            _write_all(results, _LENGTH.pack(len(data)) + data)
+    except BaseException:
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _read_message(fd: int) -> bytes | None:
+    head = _read_exactly(fd, _LENGTH.size)
+    if head is None:
+        return None
+    (size,) = _LENGTH.unpack(head)
+    return _read_exactly(fd, size)
+
+
+def _read_exactly(fd: int, size: int) -> bytes | None:
+    parts = bytearray()
+    while len(parts) < size:
+        chunk = os.read(fd, min(size - len(parts), 1 << 20))
+        if not chunk:
+            return None
+        parts += chunk
+    return bytes(parts)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
