@@ -69,6 +69,20 @@ def test_big_calls_and_results_cross_full_pipes_without_a_deadlock() -> None:
         pool.shutdown()
 
 
+def test_asking_whether_a_big_result_is_done_reads_all_that_has_begun_to_come() -> None:
+    import select
+
+    pool = ForkPool(1)
+    try:
+        job = pool.submit(_big, 8 << 20, b"z")  # eight times what the pipe holds
+        (child,) = pool._children
+        assert select.select([child.results], [], [], 60)[0]  # it has begun to come
+        assert job.done()  # (so the child is free for its next call)
+        assert job.result() == b"z" * (8 << 20)
+    finally:
+        pool.shutdown()
+
+
 def test_a_calls_error_is_raised_where_its_result_is_asked_for() -> None:
     pool = ForkPool(1)
     try:

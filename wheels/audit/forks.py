@@ -139,16 +139,19 @@ class _Child:
                 self._lose()
 
     def receive(self, block: bool) -> None:
-        """Read what the child has written; settle each job whose result is whole."""
+        """Read what the child has written, settling each job whose result is whole: all that
+        has come, and with ``block`` until one more job is settled. A result that has begun to
+        come is read to its end, whose child is writing the rest: left in the pipe, it would
+        keep that child from its next call until this process asks again."""
+        goal = len(self.waiting) - 1
         while self.waiting and not self.lost:
-            if block:
-                self.poll.poll()
             try:
                 chunk = os.read(self.results, 1 << 20)
             except BlockingIOError:
-                if not block:
-                    return
-                continue
+                if self.buffer or (block and len(self.waiting) > goal):
+                    self.poll.poll()
+                    continue
+                return
             except OSError:
                 chunk = b""
             if not chunk:
@@ -156,8 +159,6 @@ class _Child:
                 return
             self.buffer += chunk
             self._settle_whole()
-            if not block or not self.waiting:
-                return
 
     def _settle_whole(self) -> None:
         while len(self.buffer) >= _LENGTH.size:
