@@ -64,6 +64,7 @@ from builder.checks.venv import make as make_venv  # noqa: E402
 from builder.core.layout import default_home  # noqa: E402
 from tests.wheelmaker import small_extension_wheel  # noqa: E402
 from wheels.audit import audit_wheel, infer_vendor  # noqa: E402
+from wheels.audit.pool import cores as pool_cores  # noqa: E402
 from wheels.policy import load_vendor_policy  # noqa: E402
 
 TORCH = "torch==2.13.0"
@@ -263,21 +264,18 @@ def bench(tool: Path, wheel: Path, runs: int, auditwheel_runs: int) -> Timings:
     return t
 
 
-def bound_line(wheel: Verified, med: dict[str, float], floor_key: str | None = None) -> str:
+def bound_line(wheel: Verified, med: dict[str, float]) -> str:
     """The least any audit that checks RECORD takes here (:meth:`Verified.bound`), against
-    auditwheel's and the cold CLI's medians in ``med`` (and the floor named, if any)."""
-    cores = os.cpu_count() or 1
+    the medians in ``med`` of auditwheel, the cold CLI and the new floor."""
+    cores = pool_cores()
     least = wheel.bound(cores, START[0])
-    to_floor = ""
-    if floor_key:
-        to_floor = f"; that bound / {floor_key.replace('_', ' ')}: {least / med[floor_key]:.2f}"
     return (
         f"bound: every member inflated and sha256-hashed {wheel.total:.2f} s in one thread, the "
         f"largest inflated {wheel.largest:.2f} s; spread over {cores} cores, plus "
         f"{START[0] * 1000:.0f} ms to start an interpreter, no audit that checks RECORD takes "
         f"less than {least:.2f} s here: at most {med['auditwheel'] / least:.1f}x auditwheel "
-        f"(cold CLI / that bound {med['cli_cold'] / least:.2f}"
-        f"{to_floor})"
+        f"(cold CLI / that bound {med['cli_cold'] / least:.2f}; that bound / new floor: "
+        f"{least / med['new_floor']:.2f})"
     )
 
 
@@ -310,7 +308,7 @@ def report(wheel: Path, t: Timings) -> bool:
         f"{med['inproc'] / med['new_floor']:.2f}",
         f"platform verdicts agree: {'yes' if agree else 'NO'} (auditwheel {t.auditwheel_tag}, "
         f"infini-stack {t.our_auditwheel_tag}; vendor {infer_vendor(wheel)}: {t.our_tag})",
-        *([bound_line(t.verified, med, "new_floor")] if t.verified else []),
+        *([bound_line(t.verified, med)] if t.verified else []),
         *floor_table(elf_raws(wheel, t.elf_members)),
     ]
     print("\n".join(lines), flush=True)
@@ -348,7 +346,7 @@ def corpus_row(tool: Path, wheel: Path, runs: int) -> CorpusRow:
 def corpus(tool: Path, directory: Path, runs: int) -> bool:
     wheels = sorted(directory.glob("*.whl"), key=lambda p: p.stat().st_size)
     rows = []
-    cores = os.cpu_count() or 1
+    cores = pool_cores()
     for wheel in wheels:
         rows.append(corpus_row(tool, wheel, runs))
         r = rows[-1]
@@ -408,7 +406,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     print(
-        f"# {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start; Python "
+        f"# {pool_cores()} cores, load average {os.getloadavg()[0]:.2f} at start; Python "
         f"{sys.version.split()[0]}",
         flush=True,
     )

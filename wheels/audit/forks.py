@@ -215,7 +215,7 @@ class ForkPool:
             if wait and not cancel_futures:
                 for job in list(child.waiting):
                     job.exception()
-            child.close(kill=not wait or cancel_futures or bool(child.waiting))
+            child.close(kill=not wait or cancel_futures)
         self._children = []
 
 

@@ -73,13 +73,14 @@ def _simple_marker(text: str) -> bool:
             return False
         at = token.end()
         kind = token.lastgroup
+        if kind is None:  # whitespace
+            continue
         if kind == "word":
             word = token.group()
             kind = "bool" if word in ("and", "or") else "var" if word in _VARIABLES else None
             if kind is None:
                 return False
-        if kind is not None:  # (None: whitespace)
-            kinds.append(kind)
+        kinds.append(kind)
     return _well_formed(kinds)
 
 
