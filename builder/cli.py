@@ -29,13 +29,16 @@ WITHOUT_SITE = {"audit": ("packaging", "deflate", "zlib_ng")}
 def make_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The parser; only the command ``argv`` names (if any) is imported and configured."""
     import argparse
+    import functools
 
     from builder import __version__
     from builder.commands import COMMANDS, load
 
+    formatter = functools.partial(argparse.HelpFormatter, width=help_width())
     parser = argparse.ArgumentParser(
         prog="infini-stack",
         description="Build, package and audit the Infini stack per accelerator vendor.",
+        formatter_class=formatter,
     )
     parser.add_argument("--version", action="version", version=f"infini-stack {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -47,12 +50,31 @@ def make_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     names = [chosen] if alone and chosen is not None else list(COMMANDS)
     for name in names:
         help_text = COMMANDS[name]
-        child = sub.add_parser(name, help=help_text, description=help_text)
+        child = sub.add_parser(
+            name, help=help_text, description=help_text, formatter_class=formatter
+        )
         if name == chosen:
             command = load(name)
             command.configure(child)
             child.set_defaults(handler=command.run)
     return parser
+
+
+def help_width() -> int:
+    """The width argparse's help formatter takes by default (the terminal's columns, as
+    ``shutil.get_terminal_size`` finds them, less 2), without importing shutil: every
+    ``add_argument`` makes a formatter, and shutil imports bz2 and lzma, 3 ms of a small audit."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        stdout = sys.__stdout__
+        try:
+            columns = os.get_terminal_size(stdout.fileno()).columns if stdout else 0
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return (columns or 80) - 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,6 +14,7 @@ from tests.integration.test_audit_cuda import c_array
 from tests.unit.test_fatbin import ELF, LINUX64, PTX, PTX_TEXT, entry, fatbin
 from tests.wheelmaker import Compiler, have_gcc, make_wheel
 from wheels.audit import inflate, members, raw, sparse
+from wheels.audit.directory import read_directory
 from wheels.audit.raw import open_raw, task_for
 from wheels.elf import Chunks, section_span
 from wheels.elf.reader import HEAD, PT_DYNAMIC, PT_LOAD, Reader, read_header, read_segments
@@ -68,10 +69,9 @@ def scans(
     monkeypatch.setattr(raw, "STREAM_READ_ABOVE", 0)
     for name, size in (("PREFIX", 16 << 10), ("SMALL_SEGMENT", 64 << 10)):
         monkeypatch.setattr(sparse, name, size)
-    with zipfile.ZipFile(path) as zf:
-        index, info = next(
-            (i, x) for i, x in enumerate(zf.infolist()) if x.filename.endswith(".so")
-        )
+    index, info = next(
+        (i, x) for i, x in enumerate(read_directory(path)) if x.filename.endswith(".so")
+    )
     task = task_for(index, info, "sha256")
     kept = [members.scan_member(task, open_raw(path, task), path, spare) for spare in (True, False)]
     monkeypatch.setattr(members, "SPARSE_ABOVE", 1 << 40)

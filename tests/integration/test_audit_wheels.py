@@ -332,13 +332,11 @@ def test_a_hash_left_to_the_child_still_catches_a_tampered_record(
 def _scanned_early(path: Path) -> tuple[dict[int, str | None], list[MemberScan], Complete]:
     """The digests a serial scan makes, then the scans of a parallel one whose child took the
     largest member before the directory was read, with the function that completes them."""
-    import zipfile
-
     from wheels.audit import pool
+    from wheels.audit.directory import read_directory
     from wheels.audit.raw import task_for
 
-    with zipfile.ZipFile(path) as zf:
-        tasks = [task_for(i, info, "sha256") for i, info in enumerate(zf.infolist())]
+    tasks = [task_for(i, info, "sha256") for i, info in enumerate(read_directory(path))]
     serial = {s.index: s.digest for s in pool.scan_members(path, tasks, None, 1)[0]}
     children = pool.start_children(path, 2, None)
     assert children is not None and children.first is not None  # the largest, handed out early

@@ -81,6 +81,23 @@ def test_wheel_without_record_is_a_violation(tmp_path: Path) -> None:
     assert found["missing-metadata"] == ["demo-1.0.dist-info/RECORD"]
 
 
+@pytest.mark.parametrize("method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_metadata_that_does_not_match_its_crc_is_unreadable(tmp_path: Path, method: int) -> None:
+    target = tmp_path / "demo-1.0-py3-none-any.whl"
+    metadata = b"Name: demo\nVersion: 1.0\nSummary: " + b"s" * 64 + b"\n"
+    with zipfile.ZipFile(target, "w", method) as zf:
+        zf.writestr("demo/__init__.py", b"")
+        zf.writestr("demo-1.0.dist-info/WHEEL", b"Wheel-Version: 1.0\nTag: py3-none-any\n")
+        zf.writestr("demo-1.0.dist-info/METADATA", metadata)
+        zf.writestr("demo-1.0.dist-info/RECORD", b"")
+        crc = zf.getinfo("demo-1.0.dist-info/METADATA").CRC
+    data = target.read_bytes()
+    target.write_bytes(data.replace(crc.to_bytes(4, "little"), (crc ^ 1).to_bytes(4, "little")))
+    result = audit_wheel(target, CPU)
+    assert violations(result)["unreadable-metadata"] == ["demo-1.0.dist-info/METADATA"]
+    assert "CRC-32" in render_text([result])
+
+
 def test_bad_file_name_and_missing_file_are_located_findings(tmp_path: Path) -> None:
     odd = tmp_path / "not-a-wheel-name.whl"
     odd.write_bytes(make_wheel(tmp_path / "w", PURE).read_bytes())

@@ -8,7 +8,7 @@ import stat
 import zipfile
 from pathlib import Path
 
-from wheels.audit.raw import Largest, largest_member, task_for
+from wheels.audit.raw import Largest, Task, largest_member
 
 
 def make_zip(path: Path, members: dict[str, bytes], comment: bytes = b"") -> Path:
@@ -28,7 +28,19 @@ def zipfile_largest(path: Path) -> Largest:
     index, info = max(files, key=lambda p: (p[1].file_size, -p[0]))
     rest = sum(x.file_size for _, x in infos) - info.file_size
     second = max((x.file_size for i, x in files if i != index), default=0)
-    return Largest(task_for(index, info, "sha256"), rest, len(infos) - 1, second)
+    raw_name = info.orig_filename.encode("utf-8" if info.flag_bits & 0x800 else "cp437")
+    task = Task(
+        index,
+        info.filename,
+        raw_name,
+        info.header_offset,
+        info.compress_size,
+        info.file_size,
+        info.compress_type,
+        info.flag_bits,
+        "sha256",
+    )
+    return Largest(task, rest, len(infos) - 1, second)
 
 
 def test_the_largest_member_is_the_task_zipfile_gives(tmp_path: Path) -> None:

@@ -1,14 +1,21 @@
 """builder.cli.make_parser: a known command gets its own subparser alone; help, a typo or no
-command gets every name; both parse a command line the same way."""
+command gets every name; both parse a command line the same way; an audit's start imports
+neither zipfile nor shutil."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from builder.cli import make_parser
+from builder.cli import help_width, make_parser
 from builder.commands import COMMANDS
+from tests.conftest import ROOT
+from tests.wheelmaker import make_wheel, small_extension_wheel
 
 
 def commands(parser: argparse.ArgumentParser) -> list[str]:
@@ -35,3 +42,40 @@ def test_a_typo_is_refused_with_every_command_named(capsys: pytest.CaptureFixtur
         make_parser(["audt"]).parse_args(["audt"])
     err = capsys.readouterr().err
     assert "invalid choice: 'audt'" in err and all(f"'{name}'" in err for name in COMMANDS)
+
+
+@pytest.mark.parametrize("columns", [None, "100", "", "wide", "-3"])
+def test_help_is_as_wide_as_argparse_would_make_it(
+    columns: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert help_width() == shutil.get_terminal_size().columns - 2
+
+
+def test_auditing_a_small_wheel_imports_neither_zipfile_nor_shutil(tmp_path: Path) -> None:
+    """The central directory is read without zipfile, argparse's width found without shutil
+    (each imports bz2 and lzma); as the launcher starts an audit, without ``site`` (given the
+    paths that this interpreter's ``site`` found)."""
+    wheel = small_extension_wheel(tmp_path) or make_wheel(tmp_path, {"small/__init__.py": b""})
+    code = (
+        "import os, sys; sys.path[:0] = sys.argv.pop(1).split(os.pathsep)\n"
+        "from builder.cli import main\n"
+        "status = main(['audit', '--no-cache', sys.argv[1]])\n"
+        "print(status, ' '.join(sorted(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code, os.pathsep.join([str(ROOT), *sys.path]), str(wheel)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    ).stdout.splitlines()[-1]
+    status, *modules = out.split()
+    assert status == "0", out
+    assert "wheels.audit.directory" in modules  # (the audit did run here)
+    assert not {"zipfile", "shutil", "bz2", "lzma"} & set(modules)

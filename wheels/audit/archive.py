@@ -7,7 +7,6 @@ import csv
 import posixpath
 import re
 import stat
-import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Sequence
@@ -15,8 +14,9 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from wheels.audit.directory import Entry, NotAZip, read_directory
 from wheels.audit.findings import Findings
-from wheels.audit.members import MemberScan, inflate, with_changes
+from wheels.audit.members import MemberScan, content_of, inflate, with_changes
 from wheels.audit.raw import MemberError, read_raw, task_for
 from wheels.filename import InvalidWheelName, canonicalize_name, parse_wheel_filename
 from wheels.naming import escaped_name, split_variant
@@ -32,11 +32,11 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 
 @record
 class Archive:
-    """The open zip and what its file name and dist-info say, filled in as they are read."""
+    """The zip's entries and what its file name and dist-info say, filled in as they are read."""
 
     path: Path
-    zf: zipfile.ZipFile
-    infos: list[zipfile.ZipInfo]
+    infos: list[Entry]
+    names: dict[str, int]  # each name's entry (the last, where a name appears twice)
     distribution: str | None = None
     version: Version | None = None
     file_tags: tuple[str, ...] = ()
@@ -58,22 +58,28 @@ def open_archive(path: Path, f: Findings) -> Archive | None:
         f.violation("not-a-file", None, "not a regular file")
         return None
     try:
-        zf = zipfile.ZipFile(path)
-    except (
-        zipfile.BadZipFile,
-        zipfile.LargeZipFile,
-        OSError,
-        ValueError,
-        EOFError,
-        OverflowError,
-        UnicodeDecodeError,
-        NotImplementedError,
-        IndexError,
-        KeyError,
-    ) as exc:
+        infos = read_directory(path)
+    except (NotAZip, OSError) as exc:
         f.violation("not-a-zip", None, f"not a readable zip archive: {exc}")
         return None
-    return Archive(path, zf, zf.infolist())
+    return Archive(path, infos, {info.filename: i for i, info in enumerate(infos)})
+
+
+def read_member(archive: Archive, name: str) -> bytes | bytearray:
+    """The content of the member ``name``, as ``ZipFile.read`` gives it: checked against its
+    CRC-32. Raises KeyError when there is no such member, MemberError when it cannot be read;
+    for members the caller knows to be small (it is held whole)."""
+    index = archive.names[name]
+    info = archive.infos[index]
+    task = task_for(index, info, "sha256")
+    try:
+        with archive.path.open("rb") as fh:
+            data = content_of(task, read_raw(fh.fileno(), task), archive.path)
+    except OSError as exc:
+        raise MemberError(f"cannot read the wheel: {exc}") from None
+    if zlib.crc32(data) != info.CRC:
+        raise MemberError("its content does not match its CRC-32")
+    return data
 
 
 def check_names(archive: Archive, f: Findings) -> None:
@@ -107,13 +113,13 @@ def check_names(archive: Archive, f: Findings) -> None:
             f.violation("special-file", name, f"member is a special file (mode {oct(mode)})")
 
 
-def is_member_file(info: zipfile.ZipInfo) -> bool:
+def is_member_file(info: Entry) -> bool:
     """A member with content of its own: not a directory, not a link."""
     mode = info.external_attr >> 16
     return not _is_dir(info) and not stat.S_ISLNK(mode)
 
 
-def _is_dir(info: zipfile.ZipInfo) -> bool:
+def _is_dir(info: Entry) -> bool:
     """ZipInfo.is_dir, which fails on an empty name."""
     return info.filename.endswith("/")
 
@@ -145,10 +151,9 @@ def read_metadata(archive: Archive, f: Findings) -> None:
             "dist-info-name", None, "several .dist-info directories: " + ", ".join(dist_infos)
         )
     archive.data_dir = archive.dist_info[: -len(".dist-info")] + ".data"
-    zf = archive.zf
-    _read_wheel_file(archive, _small(zf, f"{archive.dist_info}/WHEEL", f), f)
-    _read_metadata_file(archive, _small(zf, f"{archive.dist_info}/METADATA", f), f)
-    _read_record(archive, _small(zf, f"{archive.dist_info}/RECORD", f), f)
+    _read_wheel_file(archive, _small(archive, f"{archive.dist_info}/WHEEL", f), f)
+    _read_metadata_file(archive, _small(archive, f"{archive.dist_info}/METADATA", f), f)
+    _read_record(archive, _small(archive, f"{archive.dist_info}/RECORD", f), f)
 
 
 def _names(dist_info: str, name: str, version: Version) -> bool:
@@ -160,26 +165,18 @@ def _names(dist_info: str, name: str, version: Version) -> bool:
         return False
 
 
-def _small(zf: zipfile.ZipFile, member: str, f: Findings) -> str | None:
-    try:
-        info = zf.getinfo(member)
-    except KeyError:
+def _small(archive: Archive, member: str, f: Findings) -> str | None:
+    index = archive.names.get(member)
+    if index is None:
         f.violation("missing-metadata", member, "missing")
         return None
-    if info.file_size > 64 << 20:
-        f.violation("metadata-too-large", member, f"{info.file_size} bytes")
+    size = archive.infos[index].file_size
+    if size > 64 << 20:
+        f.violation("metadata-too-large", member, f"{size} bytes")
         return None
     try:
-        return zf.read(info).decode("utf-8")
-    except (
-        zipfile.BadZipFile,
-        OSError,
-        ValueError,
-        EOFError,
-        NotImplementedError,
-        zlib.error,
-        RuntimeError,
-    ) as exc:
+        return read_member(archive, member).decode("utf-8")
+    except (MemberError, UnicodeDecodeError) as exc:
         f.violation("unreadable-metadata", member, f"cannot read: {exc}")
         return None
 

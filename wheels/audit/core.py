@@ -110,8 +110,7 @@ def _audit(
         archive = open_archive(path, f)
         if archive is None:
             return _empty(path, policy, f, start)
-        with archive.zf:
-            return _audit_archive(archive, policy, cache, workers, archs, f, start, children)
+        return _audit_archive(archive, policy, cache, workers, archs, f, start, children)
     finally:
         if children is not None:
             children.pool.shutdown(wait=False)

@@ -14,12 +14,12 @@ import bisect
 import hashlib
 import queue
 import threading
-import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 from wheels import devicecode
+from wheels.audit.directory import DEFLATED, STORED
 from wheels.audit.inflate import (
     ONE_CALL_BELOW,
     InflateError,
@@ -142,7 +142,7 @@ def _sparse(task: Task) -> bool:
     unless its hash is to wait? A big deflated one, when ISA-L is installed to stream it (see
     wheels.audit.inflate)."""
     return (
-        task.method == zipfile.ZIP_DEFLATED
+        task.method == DEFLATED
         and SPARSE_ABOVE <= task.file_size < SNAPSHOT_ABOVE
         and streams_fast()
     )
@@ -160,14 +160,27 @@ def _encoded(digest: bytes) -> str:
 
 def _inflate_whole(task: Task, raw: Raw, path: Path) -> bytes | bytearray | None:
     """The member's content in one piece; None for a deflated member to inflate in steps."""
-    if task.method == zipfile.ZIP_STORED:
+    if task.method == STORED:
         return bytes(raw)  # (only deflated members are mapped: this copies nothing)
-    if task.method != zipfile.ZIP_DEFLATED:
+    if task.method != DEFLATED:
         return _inflate_other(task, path)
     fast = _inflate_fast(task, raw)
     if fast is not None:
         return fast
     return _inflate_small(task, raw) if len(raw) <= ONE_SHOT_BELOW else None
+
+
+def content_of(task: Task, raw: Raw, path: Path) -> bytes | bytearray:
+    """A small member's content in one piece (metadata, a package's ``__init__.py``), checked
+    against its stated size; bounded by it, so only for members whose size the caller allows."""
+    if task.flags & 1:
+        raise MemberError("encrypted member")
+    data = _inflate_whole(task, raw, path)
+    if data is None:
+        data = _inflate_small(task, raw)
+    if len(data) != task.file_size:
+        raise MemberError(f"holds {len(data)} bytes, the zip directory says {task.file_size}")
+    return data
 
 
 def _inflate_fast(task: Task, raw: Raw) -> bytearray | None:
@@ -341,6 +354,8 @@ def _tap(code_too: bool) -> FatbinTap:
 
 def _inflate_other(task: Task, path: Path) -> bytes:
     # bzip2 and lzma are legal zip methods that wheels hardly use: let zipfile read them.
+    import zipfile
+
     try:
         with zipfile.ZipFile(path) as zf:
             info = zf.infolist()[task.index]

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import posixpath
 import re
-import zipfile
-import zlib
 from collections import deque
 from collections.abc import Mapping, Sequence
 
-from wheels.audit.archive import Archive
+from wheels.audit.archive import Archive, read_member
 from wheels.audit.findings import Findings
 from wheels.audit.ldso import Elves, Group
+from wheels.audit.raw import MemberError
 from wheels.audit_report import Need, SymbolCheck, plural, shorten
 from wheels.elf import ElfInfo
 from wheels.loading import installed_copy, search_path, stranded_needs
@@ -165,9 +164,8 @@ def init_text(archive: Archive, ctx: Elves, package: str) -> bytes:
     if init is None:
         return b""
     try:
-        return archive.zf.read(init)
-    except (KeyError, OSError, EOFError, RuntimeError, NotImplementedError, ValueError,
-            zipfile.BadZipFile, zlib.error):  # fmt: skip
+        return bytes(read_member(archive, init))
+    except (KeyError, MemberError):
         return b""
 
 

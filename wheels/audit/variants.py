@@ -14,19 +14,19 @@ from __future__ import annotations
 
 import json
 import re
-import zipfile
-import zlib
 from collections.abc import Mapping
-from typing import Any
 
-from wheels.audit.archive import Archive
+from wheels.audit.archive import Archive, read_member
 from wheels.audit.findings import Findings
+from wheels.audit.raw import MemberError
 from wheels.elf import ElfInfo
 from wheels.naming import VARIANT_FILE, split_variant, vendor_of_variant
 from wheels.policy import VariantPolicy, VendorPolicy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from wheels.fatbin import DeviceCode
 
 CODE = "variant-metadata"
@@ -69,13 +69,12 @@ def _read(archive: Archive, label: str | None, f: Findings) -> Any:
     if archive.dist_info is None:
         return None
     try:
-        text = archive.zf.read(_member(archive))
+        text = read_member(archive, _member(archive))
     except KeyError:
         if label is not None:
             f.violation(CODE, None, f"a variant wheel ('{label}') without {VARIANT_FILE}")
         return None
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError,
-            zlib.error) as exc:  # fmt: skip
+    except MemberError as exc:
         f.violation(CODE, _member(archive), f"cannot read: {exc}")
         return None
     if label is None:
