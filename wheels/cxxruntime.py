@@ -27,11 +27,17 @@ UNWINDERS = frozenset({"libgcc_s.so.1", "libunwind.so.1", "libunwind.so.8"})
 # Definitions only the C++ runtime itself has: locales and iostreams' base, the C++ ABI
 # (exceptions, RTTI vtables, guards), the personality routine and the unwinder. Code that uses
 # the shared runtime references these; a private copy defines them.
+# Written with the common prefixes factored out: at each of a library's names re tries one
+# branch where it would try twelve, 36 -> 22 ms over torch's 136 ELF files (14 MB of names).
+# They are: _ZN(K)St6locale*, _ZNSt8ios_base*, _ZN(K)St7codecvt*, _ZN(K)St5ctype*,
+# _ZTVN10__cxxabiv*, _ZTIN10__cxxabiv*, __cxa_*, __gxx_personality_v0, _ZSt9terminatev,
+# _ZSt13set_terminate*, _ZSt17__throw_*, _ZSt19__throw_*.
 _RUNTIME = re.compile(
     r"\0("
-    r"_ZN(?:K)?St6locale\w*|_ZNSt8ios_base\w*|_ZN(?:K)?St7codecvt\w*|_ZN(?:K)?St5ctype\w*"
-    r"|_ZTVN10__cxxabiv\w*|_ZTIN10__cxxabiv\w*|__cxa_\w+|__gxx_personality_v0"
-    r"|_ZSt9terminatev|_ZSt13set_terminate\w*|_ZSt17__throw_\w+|_ZSt19__throw_\w+"
+    r"_Z(?:N(?:K?St(?:6locale|7codecvt|5ctype)\w*|St8ios_base\w*)"
+    r"|T[VI]N10__cxxabiv\w*"
+    r"|St(?:9terminatev|13set_terminate\w*|1[79]__throw_\w+))"
+    r"|__(?:cxa_\w+|gxx_personality_v0)"
     r")(?=\0|$)"
 )
 

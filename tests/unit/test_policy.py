@@ -4,11 +4,14 @@ names (the classification rules the audit takes from it)."""
 from __future__ import annotations
 
 import json
+import posixpath
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from builder.core.errors import StackError, UsageError
 from wheels.loading import loaded_by_import
@@ -22,7 +25,7 @@ from wheels.policy import (
     vendor_names,
     vendor_of_local,
 )
-from wheels.policy.lddtree import host_search
+from wheels.policy.lddtree import _dirname, host_search
 from wheels.policy.manylinux import ARCHITECTURES, baseline, is_superset
 
 KEYS = {"distribution", "dir", "import", "after"}
@@ -294,3 +297,8 @@ def test_the_host_search_path_is_auditwheels_load_ld_paths(
         monkeypatch.setenv("LD_LIBRARY_PATH", ld_library_path)
     assert host_search(libc) == (tuple(theirs["env"]), tuple(theirs["conf"]))
     host_search.cache_clear()
+
+
+@given(st.text(alphabet="a/.", max_size=12))
+def test_member_directories_are_posixpaths_dirnames(name: str) -> None:
+    assert _dirname(name) == posixpath.dirname(name)
