@@ -125,6 +125,19 @@ def test_other_archives_are_left_to_zipfile_with_the_same_entries(
     assert (nul.filename, nul.orig_filename, nul.raw_name) == ("pkg/a", "pkg/a\0py", b"pkg/a\0py")
 
 
+def test_an_entry_that_runs_past_the_directory_is_read_as_zipfile_reads_it(tmp_path: Path) -> None:
+    path = tmp_path / "over.whl"
+    with zipfile.ZipFile(path, "w") as zf:
+        timed = zipfile.ZipInfo("pkg/a.py")
+        timed.extra = b"UT\x05\x00\x01\x00\x00\x00\x00"
+        zf.writestr(timed, b"pass\n")
+    data = bytearray(path.read_bytes())
+    central = data.rindex(b"PK\x01\x02")
+    data[central + 30] += 8  # its extra field now claims 8 bytes past the directory's end
+    path.write_bytes(bytes(data))
+    assert rows(read_directory(path)) == zipfile_rows(path)  # (zipfile reads what is there)
+
+
 def test_what_zipfile_rejects_is_not_a_zip_with_zipfiles_message(tmp_path: Path) -> None:
     path = tmp_path / "x.whl"
     for data in (b"", b"not a zip archive at all", b"PK\x05\x06" + bytes(10)):
@@ -137,6 +150,13 @@ def test_what_zipfile_rejects_is_not_a_zip_with_zipfiles_message(tmp_path: Path)
     path.write_bytes(bytes(data))
     with pytest.raises(NotAZip, match=r"zip file version 6\.4"):
         read_directory(path)
+    varied_zip(path)
+    data = bytearray(path.read_bytes())
+    ut = data.rindex(b"UT\x05\x00")  # the central directory's copy of an extra field
+    data[ut + 2] = 0x40  # now longer than the extra field that holds it
+    path.write_bytes(bytes(data))
+    with pytest.raises(NotAZip, match="Corrupt extra field"):
+        read_directory(path)
     with pytest.raises(OSError):
         read_directory(tmp_path / "missing.whl")
 
@@ -148,7 +168,8 @@ def seed() -> bytes:
 
 
 SEED = seed()
-TAIL = max(0, len(SEED) - 400)  # the central directory and the end record
+END = SEED.rindex(b"PK\x05\x06")
+TAIL = int.from_bytes(SEED[END + 16 : END + 20], "little")  # where the central directory starts
 
 
 @pytest.fixture(scope="module")

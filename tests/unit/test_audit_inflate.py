@@ -191,3 +191,19 @@ def test_a_big_member_mapped_or_read_in_steps_from_the_wheel_has_the_same_digest
     scan = scan_member(task, raw, archive, spare_core=False)
     assert scan.digest == record_digest(content("big.bin", SIZES["big.bin"]))
     assert scan.size == info.file_size and scan.read_error is None
+
+
+def test_a_member_read_whole_is_its_content_when_it_can_only_be_streamed(
+    archive: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wheels.audit import members
+
+    info = next(x for x in read_directory(archive) if x.filename == "mid.so")
+    task = task_for(0, info, "sha256")
+    with archive.open("rb") as fh:
+        raw = read_raw(fh.fileno(), task)
+    expected = content("mid.so", SIZES["mid.so"])
+    assert members.content_of(task, raw, archive) == expected  # in one call
+    monkeypatch.setattr(members, "_inflate_fast", lambda task, raw: None)
+    monkeypatch.setattr(members, "ONE_SHOT_BELOW", 0)  # (3 MB: streamed, then joined)
+    assert members.content_of(task, raw, archive) == expected

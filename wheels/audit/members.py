@@ -171,16 +171,12 @@ def _inflate_whole(task: Task, raw: Raw, path: Path) -> bytes | bytearray | None
 
 
 def content_of(task: Task, raw: Raw, path: Path) -> bytes | bytearray:
-    """A small member's content in one piece (metadata, a package's ``__init__.py``), checked
-    against its stated size; bounded by it, so only for members whose size the caller allows."""
-    if task.flags & 1:
-        raise MemberError("encrypted member")
-    data = _inflate_whole(task, raw, path)
-    if data is None:
-        data = _inflate_small(task, raw)
-    if len(data) != task.file_size:
-        raise MemberError(f"holds {len(data)} bytes, the zip directory says {task.file_size}")
-    return data
+    """A small member's content in one piece (metadata, a package's ``__init__.py``), as
+    :func:`inflate` reads and checks it, not hashed; joined when it came in steps."""
+    content, _ = inflate(task, raw, path, spare_core=False, hash_whole=False)
+    if isinstance(content, bytes | bytearray):
+        return content
+    return bytes(content.range(0, task.file_size))
 
 
 def _inflate_fast(task: Task, raw: Raw) -> bytearray | None:
