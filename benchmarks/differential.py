@@ -9,7 +9,8 @@ Each entry of the list (``name==version  # kind | file: EXACT-FILE-NAME [| index
 ``pip download``-ed into the cache directory (``--cache``, else
 ``$INFINI_STACK_DIFFERENTIAL_CACHE``, else ``differential-wheels`` under the state home) unless
 its file is there already; pip is given the file's own platform tags, so it picks that very
-file. Then, one wheel at a time, the file read once into the page cache first:
+file (when pip's configuration offers another build, it asks again ``--isolated``). Then, one
+wheel at a time, the file read once into the page cache first:
 
 - ``python -m auditwheel show --json WHEEL``: its overall platform tag;
 - ``python -m builder audit --json --no-cache WHEEL`` (this checkout) in a fresh, empty state
@@ -127,30 +128,58 @@ def download(entry: Entry, cache: Path) -> str | None:
     target = cache / entry.file
     if target.is_file():
         return None
-    pythons, _, platforms = entry.file[: -len(".whl")].split("-")[-3:]
+    pythons, abi, platforms = entry.file[: -len(".whl")].split("-")[-3:]
     argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
-    argv += ["--python-version", _python_version(pythons), "-d", str(cache)]
-    argv += [a for p in platforms.split(".") for a in ("--platform", p)]
+    argv += ["--python-version", _python_version(pythons, abi)]
+    argv += [a for p in _newest_first(platforms.split(".")) for a in ("--platform", p)]
     if entry.index:
         argv += ["--extra-index-url", entry.index]
     # ``===`` compares the version string itself: ``torch==2.13.0`` would also take the
     # 2.13.0+cpu build that a find-links directory may hold.
     name, _, version = entry.spec.partition("==")
     pin = f"{name}==={version.lstrip('=')}"
-    proc = subprocess.run([*argv, pin], capture_output=True, text=True, check=False)
+    proc = subprocess.run([*argv, "-d", str(cache), pin], capture_output=True, text=True)
     if target.is_file():
         return None
-    tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-    return f"pip download {entry.spec} did not give {entry.file}: {tail[0]}"
+    # pip's configuration (a find-links directory, a constraints file) may have offered another
+    # build of that version, or none: then PyPI (and the entry's index) alone, once.
+    with tempfile.TemporaryDirectory(dir=cache) as tmp:
+        proc = subprocess.run([*argv, "--isolated", "-d", tmp, pin], capture_output=True, text=True)
+        if (Path(tmp) / entry.file).is_file():
+            os.replace(Path(tmp) / entry.file, target)
+            return None
+    lines = [x for x in (proc.stderr + proc.stdout).splitlines() if x and "[notice]" not in x]
+    return f"pip download {entry.spec} did not give {entry.file}: {(lines or ['no output'])[-1]}"
 
 
-def _python_version(tags: str) -> str:
+def _newest_first(platforms: list[str]) -> list[str]:
+    """The file's platform tags, the newest glibc first: pip ranks a candidate by the best of
+    its tags, so a file that adds a newer alias (PyNaCl 1.5.0's ``manylinux_2_24``) wins over
+    another build of the version without it."""
+    legacy = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
+
+    def glibc(tag: str) -> tuple[int, int]:
+        parts = tag.split("_")
+        if parts[0] in legacy:
+            return legacy[parts[0]]
+        return (int(parts[1]), int(parts[2])) if parts[0] == "manylinux" else (0, 0)
+
+    return sorted(platforms, key=glibc, reverse=True)
+
+
+def _python_version(tags: str, abi: str) -> str:
     """The interpreter version pip should pick the file for: its first ``cpXY`` tag, else this
-    interpreter's (``py3``, ``py2.py3``)."""
+    interpreter's (``py3``, ``py2.py3``), which an abi3 file's ``cpXY`` accepts too when this one
+    is as new (``--python-version 3.9`` means 3.9.0, which ``Requires-Python: !=3.9.0`` refuses:
+    cryptography 44)."""
+    here = f"{sys.version_info.major}.{sys.version_info.minor}"
     for tag in tags.split("."):
         if tag.startswith("cp") and tag[2:].isdigit() and len(tag) >= 4:
-            return f"{tag[2]}.{tag[3:]}"
-    return f"{sys.version_info.major}.{sys.version_info.minor}"
+            least = (int(tag[2]), int(tag[3:]))
+            if abi == "abi3" and sys.version_info[:2] >= least:
+                return here
+            return f"{least[0]}.{least[1]}"
+    return here
 
 
 def default_cache() -> Path:

@@ -50,3 +50,26 @@ def test_known_differences_name_both_tags_and_a_reason(tmp_path: Path) -> None:
     listed = tmp_path / "known.txt"
     listed.write_text("x.whl  auditwheel=linux_x86_64  ours=manylinux_2_17_x86_64  # why\n")
     assert module.read_known(listed) == {"x.whl": ("linux_x86_64", "manylinux_2_17_x86_64", "why")}
+
+
+def test_pip_is_asked_for_the_newest_glibc_tag_of_the_file_first() -> None:
+    order = runner()._newest_first(
+        ["manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux_2_24_x86_64"]
+    )
+    assert order[0] == "manylinux_2_24_x86_64"
+    assert runner()._newest_first(["manylinux1_x86_64", "manylinux_2_5_x86_64"]) == [
+        "manylinux1_x86_64",
+        "manylinux_2_5_x86_64",
+    ]  # (equal: the file's order is kept)
+    assert runner()._newest_first(["manylinux2010_x86_64", "manylinux_2_28_x86_64"])[0] == (
+        "manylinux_2_28_x86_64"
+    )
+
+
+def test_an_abi3_file_is_asked_for_as_this_interpreter_and_others_as_their_tag() -> None:
+    here = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert runner()._python_version("cp39", "abi3") == here  # (3.9 alone would mean 3.9.0)
+    assert runner()._python_version("cp311", "cp311") == "3.11"
+    assert runner()._python_version("cp36", "cp36m") == "3.6"
+    assert runner()._python_version("py3", "none") == here
+    assert runner()._python_version("cp399", "abi3") == "3.99"  # (newer than this one)
