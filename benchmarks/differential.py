@@ -138,15 +138,18 @@ def download(entry: Entry, cache: Path) -> str | None:
     # 2.13.0+cpu build that a find-links directory may hold.
     name, _, version = entry.spec.partition("==")
     pin = f"{name}==={version.lstrip('=')}"
-    proc = subprocess.run([*argv, "-d", str(cache), pin], capture_output=True, text=True)
+    proc = subprocess.run(
+        [*argv, "-d", str(cache), pin], capture_output=True, text=True, check=False
+    )
     if target.is_file():
         return None
     # pip's configuration (a find-links directory, a constraints file) may have offered another
     # build of that version, or none: then PyPI (and the entry's index) alone, once.
     with tempfile.TemporaryDirectory(dir=cache) as tmp:
-        proc = subprocess.run([*argv, "--isolated", "-d", tmp, pin], capture_output=True, text=True)
+        argv += ["--isolated", "-d", tmp, pin]
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
         if (Path(tmp) / entry.file).is_file():
-            os.replace(Path(tmp) / entry.file, target)
+            (Path(tmp) / entry.file).replace(target)
             return None
     lines = [x for x in (proc.stderr + proc.stdout).splitlines() if x and "[notice]" not in x]
     return f"pip download {entry.spec} did not give {entry.file}: {(lines or ['no output'])[-1]}"
