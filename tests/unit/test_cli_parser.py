@@ -57,10 +57,11 @@ def test_help_is_as_wide_as_argparse_would_make_it(
     assert help_width() == shutil.get_terminal_size().columns - 2
 
 
-def test_auditing_a_small_wheel_imports_neither_zipfile_nor_shutil(tmp_path: Path) -> None:
+def test_auditing_a_small_wheel_imports_no_zipfile_shutil_or_threading(tmp_path: Path) -> None:
     """The central directory is read without zipfile, argparse's width found without shutil
-    (each imports bz2 and lzma); as the launcher starts an audit, without ``site`` (given the
-    paths that this interpreter's ``site`` found)."""
+    (each imports bz2 and lzma), and no thread is started for a small wheel, so threading and
+    queue stay out; as the launcher starts an audit, without ``site`` (given the paths that
+    this interpreter's ``site`` found)."""
     wheel = small_extension_wheel(tmp_path) or make_wheel(tmp_path, {"small/__init__.py": b""})
     code = (
         "import os, sys; sys.path[:0] = sys.argv.pop(1).split(os.pathsep)\n"
@@ -78,4 +79,4 @@ def test_auditing_a_small_wheel_imports_neither_zipfile_nor_shutil(tmp_path: Pat
     status, *modules = out.split()
     assert status == "0", out
     assert "wheels.audit.directory" in modules  # (the audit did run here)
-    assert not {"zipfile", "shutil", "bz2", "lzma"} & set(modules)
+    assert not {"zipfile", "shutil", "bz2", "lzma", "threading", "queue"} & set(modules)

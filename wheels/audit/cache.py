@@ -4,11 +4,11 @@ compressed bytes (plain data, no pickle: :func:`wheels.elf.to_record` and, for C
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import hashlib
 import json
 import os
-import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -48,7 +48,7 @@ class Cache:
         rows = [_scan_to(s) for s in scans]
         target = self.root / key[:2] / f"{key}.json"
         # A name of its own (no tempfile module: it costs more to import than a small audit).
-        tmp = target.parent / f".tmp-{os.getpid()}-{threading.get_ident()}-{key[:16]}"
+        tmp = target.parent / f".tmp-{os.getpid()}-{_thread.get_ident()}-{key[:16]}"
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)

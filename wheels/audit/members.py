@@ -12,8 +12,6 @@ from __future__ import annotations
 import base64
 import bisect
 import hashlib
-import queue
-import threading
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,6 +43,9 @@ from wheels.record import record, replace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import threading
+    from queue import SimpleQueue
+
     from wheels.fatbin_tap import FatbinTap
 
 MAX_MEMBER = 4 << 30  # larger members are reported, not inflated
@@ -81,10 +82,13 @@ class _Digest:
     def __init__(self, algo: str, background: bool) -> None:
         self.hasher = hashlib.new(algo)
         self.size = 0
-        self.queue: queue.SimpleQueue[bytes | bytearray | None] | None = None
+        self.queue: SimpleQueue[bytes | bytearray | None] | None = None
         self.thread: threading.Thread | None = None
-        if background:
-            self.queue = queue.SimpleQueue()
+        if background:  # (imported here: a small wheel's audit starts no thread)
+            import threading
+            from queue import SimpleQueue
+
+            self.queue = SimpleQueue()
             self.thread = threading.Thread(target=self._drain, name="audit-hash", daemon=True)
             self.thread.start()
 
