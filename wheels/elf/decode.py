@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from wheels.elf.dynamic import read_dynamic
 from wheels.elf.info import ElfInfo
+from wheels.elf.lookup import HashedSymbols
 from wheels.elf.notes import isa_level
 from wheels.elf.reader import (
     ELF_MAGIC,
@@ -16,11 +18,12 @@ from wheels.elf.reader import (
     Header,
     Image,
     Reader,
+    Section,
     linked_strtab,
     malformed_as_elf_error,
 )
-from wheels.elf.symbols import read_symbols
-from wheels.elf.versions import read_versions
+from wheels.elf.symbols import SHT_GNU_VERSYM, read_symbols
+from wheels.elf.versions import Versions, read_versions
 
 # e_machine values and the wheel architecture they mean (auditwheel.lddtree._get_platform).
 _ARCH_BY_MACHINE: Mapping[tuple[int, int, bool], str] = {
@@ -39,51 +42,74 @@ _EF_ARM_EABI_VER5 = 0x05000000
 _EF_ARM_ABI_FLOAT_HARD = 0x00000400
 
 
-def read_elf(data: Data) -> ElfInfo:
-    """Decode ``data``; raises :class:`ElfError` (only) when it is not a readable ELF file."""
+def read_elf(data: Data, symbols_later: bool = False) -> ElfInfo:
+    """Decode ``data``; raises :class:`ElfError` (only) when it is not a readable ELF file. With
+    ``symbols_later``, a file with a symbol hash table keeps its definitions undecoded until
+    they are read (:mod:`wheels.elf.lookup`)."""
     with malformed_as_elf_error():
-        return _read_elf(Image.parse(data))
+        return _read_elf(Image.parse(data), symbols_later)
 
 
-def _read_elf(image: Image) -> ElfInfo:
+def _read_elf(image: Image, symbols_later: bool = False) -> ElfInfo:
     r, h, sections = image.reader, image.header, image.sections
     dyn = read_dynamic(image)
     dynsym = next((s for s in sections if s.sh_type == SHT_DYNSYM), None)
     table = linked_strtab(r, sections, dynsym) if dynsym is not None else None
     versions = read_versions(r, sections, table)
-    syms, has_symbols, has_versym = read_symbols(r, sections, dynsym, table, versions)
     arch, arch_error = _arch(r, h)
     isa_ext, isa_error = isa_level(r, sections) if arch == "x86_64" else (None, False)
+    has_symbols = dynsym is not None and table is not None
+    fields: dict[str, Any] = {
+        "elf_class": r.cls,
+        "little_endian": r.little,
+        "machine": h.machine,
+        "osabi": r.osabi,
+        "elf_type": h.elf_type,
+        "arch": arch,
+        "arch_error": arch_error,
+        "interpreter": dyn.interpreter,
+        "soname": dyn.soname,
+        "needed": dyn.needed,
+        "rpath": dyn.rpath,
+        "runpath": dyn.runpath,
+        "version_needs": versions.needs,
+        "version_defs": versions.defs,
+        "has_symbols": has_symbols,
+        "has_versym": has_symbols and any(s.sh_type == SHT_GNU_VERSYM for s in sections),
+        "isa_ext": isa_ext,
+        "isa_error": isa_error,
+    }
+    later = HashedSymbols.of(image, dynsym, table, versions) if symbols_later else None
+    if later is not None:
+
+        def decode() -> dict[str, object]:
+            return symbol_fields(r, sections, dynsym, table, versions)
+
+        return ElfInfo.symbols_later(fields, later, decode)
+    return ElfInfo(**fields, **symbol_fields(r, sections, dynsym, table, versions))
+
+
+def symbol_fields(
+    r: Reader,
+    sections: Sequence[Section],
+    dynsym: Section | None,
+    table: str | None,
+    versions: Versions,
+) -> dict[str, Any]:
+    """The fields of :class:`ElfInfo` that its dynamic symbols make (:data:`SYMBOL_FIELDS`)."""
+    syms, _, _ = read_symbols(r, sections, dynsym, table, versions)
     all_unversioned = len(syms.exports_unversioned) == len(syms.exports)
-    return ElfInfo(
-        elf_class=r.cls,
-        little_endian=r.little,
-        machine=h.machine,
-        osabi=r.osabi,
-        elf_type=h.elf_type,
-        arch=arch,
-        arch_error=arch_error,
-        interpreter=dyn.interpreter,
-        soname=dyn.soname,
-        needed=dyn.needed,
-        rpath=dyn.rpath,
-        runpath=dyn.runpath,
-        version_needs=versions.needs,
-        version_defs=versions.defs,
-        has_symbols=has_symbols,
-        has_versym=has_versym,
-        export_names="\0".join(syms.exports),
-        exports_versioned=frozenset(syms.exports_versioned),
-        exports_unversioned=None if all_unversioned else frozenset(syms.exports_unversioned),
-        undefined=tuple(syms.undefined),
-        undefined_versions=tuple(syms.undefined_versions),
-        undefined_weak=tuple(syms.undefined_weak),
-        entry_points=frozenset(syms.entry_points),
-        uses_pyfpe=syms.uses_pyfpe,
-        uses_ucs2=syms.uses_ucs2,
-        isa_ext=isa_ext,
-        isa_error=isa_error,
-    )
+    return {
+        "export_names": "\0".join(syms.exports),
+        "exports_versioned": frozenset(syms.exports_versioned),
+        "exports_unversioned": None if all_unversioned else frozenset(syms.exports_unversioned),
+        "undefined": tuple(syms.undefined),
+        "undefined_versions": tuple(syms.undefined_versions),
+        "undefined_weak": tuple(syms.undefined_weak),
+        "entry_points": frozenset(syms.entry_points),
+        "uses_pyfpe": syms.uses_pyfpe,
+        "uses_ucs2": syms.uses_ucs2,
+    }
 
 
 def _arch(r: Reader, h: Header) -> tuple[str | None, str | None]:
@@ -98,13 +124,14 @@ def _arch(r: Reader, h: Header) -> tuple[str | None, str | None]:
     return arch, None
 
 
-def read_elf_file(path: Path) -> ElfInfo:
-    """Read a file from disk; a missing or unreadable file raises :class:`ElfError`."""
+def read_elf_file(path: Path, symbols_later: bool = False) -> ElfInfo:
+    """Read a file from disk (as :func:`read_elf`); a missing or unreadable file raises
+    :class:`ElfError`."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise ElfError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return read_elf(data)
+    return read_elf(data, symbols_later)
 
 
 def looks_like_elf(name: str, head: bytes) -> bool:

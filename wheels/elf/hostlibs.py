@@ -13,10 +13,15 @@ from wheels.elf.reader import ElfError
 
 
 class HostLibraries:
-    """Find and read libraries on this host by name; each path is looked at once."""
+    """Find and read libraries on this host by name; each path is looked at once.
 
-    def __init__(self, dirs: Sequence[str]) -> None:
+    With :attr:`symbols_later` set, a library read from then on keeps its definitions undecoded
+    until they are read, and looks them up in its hash table meanwhile (:mod:`wheels.elf.lookup`):
+    for an audit that looks up few of them."""
+
+    def __init__(self, dirs: Sequence[str], symbols_later: bool = False) -> None:
         self.dirs = tuple(dirs)
+        self.symbols_later = symbols_later
         self._by_path: dict[str, tuple[str, ElfInfo] | None] = {}
         self._found: dict[tuple[object, ...], tuple[str, ElfInfo] | None] = {}
 
@@ -53,15 +58,15 @@ class HostLibraries:
         """(real path, ELF data) of the ELF file at ``path``; None if there is none."""
         if path not in self._by_path:
             real = os.path.realpath(path)
-            info = _try_read(real)
+            info = _try_read(real, self.symbols_later)
             self._by_path[path] = (real, info) if info is not None else None
         return self._by_path[path]
 
 
-def _try_read(path: str) -> ElfInfo | None:
+def _try_read(path: str, symbols_later: bool) -> ElfInfo | None:
     if not os.path.isfile(path):  # noqa: PTH113 - called thousands of times; pathlib is slower
         return None
     try:
-        return read_elf_file(Path(path))
+        return read_elf_file(Path(path), symbols_later)
     except ElfError:
         return None

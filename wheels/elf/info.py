@@ -8,9 +8,36 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from wheels.record import fields, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class Lookup(Protocol):
+        """What answers :meth:`ElfInfo.defines` until the symbols are decoded (None: decode
+        them now): :class:`wheels.elf.lookup.HashedSymbols`."""
+
+        def defines(self, name: str, version: str) -> bool | None: ...
+
+# The fields the dynamic symbols make: what a library read with its symbols for later
+# (ElfInfo.symbols_later) decodes on first use.
+SYMBOL_FIELDS = frozenset(
+    {
+        "export_names",
+        "exports_versioned",
+        "exports_unversioned",
+        "undefined",
+        "undefined_versions",
+        "undefined_weak",
+        "entry_points",
+        "uses_pyfpe",
+        "uses_ucs2",
+    }
+)
+_LATER = "_symbols_later"  # (instance dict key: the lookup, and how to decode them)
 
 
 @record(frozen=True)
@@ -53,6 +80,30 @@ class ElfInfo:
     isa_ext: str | None
     isa_error: bool
 
+    @classmethod
+    def symbols_later(
+        cls,
+        values: Mapping[str, object],
+        lookup: Lookup,
+        decode: Callable[[], Mapping[str, object]],
+    ) -> ElfInfo:
+        """An ElfInfo of every field in ``values``, its :data:`SYMBOL_FIELDS` made by ``decode``
+        when one of them is first read; until then :meth:`defines` asks ``lookup`` (a host
+        library's few lookups cost less than decoding its thousands of definitions)."""
+        info = cls.__new__(cls)
+        info.__dict__.update(values)
+        info.__dict__[_LATER] = (lookup, decode)
+        return info
+
+    if not TYPE_CHECKING:  # (a type checker would take it that every name is an attribute)
+
+        def __getattr__(self, name: str) -> object:
+            later = self.__dict__.get(_LATER)
+            if later is None or name not in SYMBOL_FIELDS:
+                raise AttributeError(f"'ElfInfo' object has no attribute {name!r}")
+            self.__dict__.update(later[1]())
+            return self.__dict__[name]
+
     def __reduce__(self) -> tuple[Callable[..., ElfInfo], tuple[object, ...]]:
         # Pickling 100,000 symbol names one by one is slow: ship each set as one NUL-joined
         # string (a name cannot hold NUL: string tables end names with it).
@@ -86,6 +137,11 @@ class ElfInfo:
 
     def defines(self, name: str, version: str) -> bool:
         """Would the loader bind a reference ``name`` (needing ``version``, or none) here?"""
+        later: tuple[Lookup, object] | None = self.__dict__.get(_LATER)
+        if later is not None and "export_names" not in self.__dict__:
+            found = later[0].defines(name, version)
+            if found is not None:
+                return found
         if not version or not self.has_versym:
             return name in self.exports
         if f"{name}@{version}" in self.exports_versioned:

@@ -15,10 +15,10 @@ from wheels.elf.reader import Data, ElfError, Reader, Section, linked_strtab, op
 from wheels.elf.versions import Versions
 from wheels.record import record
 
-_SHT_GNU_VERSYM = 0x6FFFFFFF
+SHT_GNU_VERSYM = 0x6FFFFFFF
 _STB_GLOBAL, _STB_WEAK = 1, 2
 _STT_NOTYPE, _STT_FUNC, _STT_SECTION, _STT_FILE = 0, 2, 3, 4
-_VERSYM_HIDDEN = 0x8000
+VERSYM_HIDDEN = 0x8000
 _PYFPE = frozenset({"PyFPE_jbuf", "PyFPE_dummy", "PyFPE_counter"})
 _ENTRY_PREFIXES = ("PyInit_", "init", "_cffi_pypyinit_")
 
@@ -50,7 +50,7 @@ def read_symbols(
     if dynsym is None or table is None:
         return out, False, False
     count, rows = _rows(r, dynsym)
-    versym = _read_versym(r, sections, count)
+    versym = read_versym(r, sections, count)
     versions_or_zero = versym if versym is not None else array("H", bytes(2 * count))
     _scan_symbols(out, table, rows, versions_or_zero, versions)
     return out, True, versym is not None
@@ -120,9 +120,9 @@ def _scan_symbols(
         index = ver & 0x7FFF
         if index >= 2 and index in def_names:
             out.exports_versioned.add(f"{name}@{def_names[index]}")
-        elif not ver & _VERSYM_HIDDEN:
+        elif not ver & VERSYM_HIDDEN:
             unversioned.append(name)
-        if not ver & _VERSYM_HIDDEN:
+        if not ver & VERSYM_HIDDEN:
             exports.append(name)
 
 
@@ -138,8 +138,8 @@ def _add_undefined(out: Symbols, name: str, bind: int, kind: int, version: str) 
         out.undefined_versions.append(version)
 
 
-def _read_versym(r: Reader, sections: Sequence[Section], count: int) -> array[int] | None:
-    sec = next((s for s in sections if s.sh_type == _SHT_GNU_VERSYM), None)
+def read_versym(r: Reader, sections: Sequence[Section], count: int) -> array[int] | None:
+    sec = next((s for s in sections if s.sh_type == SHT_GNU_VERSYM), None)
     if sec is None:
         return None
     n = min(count, sec.size // 2)
