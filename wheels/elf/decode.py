@@ -97,7 +97,7 @@ def symbol_fields(
     versions: Versions,
 ) -> dict[str, Any]:
     """The fields of :class:`ElfInfo` that its dynamic symbols make (:data:`SYMBOL_FIELDS`)."""
-    syms, _, _ = read_symbols(r, sections, dynsym, table, versions)
+    syms = read_symbols(r, sections, dynsym, table, versions)
     all_unversioned = len(syms.exports_unversioned) == len(syms.exports)
     return {
         "export_names": "\0".join(syms.exports),

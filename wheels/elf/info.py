@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
         def defines(self, name: str, version: str) -> bool | None: ...
 
+
 # The fields the dynamic symbols make: what a library read with its symbols for later
 # (ElfInfo.symbols_later) decodes on first use.
 SYMBOL_FIELDS = frozenset(

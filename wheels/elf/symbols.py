@@ -44,16 +44,29 @@ def read_symbols(
     dynsym: Section | None,
     table: str | None,
     versions: Versions,
-) -> tuple[Symbols, bool, bool]:
+) -> Symbols:
     """The dynamic symbols; ``table`` is the string table ``dynsym`` links to."""
     out = Symbols([], set(), [], [], [], [], set())
     if dynsym is None or table is None:
-        return out, False, False
+        return out
     count, rows = _rows(r, dynsym)
     versym = read_versym(r, sections, count)
     versions_or_zero = versym if versym is not None else array("H", bytes(2 * count))
     _scan_symbols(out, table, rows, versions_or_zero, versions)
-    return out, True, versym is not None
+    return out
+
+
+def exported(info: int, other: int, shndx: int) -> bool:
+    """Is a dynamic symbol of these fields a definition the file exports: defined, global or
+    weak, neither a section nor a file, of default or protected visibility? (The scan below
+    tests the same, inline.)"""
+    kind = info & 0xF
+    return (
+        shndx != 0
+        and info >= 0x10
+        and kind not in (_STT_SECTION, _STT_FILE)
+        and other & 3 not in (1, 2)
+    )
 
 
 def _rows(r: Reader, dynsym: Section) -> tuple[int, Iterator[tuple[int, ...]]]:
@@ -114,7 +127,7 @@ def _scan_symbols(
             _add_undefined(out, name, info >> 4, info & 0xF, need_names.get(ver & 0x7FFF, ""))
             continue
         if info < 0x10 or (info & 0xF) in skip or other & 3 in (1, 2):
-            continue  # local binding, section or file symbol, hidden or internal visibility
+            continue  # local binding, section or file symbol, hidden or internal (exported())
         if info & 0xF == _STT_FUNC and name.startswith(_ENTRY_PREFIXES):
             entry_points.add(name)
         index = ver & 0x7FFF
