@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
 
 from wheels.devicecode import summary as device_summary
 from wheels.fatbin import DeviceCode
 from wheels.record import record
 
-Severity = Literal["violation", "warning"]
-NeedKind = Literal["wheel", "distribution", "system", "external", "libpython", "missing"]
-ElfKind = Literal["extension", "library", "executable"]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    Severity = Literal["violation", "warning"]
+    NeedKind = Literal["wheel", "distribution", "system", "external", "libpython", "missing"]
+    ElfKind = Literal["extension", "library", "executable"]
 
 JSON_VERSION = 1
 _SHOWN = 8

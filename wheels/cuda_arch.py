@@ -37,10 +37,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from wheels.fatbin import DeviceCode, FatbinEntry, Variant
+from wheels.fatbin import DeviceCode, FatbinEntry
 from wheels.record import record
+
+if TYPE_CHECKING:
+    from wheels.fatbin import Variant  # (a type only)
 
 Capability = tuple[int, int]
 Severity = Literal["violation", "warning"]

@@ -16,10 +16,15 @@ compiler.
 from __future__ import annotations
 
 import re
-from typing import Literal
 
 from wheels.elf import ElfInfo
 from wheels.record import record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Literal
+
+    Runtime = Literal["shared", "private", "none"]
 
 SHARED_RUNTIMES = frozenset({"libstdc++.so.6", "libc++.so.1"})
 UNWINDERS = frozenset({"libgcc_s.so.1", "libunwind.so.1", "libunwind.so.8"})
@@ -52,8 +57,6 @@ HIDDEN_SIGNS = (
     "__nl_langinfo_l",
     "_dl_find_object",
 )
-
-Runtime = Literal["shared", "private", "none"]
 
 
 @record(frozen=True)

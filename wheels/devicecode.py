@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from wheels.elf import ByteSource, ElfError, section_spans
+from wheels.elf import ElfError, section_spans
 from wheels.fatbin import (
     FATBIN_SECTIONS,
     DeviceCode,
@@ -22,6 +22,10 @@ from wheels.fatbin import (
     read_fatbin_at,
 )
 from wheels.record import fields, replace
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from wheels.elf import ByteSource
 
 _FIELDS = fields(FatbinEntry)
 _INTS = ("arch", "size", "uncompressed_size", "offset", "kind_code", "count")

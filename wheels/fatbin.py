@@ -49,9 +49,34 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Literal, Protocol
 
 from wheels.record import record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Literal, Protocol
+
+    class Ranges(Protocol):
+        """Random access to bytes that need not all be in memory (``wheels.elf.ByteSource``)."""
+
+        @property
+        def size(self) -> int: ...
+
+        def range(self, offset: int, size: int) -> memoryview: ...
+
+    class _Bytes(Protocol):
+        """What the parser reads: ``size`` bytes, some ranges of them, and where zeros end."""
+
+        @property
+        def size(self) -> int: ...
+
+        def read(self, offset: int, size: int) -> bytes: ...
+
+        def nonzero(self, offset: int) -> int | None: ...
+
+    Kind = Literal["sass", "ptx", "ltoir", "other"]
+    Variant = Literal["", "a", "f"]
+    Compression = Literal["lz4", "zstd"]
 
 FATBIN_SECTION = ".nv_fatbin"
 RELFATBIN_SECTION = "__nv_relfatbin"
@@ -63,9 +88,6 @@ OLD_STYLE_MAGIC = 0x1EE55A01
 WRAPPER_MAGIC = 0x466243B1
 FATBIN_VERSION = 1
 
-Kind = Literal["sass", "ptx", "ltoir", "other"]
-Variant = Literal["", "a", "f"]
-Compression = Literal["lz4", "zstd"]
 
 _KINDS: Mapping[int, Kind] = {1: "ptx", 2: "sass", 8: "ltoir"}
 _FLAG_DEBUG = 0x2
@@ -171,15 +193,6 @@ def read_fatbin(data: bytes, section: str = FATBIN_SECTION) -> DeviceCode:
     return _read(_Buffer(data), section)
 
 
-class Ranges(Protocol):
-    """Random access to bytes that need not all be in memory (``wheels.elf.ByteSource``)."""
-
-    @property
-    def size(self) -> int: ...
-
-    def range(self, offset: int, size: int) -> memoryview: ...
-
-
 @record(frozen=True)
 class Seen:
     """What is known of a file's bytes without reading them again (:mod:`wheels.fatbin_tap`
@@ -199,17 +212,6 @@ def read_fatbin_at(
     if offset < 0 or size < 0 or offset + size > source.size:
         raise FatbinError(f"{section} at offset {offset:#x} size {size} lies outside the file")
     return _read(_Window(source, offset, size, seen or Seen({}, {})), section)
-
-
-class _Bytes(Protocol):
-    """What the parser reads: ``size`` bytes, some ranges of them, and where zeros end."""
-
-    @property
-    def size(self) -> int: ...
-
-    def read(self, offset: int, size: int) -> bytes: ...
-
-    def nonzero(self, offset: int) -> int | None: ...
 
 
 class _Buffer:

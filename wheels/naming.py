@@ -14,9 +14,7 @@ from __future__ import annotations
 import re
 import sys
 
-from packaging.version import Version
-
-from wheels.filename import canonicalize_name
+from wheels.filename import canonicalize_name, normalized_version
 from wheels.record import record, replace
 
 # A CPython extension module's file name: `<module>.<cpython-312-x86_64-linux-gnu|abi3|...>.so`.
@@ -55,7 +53,7 @@ def escaped_name(distribution: str) -> str:
 
 def with_local(version: str, local: str) -> str:
     """``0.1.0`` + ``cu130`` -> ``0.1.0+cu130`` (normalised, validated by packaging)."""
-    return str(Version(f"{version}+{local}")) if local else str(Version(version))
+    return normalized_version(f"{version}+{local}" if local else version)
 
 
 def interpreter_tags() -> tuple[str, str]:
@@ -123,7 +121,7 @@ def split_variant(filename: str) -> tuple[str, str | None]:
 def index_file_name(distribution: str, version: str) -> str:
     """PEP 825's index-level metadata file, ``{name}-{version}-variants.json``, with name and
     version normalised as in wheel file names."""
-    return f"{escaped_name(distribution)}-{Version(version)}-variants.json"
+    return f"{escaped_name(distribution)}-{normalized_version(version)}-variants.json"
 
 
 def vendor_of_variant(label: str) -> str | None:

@@ -8,10 +8,17 @@ pay for nothing else. Add a subcommand by writing its module and naming it here.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Protocol
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     import argparse
+    from typing import Protocol
+
+    class Command(Protocol):
+        def configure(self, parser: argparse.ArgumentParser) -> None: ...
+
+        def run(self, args: argparse.Namespace) -> int: ...
+
 
 COMMANDS: dict[str, str] = {
     "validate": "check stack.yaml and the component recipes (every problem, located)",
@@ -39,12 +46,6 @@ COMMANDS: dict[str, str] = {
         "directory, or nothing"
     ),
 }
-
-
-class Command(Protocol):
-    def configure(self, parser: argparse.ArgumentParser) -> None: ...
-
-    def run(self, args: argparse.Namespace) -> int: ...
 
 
 def load(name: str) -> Command:

@@ -7,10 +7,10 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from builder.core.errors import EXIT_AUDIT, UsageError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from wheels.audit_report import WheelAudit
 

@@ -122,9 +122,9 @@ def test_a_big_member_is_streamed_and_kept_where_read_unless_its_hash_is_to_wait
     threads: list[str] = []
     digest_type = members._Digest
 
-    def spy(algo: str, background: bool) -> members._Digest:
+    def spy(algo: str, size: int, background: bool) -> members._Digest:
         threads.append("beside" if background else "after")
-        return digest_type(algo, background)
+        return digest_type(algo, size, background)
 
     monkeypatch.setattr(members, "_Digest", spy)
     index, info = next(

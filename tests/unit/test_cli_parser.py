@@ -1,6 +1,6 @@
 """builder.cli.make_parser: a known command gets its own subparser alone; help, a typo or no
-command gets every name; both parse a command line the same way; an audit's start imports
-neither zipfile nor shutil."""
+command gets every name; both parse a command line the same way; a small wheel's audit imports
+neither zipfile, shutil, threading, typing, hashlib nor packaging.version."""
 
 from __future__ import annotations
 
@@ -57,10 +57,14 @@ def test_help_is_as_wide_as_argparse_would_make_it(
     assert help_width() == shutil.get_terminal_size().columns - 2
 
 
-def test_auditing_a_small_wheel_imports_no_zipfile_shutil_or_threading(tmp_path: Path) -> None:
+def test_auditing_a_small_wheel_imports_no_zipfile_shutil_threading_typing_or_hashlib(
+    tmp_path: Path,
+) -> None:
     """The central directory is read without zipfile, argparse's width found without shutil
     (each imports bz2 and lzma), and no thread is started for a small wheel, so threading and
-    queue stay out; as the launcher starts an audit, without ``site`` (given the paths that
+    queue stay out; typing is imported for type checkers only, the members are hashed by the
+    interpreter's own sha256 (not hashlib's OpenSSL), and the wheel's version is read without
+    packaging.version. As the launcher starts an audit, without ``site`` (given the paths that
     this interpreter's ``site`` found)."""
     wheel = small_extension_wheel(tmp_path) or make_wheel(tmp_path, {"small/__init__.py": b""})
     code = (
@@ -79,4 +83,5 @@ def test_auditing_a_small_wheel_imports_no_zipfile_shutil_or_threading(tmp_path:
     status, *modules = out.split()
     assert status == "0", out
     assert "wheels.audit.directory" in modules  # (the audit did run here)
-    assert not {"zipfile", "shutil", "bz2", "lzma", "threading", "queue"} & set(modules)
+    unwanted = {"zipfile", "shutil", "bz2", "lzma", "threading", "queue", "typing", "hashlib"}
+    assert not (unwanted | {"base64", "packaging.version", "dataclasses"}) & set(modules)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import struct
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -28,10 +29,12 @@ from wheels.fatbin import (
     DeviceCode,
     FatbinEntry,
     FatbinError,
-    Variant,
     read_device_code,
     read_fatbin,
 )
+
+if TYPE_CHECKING:
+    from wheels.fatbin import Variant
 
 PTX, ELF, LTOIR = 1, 2, 8
 LINUX64 = 0x11

@@ -5,14 +5,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from packaging.version import InvalidVersion
 
 from builder.core.host import HostFacts, Toolkit
 from builder.vendors import get
 from builder.vendors.base import VendorSettings
 from wheels.audit import infer_vendor
-from wheels.filename import InvalidWheelName, canonicalize_name, parse_wheel_filename
+from wheels.filename import (
+    InvalidWheelName,
+    canonicalize_name,
+    normalized_version,
+    parse_wheel_filename,
+    same_version,
+)
 from wheels.naming import WheelName, vendor_of_local, wheel_name, with_local
 
 
@@ -143,7 +150,7 @@ def packaging_says(name: str) -> object:
     except InvalidWheelFilename:
         return "invalid"
     triples = {(t.interpreter, t.abi, t.platform) for t in tags}
-    return str(dist), version, tuple(build) or None, triples
+    return str(dist), str(version), tuple(build) or None, triples
 
 
 def we_say(name: str) -> object:
@@ -161,6 +168,82 @@ def test_wheel_file_names_are_read_as_packaging_reads_them(name: str) -> None:
 @given(st.text(alphabet="ab_.-+1!pyc3nox", min_size=0, max_size=30))
 def test_any_text_as_a_wheel_file_name_is_read_as_packaging_reads_it(stem: str) -> None:
     assert we_say(stem + ".whl") == packaging_says(stem + ".whl")
+
+
+VERSION_PARTS = [
+    "0",
+    "1",
+    "00",
+    "01",
+    "10",
+    "2",
+    ".",
+    "+",
+    "-",
+    "_",
+    "a",
+    "B",
+    "cpu",
+    "cu130",
+    "rc",
+    "post",
+    "dev",
+    "!",
+    "v",
+    " ",
+]
+
+
+@st.composite
+def versions(draw: st.DrawFn) -> str:
+    """Version-like text: mostly release numbers and local labels, some of packaging's other
+    forms (pre, post, dev, epochs, upper case, leading zeros) and some junk."""
+    return "".join(draw(st.lists(st.sampled_from(VERSION_PARTS), max_size=8)))
+
+
+@settings(max_examples=2000)
+@given(versions())
+def test_versions_are_normalized_as_packaging_normalizes_them(text: str) -> None:
+    from packaging.version import Version
+
+    try:
+        theirs: object = str(Version(text))
+    except InvalidVersion:
+        theirs = "invalid"
+    try:
+        ours: object = normalized_version(text)
+    except InvalidVersion:
+        ours = "invalid"
+    assert ours == theirs
+
+
+@settings(max_examples=2000)
+@given(versions(), versions())
+def test_versions_are_compared_as_packaging_compares_them(a: str, b: str) -> None:
+    from packaging.version import Version
+
+    try:
+        theirs = Version(a) == Version(b)
+    except InvalidVersion:
+        theirs = False
+    assert same_version(a, b) == theirs
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("1.0", "1", True),
+        ("1.0.0+cpu", "1+cpu", True),
+        ("0", "0.0", True),
+        ("1.10", "1.1", False),
+        ("1.0+cpu", "1.0", False),
+        ("1.0+CPU", "1.0+cpu", True),
+        ("01.2", "1.2", True),
+        ("2.0", "2.0.1", False),
+    ],
+)
+def test_common_versions_compare_as_they_should(a: str, b: str, same: bool) -> None:
+    assert same_version(a, b) is same
 
 
 @given(st.text(alphabet="aB_.-9-x", max_size=20))

@@ -12,13 +12,16 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-
 from wheels.audit.directory import Entry, NotAZip, read_directory
 from wheels.audit.findings import Findings
 from wheels.audit.members import MemberScan, content_of, inflate, with_changes
 from wheels.audit.raw import MemberError, read_raw, task_for
-from wheels.filename import InvalidWheelName, canonicalize_name, parse_wheel_filename
+from wheels.filename import (
+    InvalidWheelName,
+    canonicalize_name,
+    parse_wheel_filename,
+    same_version,
+)
 from wheels.naming import escaped_name, split_variant
 from wheels.record import field, record
 
@@ -38,7 +41,7 @@ class Archive:
     infos: list[Entry]
     names: dict[str, int]  # each name's entry (the last, where a name appears twice)
     distribution: str | None = None
-    version: Version | None = None
+    version: str | None = None  # normalized
     file_tags: tuple[str, ...] = ()
     dist_info: str | None = None
     data_dir: str | None = None
@@ -156,13 +159,10 @@ def read_metadata(archive: Archive, f: Findings) -> None:
     _read_record(archive, _small(archive, f"{archive.dist_info}/RECORD", f), f)
 
 
-def _names(dist_info: str, name: str, version: Version) -> bool:
+def _names(dist_info: str, name: str, version: str) -> bool:
     """Does ``NAME-VERSION.dist-info`` name this distribution (as pip compares them)?"""
     stem, _, raw_version = dist_info[: -len(".dist-info")].rpartition("-")
-    try:
-        return canonicalize_name(stem) == name and Version(raw_version) == version
-    except InvalidVersion:
-        return False
+    return canonicalize_name(stem) == name and same_version(raw_version, version)
 
 
 def _small(archive: Archive, member: str, f: Findings) -> str | None:

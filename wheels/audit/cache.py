@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import _thread
 import contextlib
-import hashlib
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -27,7 +25,11 @@ class Cache:
 
     root: Path
 
+    # hashlib and json are imported by the methods: an audit run without the cache (a cold
+    # benchmark, ``--no-cache``) imports neither for a small wheel.
     def key(self, batch: Sequence[Task], raws: Sequence[bytes | memoryview]) -> str:
+        import hashlib
+
         h = hashlib.sha256(CACHE_VERSION.encode())
         for task, raw in zip(batch, raws, strict=True):
             h.update(f"\0{task.name}\0{task.method}\0{task.file_size}\0{task.algo}\0".encode())
@@ -35,6 +37,8 @@ class Cache:
         return h.hexdigest()
 
     def get(self, key: str, batch: Sequence[Task]) -> list[MemberScan] | None:
+        import json
+
         try:
             data = json.loads((self.root / key[:2] / f"{key}.json").read_text(encoding="utf-8"))
             rows = data["members"]
@@ -45,6 +49,8 @@ class Cache:
             return None
 
     def put(self, key: str, scans: Sequence[MemberScan]) -> None:
+        import json
+
         rows = [_scan_to(s) for s in scans]
         target = self.root / key[:2] / f"{key}.json"
         # A name of its own (no tempfile module: it costs more to import than a small audit).

@@ -38,7 +38,7 @@ CHECKED_VENDOR = "nvidia"
 
 def declared_runtime(archive: Archive) -> tuple[Capability, str] | None:
     """The CUDA runtime the wheel declares, and where it says so."""
-    local = archive.version.local if archive.version is not None else None
+    local = Version(archive.version).local if archive.version is not None else None
     if local and (version := local_runtime(local)) is not None:
         return version, f"local version +{local}"
     found = [(v, r.text) for r in archive.requires if (v := required_runtime(r)) is not None]

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from wheels.audit_report import Finding, Severity
+from wheels.audit_report import Finding
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from wheels.audit_report import Severity
 
 
 class Findings:

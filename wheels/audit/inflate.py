@@ -41,26 +41,33 @@ import functools
 import os
 import zlib
 from collections.abc import Callable
-from typing import Protocol, cast
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Protocol, cast
+
+    class Inflater(Protocol):
+        """A streaming raw-deflate inflater, as ``zlib.decompressobj(-15)`` makes them."""
+
+        @property
+        def eof(self) -> bool: ...
+
+        @property
+        def unconsumed_tail(self) -> bytes: ...
+
+        def decompress(self, data: bytes | memoryview, max_length: int = 0, /) -> bytes: ...
+
+        def flush(self) -> bytes: ...
+
+        def copy(self) -> Inflater: ...
+else:
+
+    def cast(_type: object, value: object) -> object:  # typing.cast, the identity at run time
+        return value
+
 
 ONE_CALL_BELOW = 1 << 30  # members that inflate to less than this are inflated in one call
 ENV = "INFINI_STACK_INFLATE"
-
-
-class Inflater(Protocol):
-    """A streaming raw-deflate inflater, as ``zlib.decompressobj(-15)`` makes them."""
-
-    @property
-    def eof(self) -> bool: ...
-
-    @property
-    def unconsumed_tail(self) -> bytes: ...
-
-    def decompress(self, data: bytes | memoryview, max_length: int = 0, /) -> bytes: ...
-
-    def flush(self) -> bytes: ...
-
-    def copy(self) -> Inflater: ...
 
 
 class InflateError(Exception):

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from wheels.audit.findings import Findings
-from wheels.audit_report import ElfKind, Need, shorten
+from wheels.audit_report import Need, shorten
 from wheels.elf import ElfInfo, HostLibraries
 from wheels.filename import canonicalize_name
 from wheels.loading import ORIGIN, site_dirs
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from packaging.markers import Marker
 
     from wheels.audit.requires import Requires
+    from wheels.audit_report import ElfKind
 
 _BARE_MODULE = re.compile(r"^(?P<mod>[A-Za-z_]\w*)\.so$")
 _TOKEN = re.compile(r"\$(\{[A-Za-z_]+\}|[A-Za-z_]+)")

@@ -18,9 +18,13 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable
 
-from wheels.elf import ByteSource, ElfError
+from wheels.elf import ElfError
 from wheels.elf.reader import HEAD, PT_LOAD, head_layout
 from wheels.fatbin import Seen
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from wheels.elf import ByteSource
 
 SPARSE_ABOVE = 64 << 20  # members this big (inflated) may be kept only where they are read
 PREFIX = 16 << 20  # the first bytes: headers, dynamic symbols and their strings, versions

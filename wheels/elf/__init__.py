@@ -28,7 +28,6 @@ from wheels.elf.info import ElfInfo, VersionNeed
 from wheels.elf.notes import build_id_span
 from wheels.elf.reader import (
     ELF_MAGIC,
-    ByteSource,
     Chunks,
     ElfError,
     section_bytes,
@@ -37,6 +36,10 @@ from wheels.elf.reader import (
 )
 from wheels.elf.records import from_record, to_record
 from wheels.elf.symbols import defined_functions
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from wheels.elf.reader import ByteSource
 
 __all__ = [
     "ELF_MAGIC",

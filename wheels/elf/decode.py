@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from wheels.elf.dynamic import read_dynamic
 from wheels.elf.info import ElfInfo
@@ -13,7 +12,6 @@ from wheels.elf.notes import isa_level
 from wheels.elf.reader import (
     ELF_MAGIC,
     SHT_DYNSYM,
-    Data,
     ElfError,
     Header,
     Image,
@@ -24,6 +22,12 @@ from wheels.elf.reader import (
 )
 from wheels.elf.symbols import SHT_GNU_VERSYM, read_symbols
 from wheels.elf.versions import Versions, read_versions
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
+
+    from wheels.elf.reader import Data
 
 # e_machine values and the wheel architecture they mean (auditwheel.lddtree._get_platform).
 _ARCH_BY_MACHINE: Mapping[tuple[int, int, bool], str] = {

@@ -8,7 +8,6 @@ from pathlib import Path
 from wheels.elf.reader import (
     PT_DYNAMIC,
     PT_INTERP,
-    Data,
     ElfError,
     Image,
     Reader,
@@ -19,6 +18,10 @@ from wheels.elf.reader import (
     vaddr_to_offset,
 )
 from wheels.record import record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from wheels.elf.reader import Data
 
 _DT_NULL, _DT_NEEDED, _DT_STRTAB, _DT_STRSZ = 0, 1, 5, 10
 _DT_SONAME, _DT_RPATH, _DT_RUNPATH = 14, 15, 29

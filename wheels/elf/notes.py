@@ -5,7 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from wheels.elf.reader import SHT_NOTE, Data, ElfError, Reader, Section, opened
+from wheels.elf.reader import SHT_NOTE, ElfError, Reader, Section, opened
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from wheels.elf.reader import Data
 
 _ET_CORE = 4
 _NT_GNU_BUILD_ID, _NT_GNU_PROPERTY_TYPE_0 = 3, 5

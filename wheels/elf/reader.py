@@ -13,9 +13,24 @@ import os
 import struct
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Protocol
 
 from wheels.record import record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class ByteSource(Protocol):
+        """Random access to the bytes of one file that need not all be in memory at once."""
+
+        @property
+        def size(self) -> int: ...
+
+        def range(self, offset: int, size: int) -> memoryview: ...
+
+        def head(self, size: int) -> bytes: ...
+
+    Data = bytes | bytearray | memoryview | ByteSource
 
 ELF_MAGIC = b"\x7fELF"
 
@@ -27,20 +42,6 @@ _MAX_STRING = 1 << 16
 
 class ElfError(Exception):
     """Bytes that start like an ELF file (or are named like one) but cannot be read as one."""
-
-
-class ByteSource(Protocol):
-    """Random access to the bytes of one file that need not all be in memory at once."""
-
-    @property
-    def size(self) -> int: ...
-
-    def range(self, offset: int, size: int) -> memoryview: ...
-
-    def head(self, size: int) -> bytes: ...
-
-
-Data = bytes | bytearray | memoryview | ByteSource
 
 
 class Chunks:

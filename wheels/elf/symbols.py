@@ -11,9 +11,13 @@ from array import array
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from wheels.elf.reader import Data, ElfError, Reader, Section, linked_strtab, opened, string_at
+from wheels.elf.reader import ElfError, Reader, Section, linked_strtab, opened, string_at
 from wheels.elf.versions import Versions
 from wheels.record import record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from wheels.elf.reader import Data
 
 SHT_GNU_VERSYM = 0x6FFFFFFF
 _STB_GLOBAL, _STB_WEAK = 1, 2

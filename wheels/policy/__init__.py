@@ -39,7 +39,6 @@ from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, NoReturn
 
 from wheels.policy.lddtree import host_library_dirs
 from wheels.policy.manylinux import manylinux_policies
@@ -48,6 +47,10 @@ from wheels.policy.variants import VariantPolicy, parse_variant
 from wheels.policy.wheel_abi import TagVerdict, platform_verdict
 from wheels.policy.wheeltools import wheel_platform
 from wheels.record import field, record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 __all__ = [
     "DistLib",

@@ -15,11 +15,14 @@ import functools
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 from wheels.policy.elfutils import blacklisted
 from wheels.policy.lddtree import Tree
 from wheels.record import record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 # auditwheel.architecture.Architecture, in its order (is_subset compares positions).
 ARCHITECTURES = (

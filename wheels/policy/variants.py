@@ -13,11 +13,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Literal
 
 from wheels.record import record
 
-ArchSource = Literal["cuda-fatbin", "cuda_architectures", "none"]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    ArchSource = Literal["cuda-fatbin", "cuda_architectures", "none"]
+
 ARCH_SOURCES: tuple[ArchSource, ...] = ("cuda-fatbin", "cuda_architectures", "none")
 NAME = re.compile(r"^[a-z0-9_]+$")  # PEP 825: namespaces and feature names
 PROVIDER_KEYS = ("requires", "plugin-api", "optional", "static-properties", "feature-order")

@@ -13,7 +13,6 @@ import posixpath
 import re
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
 
 from wheels.elf import ElfInfo, HostLibraries
 from wheels.policy.elfutils import add_version_needs, python_extension
@@ -21,6 +20,10 @@ from wheels.policy.lddtree import Files, Lib, Tree, ldd
 from wheels.policy.manylinux import Ref, Unsupported, external_refs, is_superset, policies_for
 from wheels.policy.wheeltools import wheel_platform
 from wheels.record import record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @record(frozen=True)
