@@ -1,12 +1,11 @@
 """The one entry point: ``python -m builder`` and the installed ``infini-stack`` launcher.
 
 An unchanged ``build`` is settled by :mod:`builder.noop` before anything else is imported;
-every other command line goes to :func:`builder.cli.run`. This module imports only ``sys`` and
-:mod:`builder.noop` at its top: ``bin/infini-stack`` may start the interpreter without ``site``
+every other command line goes to :func:`builder.cli.run`. This module imports only ``os``, ``sys``
+and :mod:`builder.noop` at its top: ``bin/infini-stack`` may start the interpreter without ``site``
 for that check.
 """
 
-import contextlib
 import os
 import sys
 
@@ -29,6 +28,8 @@ def _exit_now(code: int) -> None:
     """Exit without finalizing the interpreter: freeing an audit's objects one by one takes
     30-60 ms after auditing the torch wheel (its ELF files' symbol sets), and nothing of them
     needs to be undone."""
+    import contextlib  # (here: collections and functools with it, 4 ms a no-op build would pay)
+
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
             stream.flush()

@@ -204,10 +204,12 @@ def test_a_left_memo_settles_the_same_build_with_a_valid_run_report(
 
 
 def test_settling_imports_nothing_but_the_memo_check(tmp_path: Path) -> None:
-    """What makes the fast path fast: nothing but the memo check is imported before it answers."""
+    """What makes the fast path fast: nothing but the entry point and the memo check is imported
+    before it answers (not even contextlib, which brings collections and functools)."""
     code = (
-        "import sys; from builder import noop; noop.settle(['build']); "
-        "NAMES = {'builder', 'argparse', 'json', 're', 'pathlib', 'typing'}; "
+        "import sys; import builder.__main__; from builder import noop; noop.settle(['build']); "
+        "NAMES = {'builder', 'argparse', 'json', 're', 'pathlib', 'typing', 'contextlib', "
+        "'collections', 'functools'}; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in NAMES))"
     )
     out = subprocess.run(
@@ -218,4 +220,4 @@ def test_settling_imports_nothing_but_the_memo_check(tmp_path: Path) -> None:
         check=True,
         env={**os.environ, "INFINI_STACK_HOME": str(tmp_path)},
     )
-    assert out.stdout.strip() == "['builder', 'builder.noop']"
+    assert out.stdout.strip() == "['builder', 'builder.__main__', 'builder.noop']"
