@@ -23,8 +23,7 @@ aggregate: agreement, sum of auditwheel's times over sum of ours, the median per
 the ratio on the smallest wheel. A disagreement is either fixed or listed in the known-differences
 file with the reason auditwheel is wrong (``FILE  auditwheel=TAG  ours=TAG  # reason``). Exit
 status 1 on an unlisted disagreement, an internal error or crash of our audit, or a wheel that
-could not be had; 0 otherwise. The corpus was assembled and diagnosed in the r3 notes (their
-differential.py is where this runner comes from).
+could not be had; 0 otherwise. Why each wheel is in the corpus is said beside it in the list.
 """
 
 from __future__ import annotations

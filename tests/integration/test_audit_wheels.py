@@ -420,3 +420,46 @@ def test_a_small_wheel_whose_largest_member_a_child_took_early_gets_the_same_aud
     assert children is not None and children.first is not None and children.first[1].done()
     assert [f.line() for f in early.findings] == [f.line() for f in serial.findings]
     assert to_json([early])["wheels"][0]["elfs"] == to_json([serial])["wheels"][0]["elfs"]
+
+
+def _run_batch_noted(*args: Any) -> Any:
+    """pool._run_batch, noting in this (the test's) process the members of each batch it reads
+    here, in order; a child reads as before."""
+    import os
+
+    if os.getpid() == _REAL["pid"]:
+        _REAL["read_here"].append([t.name for t in args[1]])
+    return _REAL["run_batch"](*args)
+
+
+@pytest.mark.parametrize("long_above", [0, 1 << 40])
+def test_a_second_long_member_is_read_here_first_and_the_audit_is_the_same(
+    wheels: Corpus, monkeypatch: pytest.MonkeyPatch, long_above: int
+) -> None:
+    """With a child on the largest member, this process takes the next largest first when it is
+    a long one (SPARSE_ABOVE bytes or more), and the small ones after; otherwise the smallest
+    first, as before. The audit is the serial one either way."""
+    import os
+
+    from wheels.audit import pool
+    from wheels.audit.directory import read_directory
+    from wheels.audit.raw import task_for
+
+    path = wheels["undefined_symbol"]
+    policy = load_vendor_policy("cpu")
+    serial = audit_wheel(path, policy, workers=1)
+    for name in ("SERIAL_BELOW", "EARLY_ABOVE"):
+        monkeypatch.setattr(pool, name, 0)
+    monkeypatch.setattr(pool, "BATCH_BYTES", 1)  # a batch per member
+    monkeypatch.setattr(pool, "SPARSE_ABOVE", long_above)
+    monkeypatch.setitem(_REAL, "pid", os.getpid())
+    monkeypatch.setitem(_REAL, "run_batch", pool._run_batch)
+    monkeypatch.setitem(_REAL, "read_here", [])
+    monkeypatch.setattr(pool, "_run_batch", _run_batch_noted)
+    parallel = audit_wheel(path, policy, workers=2)
+    tasks = [task_for(i, info, "sha256") for i, info in enumerate(read_directory(path))]
+    batches = [[t.name for t in batch] for batch in pool._batches(tasks)]  # largest first
+    assert len(batches) > 3 and len(batches[1]) == 1
+    assert _REAL["read_here"][0] == batches[1 if long_above == 0 else -1], batches
+    assert [f.line() for f in parallel.findings] == [f.line() for f in serial.findings]
+    assert to_json([parallel])["wheels"][0]["elfs"] == to_json([serial])["wheels"][0]["elfs"]

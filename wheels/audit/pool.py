@@ -306,7 +306,8 @@ def _scan_parallel(
     while_waiting: Callable[[], None],
     started: Children | None,
 ) -> tuple[list[Result], Callable[[], Made]]:
-    """Children take batches from the large end, one at a time; this process from the small end.
+    """Children take batches from the large end, one at a time; this process from the small end
+    (after a second long member, when there is one: :func:`_long_first`).
 
     The largest members go to children, whose inflate loops never wait for a GIL held by this
     process's bookkeeping; a batch is handed out only when a child is free, so none is left
@@ -340,7 +341,8 @@ def _scan_parallel(
     try:
         feed()
         meanwhile()
-        results = _read_here(path, todo, cache, feed, before_last=ask)
+        results = _long_first(path, todo, cache, feed)
+        results += _read_here(path, todo, cache, feed, before_last=ask)
         if not all(f.done() for _, f in handed):
             while_waiting()
         results += _collected(path, handed, cache)
@@ -352,6 +354,23 @@ def _scan_parallel(
         pool.shutdown()
         return results, dict
     return results, lambda: _digests_kept(path, pool, kept)
+
+
+def _long_first(
+    path: Path, todo: deque[Sequence[Task]], cache: Cache | None, feed: Callable[[], None]
+) -> list[Result]:
+    """The next largest member, read here before the small ones when it is a long one (of
+    :data:`SPARSE_ABOVE` bytes or more) that no child is free to take. Left for last, it was
+    this process's final work, while the child, done with the largest, had nothing left to
+    take. Largest first on both sides, the small batches then fill in wherever a process is
+    free: the CLI on torch's CUDA wheel (libraries of 470 and 438 MB) 2.14 s against 2.51 s;
+    cuDNN 9.1's (570, 241, 108 and 86 MB) 2.44 against 2.40 s, cuBLAS 12.4's 1.58 s both ways
+    (medians of 5, interleaved)."""
+    if not todo or len(todo[0]) != 1 or todo[0][0].file_size < SPARSE_ABOVE:
+        return []
+    results = [_run_batch(path, todo.popleft(), cache)]
+    feed()
+    return results
 
 
 def _read_here(
