@@ -196,8 +196,17 @@ VERSION_PARTS = [
 
 @st.composite
 def versions(draw: st.DrawFn) -> str:
-    """Version-like text: mostly release numbers and local labels, some of packaging's other
-    forms (pre, post, dev, epochs, upper case, leading zeros) and some junk."""
+    """Version-like text: half of it release numbers with an optional local label, as nearly
+    every wheel has them (trailing zeros, leading zeros, upper case among them), the rest
+    packaging's other forms (pre, post, dev, epochs) and junk, from the same parts."""
+    if draw(st.booleans()):
+        segment = st.sampled_from(["0", "1", "2", "10", "00", "01"])
+        release = ".".join(draw(st.lists(segment, min_size=1, max_size=4)))
+        labels = st.lists(
+            st.sampled_from(["cpu", "CPU", "cu130", "0", "01", "7", "0a"]), max_size=2
+        )
+        local = ".".join(draw(labels))
+        return f"{release}+{local}" if local else release
     return "".join(draw(st.lists(st.sampled_from(VERSION_PARTS), max_size=8)))
 
 

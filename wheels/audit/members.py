@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import binascii
 import bisect
+import functools
 import sys
 import zlib
 from collections.abc import Iterator
@@ -182,6 +183,7 @@ def new_hash(algo: str, size: int) -> Hasher:
     return hashlib.new(algo)
 
 
+@functools.cache  # (a module that is not there is searched for again on each import)
 def _builtin_sha256() -> Callable[[], Hasher] | None:
     for module in ("_sha2", "_sha256"):
         try:
