@@ -41,7 +41,13 @@ its exported ``libdeflate_deflate_decompress``) into an anonymous map advised
 process). Asked of glibc for every large allocation (``GLIBC_TUNABLES=glibc.malloc.hugetlb=1``),
 the CLI on torch's CPU wheel took 0.965 s against 1.050 s (medians of 10, interleaved), but 4
 of the 10 runs took 1.16-1.78 s, stalled while the kernel compacted memory for the pages;
-none of the plain runs took more than 1.15 s.
+none of the plain runs took more than 1.15 s. On another VM, where the kernel charged 0.175 s
+of system time for the fresh pages of that member, a map made ``MAP_POPULATE`` took 0.561 s
+against 0.624 s into the bytearray (medians of 5): 0.06 s on the child's path, which would need
+libdeflate's own symbols through ctypes; ``MADV_HUGEPAGE`` took 0.856 s there (compaction).
+glibc's trim and mmap thresholds raised (``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_TOP_PAD_``,
+``MALLOC_MMAP_THRESHOLD_``) left the CLI on torch's CPU wheel within noise: 149,000 page faults
+against 160,000, 1.49 s against 1.55 s (medians of 7, interleaved).
 """
 
 from __future__ import annotations

@@ -2,6 +2,12 @@
 
 pyelftools builds one object per symbol, which is far too slow for the 75,000 exported symbols
 of a 434 MB library; ``struct.iter_unpack`` over the table is not.
+
+Measured and left: reading the table by columns (strided slices of its bytes, masks combined as
+integers). The names are what cost: for the 75,415 symbols of torch 2.13's ``libtorch_cpu.so``
+(5.2 MB of strings) the whole scan below takes 54 ms, of which finding each name's end takes
+23 ms and slicing it out 27 ms; the offsets by columns take 2.7 ms, but splitting the string
+table and mapping offsets to its parts takes 63 ms (split 15, offsets 7, dict 15, lookups 33).
 """
 
 from __future__ import annotations
