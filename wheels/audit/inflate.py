@@ -45,9 +45,10 @@ none of the plain runs took more than 1.15 s. On another VM, where the kernel ch
 of system time for the fresh pages of that member, a map made ``MAP_POPULATE`` took 0.561 s
 against 0.624 s into the bytearray (medians of 5): 0.06 s on the child's path, which would need
 libdeflate's own symbols through ctypes; ``MADV_HUGEPAGE`` took 0.856 s there (compaction).
-glibc's trim and mmap thresholds raised (``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_TOP_PAD_``,
-``MALLOC_MMAP_THRESHOLD_``) left the CLI on torch's CPU wheel within noise: 149,000 page faults
-against 160,000, 1.49 s against 1.55 s (medians of 7, interleaved).
+glibc's heap kept rather than trimmed (``MALLOC_TRIM_THRESHOLD_`` and ``MALLOC_TOP_PAD_``
+raised) left the CLI on torch's CPU wheel within noise: 149,000 page faults against 160,000,
+1.49 s against 1.55 s; with ``MALLOC_MMAP_THRESHOLD_`` raised as well, 1.59 s (medians of 7,
+interleaved).
 """
 
 from __future__ import annotations
