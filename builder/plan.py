@@ -159,7 +159,7 @@ def plan_component(
     defines = _defines(
         stack, component, vendor, host, options, vendor_defines, prefix, done, source_dir
     )
-    defines.update(path_maps(component.name, source_dir, build_dir, layout.store_root))
+    defines.update(all_path_maps(component.name, source_dir, build_dir, layout.store_root, defines))
     defines.update(options)  # a recipe's own flags win
     cmake_source = recipe.project if recipe.project else source_dir
     test_command = test.command if test is not None else None
@@ -266,15 +266,40 @@ def path_maps(name: str, source_dir: Path, build_dir: Path, store: Path) -> dict
     relocatable (the remote cache pushes no entry with a path it cannot rewrite) and a build
     elsewhere reproduces it. C and C++ only: nvcc takes host flags through -Xcompiler, and the
     paths in CUDA device code stay (such an entry is built locally, not pulled)."""
-    maps = " ".join(
+    maps = " ".join(prefix_maps(name, source_dir, build_dir, store))
+    return {"CMAKE_C_FLAGS_INIT": maps, "CMAKE_CXX_FLAGS_INIT": maps}
+
+
+def prefix_maps(name: str, source_dir: Path, build_dir: Path, store: Path) -> list[str]:
+    """The ``-ffile-prefix-map`` flags of :func:`path_maps`, one a flag."""
+    return [
         f"-ffile-prefix-map={path}=/infini-stack/{where}"
         for path, where in (
             (source_dir, f"src/{name}"),
             (build_dir, f"build/{name}"),
             (store, "store"),
         )
-    )
-    return {"CMAKE_C_FLAGS_INIT": maps, "CMAKE_CXX_FLAGS_INIT": maps}
+    ]
+
+
+def all_path_maps(
+    name: str, source_dir: Path, build_dir: Path, store: Path, defines: Mapping[str, str]
+) -> dict[str, str]:
+    """:func:`path_maps` for C and C++, and for CUDA where the vendor compiles it."""
+    maps = prefix_maps(name, source_dir, build_dir, store)
+    cuda = cuda_path_maps(maps, defines.get("CMAKE_CUDA_FLAGS_INIT"))
+    return {**cuda, **path_maps(name, source_dir, build_dir, store)}
+
+
+def cuda_path_maps(maps: list[str], cuda_flags: str | None) -> dict[str, str]:
+    """The host compiler's prefix maps for nvcc, where the vendor compiles CUDA (it sets
+    ``CMAKE_CUDA_FLAGS_INIT``): nvcc preprocesses device code with the host compiler too, so
+    ``__FILE__`` in kernels (asserts, printf) is mapped as well and two builds under different
+    directories give the same device code."""
+    if cuda_flags is None:
+        return {}
+    host = [f"-Xcompiler={flag}" for flag in maps]
+    return {"CMAKE_CUDA_FLAGS_INIT": " ".join([cuda_flags, *host])}
 
 
 def _defines(

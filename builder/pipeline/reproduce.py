@@ -19,10 +19,13 @@ import tempfile
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from builder.core.errors import EXIT_AUDIT, StackError
 from builder.core.layout import Layout
+
+if TYPE_CHECKING:
+    from wheels.elf.reader import Image
 
 
 class ReproducibilityError(StackError):
@@ -57,9 +60,81 @@ def first_difference(a: Path, b: Path) -> str | None:
 
 def _content_note(x: bytes, y: bytes) -> str:
     if len(x) != len(y):
-        return f"{len(x)} vs {len(y)} bytes"
-    offset = next(i for i, (p, q) in enumerate(zip(x, y, strict=True)) if p != q)
-    return f"same size, first difference at byte {offset}"
+        note = f"{len(x)} vs {len(y)} bytes"
+    else:
+        offset = next(i for i, (p, q) in enumerate(zip(x, y, strict=True)) if p != q)
+        note = f"same size, first difference at byte {offset}"
+    where = elf_difference(x, y)
+    return f"{note}; {where}" if where else note
+
+
+# Symbol tables whose differing names are listed (at most this many each way).
+_SYMBOL_TABLES = (".symtab", ".dynsym")
+_SHOWN = 8
+
+
+def elf_difference(x: bytes, y: bytes) -> str | None:
+    """Which sections of two ELF files differ, by name, and for the symbol tables which symbol
+    names are only in one of them; None when either is not ELF."""
+    from wheels.elf.reader import ElfError, Image
+
+    try:
+        left, right = Image.parse(x), Image.parse(y)
+        a, b = _sections(left), _sections(right)
+    except ElfError:
+        return None
+    differ = [n for n in a if n in b and x[a[n][0] : a[n][1]] != y[b[n][0] : b[n][1]]]
+    differ += [f"{n} (only in the first)" for n in a if n not in b]
+    differ += [f"{n} (only in the second)" for n in b if n not in a]
+    if not differ:
+        return "ELF sections identical (the difference is in headers or padding)"
+    parts = [f"ELF sections differ: {', '.join(differ)}"]
+    for table in _SYMBOL_TABLES:
+        if table in a and table in b:
+            one, two = _symbol_names(left, table), _symbol_names(right, table)
+            parts += _only_in(one - two, "first", table) + _only_in(two - one, "second", table)
+    return "; ".join(parts)
+
+
+def _sections(image: Image) -> dict[str, tuple[int, int]]:
+    """Section name -> (start, end) in the file, for sections with bytes in the file."""
+    from wheels.elf.reader import string_at
+
+    index = image.header.shstrndx
+    if not 0 < index < len(image.sections):
+        return {}
+    names = image.sections[index]
+    table = image.reader.strings(names.offset, names.size, "section name table")
+    nobits = 8  # SHT_NOBITS (.bss): no bytes in the file
+    return {
+        string_at(table, s.name): (s.offset, s.offset + s.size)
+        for s in image.sections
+        if s.sh_type not in (0, nobits) and s.name
+    }
+
+
+def _symbol_names(image: Image, name: str) -> set[str]:
+    from wheels.elf.reader import linked_strtab, string_at
+
+    section = image.section_named(name)
+    if section is None or not section.entsize:
+        return set()
+    strtab = linked_strtab(image.reader, image.sections, section)
+    fmt = image.reader.layout.fmt("I", "I")  # st_name comes first in both classes
+    return {
+        string_at(
+            strtab, image.reader.unpack(fmt, section.offset + i * section.entsize, "symbol")[0]
+        )
+        for i in range(1, section.size // section.entsize)
+    }
+
+
+def _only_in(names: set[str], which: str, table: str) -> list[str]:
+    if not names:
+        return []
+    shown = sorted(names)[:_SHOWN]
+    more = f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else ""
+    return [f"{table} symbols only in the {which}: {', '.join(shown)}{more}"]
 
 
 def dir_of_length(near: Path, length: int) -> Path:

@@ -32,7 +32,10 @@ from wheels.naming import WheelName
 
 SBOM_PATH = "sboms/infini-stack.cdx.json"  # relative to the wheel's .dist-info
 PROPERTY = "infini-stack"
-INSTALL_HINT = "pip install cyclonedx-python-lib (it is in infini-stack's [dev] extra)"
+INSTALL_HINT = (
+    "pip install 'cyclonedx-python-lib[json-validation]' (a dependency of infini-stack: "
+    "reinstall it with pip install infini-stack)"
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,8 +49,12 @@ class SbomInputs:
 
 
 def available() -> bool:
+    """cyclonedx-python-lib, with what its JSON schema validation needs (the extra
+    ``json-validation``: without it, validation raises MissingOptionalDependencyException)."""
     try:
         import cyclonedx.output.json  # noqa: F401
+        import jsonschema  # noqa: F401
+        import referencing  # noqa: F401
     except ImportError:
         return False
     return True
@@ -335,10 +342,16 @@ def _serial(inputs: SbomInputs) -> uuid.UUID:
 
 def validate(text: str) -> list[str]:
     """Problems found by CycloneDX's own JSON schema (empty when valid)."""
+    from cyclonedx.exception import MissingOptionalDependencyException
     from cyclonedx.schema import SchemaVersion
     from cyclonedx.validation.json import JsonStrictValidator
 
-    error = JsonStrictValidator(SchemaVersion.V1_6).validate_str(text)
+    try:
+        error = JsonStrictValidator(SchemaVersion.V1_6).validate_str(text)
+    except MissingOptionalDependencyException as exc:
+        raise StackError(
+            f"validating the SBOM needs more than is installed: {exc}", hint=INSTALL_HINT
+        ) from exc
     return [] if error is None else [str(getattr(error, "data", error)).splitlines()[0]]
 
 

@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from builder.providers.probe import Provider
 
 # Where the toolkit is looked for, in upstream's order (preflight's probes read these).
+# nvcc flags that make two compiles of one source byte-identical (cmake_defines says why).
+NVCC_DETERMINISM = "--objdir-as-tempdir"
 PLACES = Places(env=("CUDA_HOME", "CUDA_PATH"), defaults=("/usr/local/cuda",))
 
 
@@ -40,6 +42,12 @@ class Nvidia:
                 defines["CMAKE_CUDA_COMPILER"] = str(tk.compiler)
         if settings.cuda_architectures:
             defines["CMAKE_CUDA_ARCHITECTURES"] = ";".join(settings.cuda_architectures)
+        # nvcc names its intermediate files /tmp/tmpxft_<pid>_<n>-<k>_<source>.cudafe1.cpp, and
+        # the host compiler writes that name into the object (its STT_FILE symbol in .symtab):
+        # two compiles of one source differ. With
+        # --objdir-as-tempdir they are named after the object file instead (plan.path_maps adds
+        # the host compiler's prefix maps, which also map __FILE__ in device code).
+        defines["CMAKE_CUDA_FLAGS_INIT"] = NVCC_DETERMINISM
         # What preflight found wins: the toolkit it chose, NCCL_LIB/NCCL_INC (InfiniCCL's
         # find_library has no hints), FETCHCONTENT_SOURCE_DIR_CUTLASS, CUDA_cublas_LIBRARY, ...
         defines.update(host.hints)

@@ -4,13 +4,18 @@ second build from fresh directories, and catches a build that is not."""
 from __future__ import annotations
 
 import hashlib
+import shutil
+import subprocess
 import time
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from builder.pipeline.reproduce import elf_difference
+from tests.conftest import HAVE_NVCC
 from tests.gitrepos import init_repo
+from wheels.elf.reader import section_bytes
 
 pytestmark = pytest.mark.integration
 
@@ -149,3 +154,49 @@ def test_verify_names_the_member_that_a_timestamp_in_the_build_makes_differ(
     assert "minicore/_stamp.py: contents differ" in result.err
     assert "Traceback" not in result.err
     assert not (tmp_path / "d").exists() or not any((tmp_path / "d").iterdir())
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed on this host")
+def test_two_nvcc_builds_of_a_cuda_library_are_byte_identical(
+    home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    """nvcc names its intermediate files after its process id, and the host compiler writes
+    that name into the object's symbol table: without --objdir-as-tempdir the two builds of
+    minirt's nvidia.cu differ in .symtab."""
+    result = cli(
+        "wheel", "--manifest", mini, "--vendor", "nvidia", "--out", tmp_path / "d", "--verify"
+    )
+    assert result.code == 0, result.err
+    assert "two builds are byte-identical" in result.err
+    with zipfile.ZipFile(wheel_in(tmp_path / "d")) as zf:
+        (name,) = [n for n in zf.namelist() if n.endswith("/libminirt.so")]
+        library = zf.read(name)
+    assert section_bytes(library, ".nv_fatbin"), "minirt carries no device code: nvcc was not used"
+    assert b"tmpxft_" not in library
+
+
+def test_verify_names_the_elf_sections_and_symbols_that_differ(tmp_path: Path) -> None:
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    assert compiler is not None
+    libraries = []
+    for suffix in ("one", "two"):
+        source = tmp_path / f"lib_{suffix}.c"
+        source.write_text(
+            f"static int helper_{suffix}(void) {{ return 1; }}\n"
+            f"int api(void) {{ return helper_{suffix}(); }}\n"
+        )
+        out = tmp_path / f"lib_{suffix}.so"
+        subprocess.run(
+            [compiler, "-O0", "-shared", "-fPIC", str(source), "-o", str(out)], check=True
+        )
+        libraries.append(out.read_bytes())
+    note = elf_difference(*libraries)
+    assert note is not None
+    assert note.startswith("ELF sections differ: ") and ".strtab" in note.split(";")[0]
+    assert ".symtab symbols only in the first: helper_one, lib_one.c" in note
+    assert ".symtab symbols only in the second: helper_two, lib_two.c" in note
+    assert elf_difference(b"not an ELF file", b"not one either") is None
