@@ -41,8 +41,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(data["started"]))
     verdict = "ok" if data.get("ok") else "FAILED"
+    release = data.get("release") or {}
+    if release.get("failed_stage"):
+        verdict = f"FAILED at {release['failed_stage']} (exit {release.get('exit_code')})"
     print(f"{data['command']} --vendor {data['vendor']} of {data['manifest']} at {when}: {verdict}")
     print(report.summary_table(data))
+    if release:
+        print("\n" + release_table(release))
     for c in data["components"]:
         if c["status"] == "failed" and c.get("error"):
             print(f"\n{c['name']}:\n{c['error']}")
@@ -59,3 +64,14 @@ def _export(data: dict[str, Any], trace_file: Path | None, html_file: Path | Non
     if html_file is not None:
         print(html_report.write(data, html_file))
     return 0
+
+
+def release_table(release: dict[str, Any]) -> str:
+    """The release's stages, each with its seconds and outcome, and where a failure's files are."""
+    lines = ["stage       seconds  outcome"]
+    for name, stage in release.get("stages", {}).items():
+        outcome = "ok" if stage.get("ok", True) else f"FAILED (exit {stage.get('exit_code')})"
+        lines.append(f"{name:<11} {stage.get('seconds', 0):>7.1f}  {outcome}")
+    if release.get("kept"):
+        lines.append(f"kept: {release['kept']}")
+    return "\n".join(lines)

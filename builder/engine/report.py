@@ -68,6 +68,9 @@ class RunReport:
     fast_path: bool = False  # settled from the no-op memo, without loading the manifest
     wheels: list[str] = field(default_factory=list)  # what `wheel` or `release` wrote
     cache: dict[str, Any] = field(default_factory=dict)  # the caches used, pushes, warnings
+    # `release` only: its stages (seconds, start), and where it failed (failed_stage, exit_code,
+    # kept: the failed-run directory).
+    release: dict[str, Any] = field(default_factory=dict)
 
     def result(self, name: str) -> ComponentResult:
         return next(c for c in self.components if c.name == name)

@@ -23,6 +23,7 @@ from typing import Any
 PID = 1
 STORE_TID = 1
 CRITICAL_TID = 2
+RELEASE_TID = 3  # a release's stages (preflight ... sbom), when the run was one
 SLOT_BASE = 10  # slot n is tid SLOT_BASE + 100 * n; its Ninja tracks follow it
 CRITICAL = "terrible"  # a reserved colour name of chrome://tracing
 Event = dict[str, Any]
@@ -144,7 +145,26 @@ def trace(report: Mapping[str, Any]) -> dict[str, Any]:
     for slot, (_, c) in zip(slots, timed, strict=True):
         events += _component(c, SLOT_BASE + 100 * slot, c["name"] in critical, report)
     events += _settled(c for c in components if span(c) is None)
+    events += _release_stages(report)
     return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": _other(report)}
+
+
+def _release_stages(report: Mapping[str, Any]) -> list[Event]:
+    """A lane of the release's stages, placed by their wall-clock start (preflight, which runs
+    before the build's report begins, starts before zero)."""
+    stages = (report.get("release") or {}).get("stages") or {}
+    timed = {n: s for n, s in stages.items() if "at" in s and "seconds" in s}
+    if not timed:
+        return []
+    events = [
+        _meta("thread_name", RELEASE_TID, name="release stages"),
+        _meta("thread_sort_index", RELEASE_TID, sort_index=2),
+    ]
+    for name, stage in timed.items():
+        start = float(stage["at"]) - float(report.get("started", 0.0))
+        ok = stage.get("ok", True)
+        events.append(_slice(name, "release", RELEASE_TID, start, float(stage["seconds"]), ok=ok))
+    return events
 
 
 def _other(report: Mapping[str, Any]) -> dict[str, Any]:

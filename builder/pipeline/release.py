@@ -4,7 +4,10 @@ the SBOM, then the release directory (the wheel, its SBOM, the check's output, S
 the reports).
 
 Everything is assembled in a temporary directory beside the output and renamed into place at the
-end: when any step fails, nothing is written to the output directory.
+end: when any step fails, nothing is written to the output directory, and what the run made (its
+wheels, the check's output, the logs, the report of its stages) goes to ``DIR.failed``
+(:mod:`builder.pipeline.failed`), which the error names. The run report says which stage failed,
+with its exit code.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.core.digest import file_digest
-from builder.core.errors import AuditError, CheckError, StackError, UsageError
+from builder.core.errors import AuditError, CheckError, PreflightError, StackError, UsageError
 from builder.pipeline.build import build_plan, launcher_for
 from builder.pipeline.built import Built
 from builder.pipeline.context import Context, open_context, plan_for, require_preflight
@@ -38,6 +41,7 @@ from builder.pipeline.wheel import (
 )
 
 if TYPE_CHECKING:
+    from builder.checks.requirements import Unmet
     from builder.engine.report import RunReport
     from builder.plan import Plan
 
@@ -122,14 +126,25 @@ def run_release(request: ReleaseRequest) -> Path:
     sbom.require()
     gate = Gate(request, open_context(request.build.stack, wheel=True))
     selection = gate.preflight()
-    plan, build_report = gate.build(selection)
-    with pending_dir(gate.ctx) as work, staged_output(out) as staging:
-        built = gate.package(selection, plan, work)
-        gate.smoke(built.path)
-        gate.check(built.path, staging)
-        made = gate.variant(plan, built, work)
-        gate.write(built.path, build_report, staging, variant=made)
-    record_wheels(build_report, gate.ctx, [out / p.name for p in (built.path, made) if p])
+    staging: Path | None = None
+    work: Path | None = None
+    try:
+        plan, build_report = gate.build(selection)
+        with pending_dir(gate.ctx) as work, staged_output(out) as staging:
+            try:
+                built = gate.package(selection, plan, work)
+                gate.smoke(built.path)
+                gate.check(built.path, staging)
+                made = gate.variant(plan, built, work)
+                gate.write(built.path, build_report, staging, variant=made)
+            except StackError as exc:
+                gate.failed(exc, staging, work)  # before the two directories are removed
+                raise
+        gate.record(build_report)
+        record_wheels(build_report, gate.ctx, [out / p.name for p in (built.path, made) if p])
+    except StackError as exc:
+        gate.failed(exc, None, None)
+        raise
     return out
 
 
@@ -141,40 +156,129 @@ class Gate:
         self.ctx = ctx
         self.report = ReleaseReport(vendor=ctx.vendor, manifest=ctx.stack.label)
         self._clock = time.monotonic()
+        self.stage = "preflight"  # the stage under way: the one a failure names
+        self.run: RunReport | None = None
+        self.kept: Path | None = None
 
     def done(self, step: str, **data: Any) -> None:
-        self.report.step(step, seconds=round(time.monotonic() - self._clock, 3), **data)
-        self._clock = time.monotonic()
+        now = time.monotonic()
+        at = round(time.time() - (now - self._clock), 3)  # when the stage began (epoch seconds)
+        self.report.step(step, seconds=round(now - self._clock, 3), at=at, **data)
+        self._clock = now
+
+    def begin(self, stage: str) -> None:
+        self.stage = stage
 
     def preflight(self) -> PlanRequest:
-        """Every provider the wheel's components need, checked before any compile (the probe
-        ran once, when the context was opened)."""
+        """Every provider the wheel's components need, and every runtime requirement of the
+        wheel that the runtime check will need, checked before any compile (the probe ran
+        once, when the context was opened)."""
         selection = wheel_selection(self.ctx, self.request.build.plan)
         require_preflight(self.ctx, selection.components, wheel=True)
+        unmet = self.requirements()
         report = self.ctx.preflight
-        self.done("preflight", ok=True, providers=report.fingerprints() if report else {})
+        self.done(
+            "preflight",
+            ok=True,
+            providers=report.fingerprints() if report else {},
+            unmet_requirements=[u.render() for u in unmet],
+        )
         return selection
 
+    def requirements(self) -> list[Unmet]:
+        """The wheel's Requires-Dist the target interpreter lacks: a preflight failure when
+        the runtime check will run there, a note when it will not."""
+        from builder.checks.requirements import pip_line, unmet
+
+        spec = self.ctx.stack.wheel
+        python = self.ctx.host.python
+        missing = unmet(spec.requires, python) if spec is not None else []
+        if not missing:
+            return []
+        listed = "\n".join(f"  {u.render()}" for u in missing)
+        why = self.check_skipped()
+        if why is None:
+            raise PreflightError(
+                f"the wheel's runtime requirements are not all installed for {python}, where "
+                f"the runtime check runs:\n{listed}",
+                hint=f"install them first: {pip_line(python, missing)}",
+            )
+        print(
+            f"note: the wheel's runtime requirements not installed for {python} "
+            f"(the runtime check would need them; it will not run: {why}):\n{listed}",
+            file=sys.stderr,
+        )
+        return missing
+
+    def check_skipped(self) -> str | None:
+        """Why the runtime check will not run on this host, or None when it will."""
+        from builder.checks.runtime import find_device
+        from builder.vendors import get as get_vendor
+
+        if self.ctx.stack.vendors[self.ctx.vendor].check is None:
+            return f"no check declared in vendors.{self.ctx.vendor}.check"
+        device = find_device(get_vendor(self.ctx.vendor))
+        return None if device.present else device.what
+
     def build(self, selection: PlanRequest) -> tuple[Plan, RunReport]:
+        self.begin("build")
         plan = plan_for(self.ctx, selection)
         launcher = launcher_for(self.request.build.launcher)
         cache = self.request.build.cache
         built = build_plan(self.ctx, plan, launcher=launcher, command="release", cache=cache)
+        self.run = built
         self.done("build", ok=True, components={c.name: c.status for c in built.components})
         return plan, built
 
     def package(self, selection: PlanRequest, plan: Plan, work: Path) -> Built:
         """The wheel, audited; built twice and compared; repaired and audited again if asked."""
+        self.begin("wheel")
         epoch = epoch_for(self.ctx, plan)
         built = assemble(self.ctx, plan, work / "first", epoch=epoch)
         self.done("wheel", ok=True, wheel=built.path.name, epoch=epoch, audit="passed")
         if self.request.verify:
+            self.begin("verify")
             verify_rebuild(self.ctx, selection, plan, built, work / "second")
             self.done("verify", ok=True, identical=True)
         if self.request.repair:
+            self.begin("repair")
             built = repair_and_audit(self.ctx, plan, built, work / "repaired")
             self.done("repair", ok=True, wheel=built.path.name, audit="passed")
         return built
+
+    def record(self, run: RunReport) -> None:
+        """The release's stages in the run report (``report`` and ``report --trace`` show
+        them)."""
+        run.release = {
+            "ok": True,
+            "output": str(self.request.output),
+            "stages": dict(self.report.steps),
+        }
+
+    def failed(self, exc: StackError, staging: Path | None, work: Path | None) -> None:
+        """Keep what the run made in ``DIR.failed`` (once), name it in the error, and make the
+        run report say which stage failed, with its exit code."""
+        from builder.engine import report as run_report
+        from builder.pipeline import failed
+
+        if self.kept is not None or self.stage == "preflight":
+            return
+        self.done(self.stage, ok=False, error=exc.message, exit_code=exc.exit_code)
+        data = {**self.report.__dict__, "failed_stage": self.stage, "exit_code": exc.exit_code}
+        run = self.run.to_json() if self.run is not None else None
+        self.kept = failed.keep(self.request.output, data, staging=staging, work=work, run=run)
+        exc.message = f"{exc.message}\nwhat this release made is kept in {self.kept}"
+        if self.run is not None:
+            self.run.ok = False
+            self.run.error = exc.message
+            self.run.release = {
+                "ok": False,
+                "failed_stage": self.stage,
+                "exit_code": exc.exit_code,
+                "kept": str(self.kept),
+                "stages": dict(self.report.steps),
+            }
+            run_report.write(self.run, self.ctx.layout)
 
     def variant(self, plan: Plan, built: Built, work: Path) -> Path | None:
         """The PEP 825 variant wheel, when stack.yaml's wheel.variant (or --variant) asks."""
@@ -182,6 +286,7 @@ class Gate:
 
         if not variant.wanted(self.ctx, self.request.variant):
             return None
+        self.begin("variant")
         made = variant.variant_of(self.ctx, plan, built, work / "variant")
         self.done("variant", ok=True, wheel=made.path.name, audit="passed")
         return made.path
@@ -189,6 +294,7 @@ class Gate:
     def smoke(self, wheel: Path) -> None:
         from builder.checks.smoke import smoke
 
+        self.begin("smoke")
         result = smoke(wheel, self.ctx.vendor)
         print(result.render(), file=sys.stderr)
         if not result.ok or (self.request.strict and not result.complete):
@@ -201,10 +307,9 @@ class Gate:
         from builder.pipeline.check import failed
         from builder.vendors import get as get_vendor
 
+        self.begin("check")
         config = self.ctx.stack.vendors[self.ctx.vendor]
-        device = find_device(get_vendor(self.ctx.vendor))
-        why = None if config.check else f"no check declared in vendors.{self.ctx.vendor}.check"
-        why = why or (None if device.present else device.what)
+        why = self.check_skipped()
         if why is not None:
             print(f"check: not run ({why})", file=sys.stderr)
             if self.request.strict:
@@ -212,7 +317,8 @@ class Gate:
             self.done("check", ran=False, reason=why)
             return
         assert config.check is not None
-        result = run_check(wheel, self.ctx.vendor, config.check, sys.executable)
+        device = find_device(get_vendor(self.ctx.vendor))
+        result = run_check(wheel, self.ctx.vendor, config.check, self.ctx.host.python)
         (staging / CHECK_LOG).write_text(result.output, encoding="utf-8")
         print(result.render(), file=sys.stderr)
         if not result.ok:
@@ -227,6 +333,7 @@ class Gate:
         from builder.pipeline import sbom
         from builder.pipeline.variant import write_index
 
+        self.begin("sbom")
         wheel = staging / built.name
         shutil.copyfile(built, wheel)
         if variant is not None:

@@ -70,6 +70,17 @@ def test_release_writes_the_wheel_its_sbom_sha256sums_and_the_run_reports(
         "sbom",
     ]
     assert report["steps"]["smoke"]["complete"] is True
+    # `report` and `report --trace` show the release's stages with their times.
+    shown = cli("report")
+    assert "release --vendor cpu" in shown.out and ": ok" in shown.out.splitlines()[0]
+    assert [line.split()[0] for line in shown.out.split("stage ")[-1].splitlines()[1:]] == list(
+        report["steps"]
+    )
+    trace_file = tmp_path / "trace.json"
+    assert cli("report", "--trace", trace_file).code == 0
+    events = json.loads(trace_file.read_text())["traceEvents"]
+    stages = [e["name"] for e in events if e.get("cat") == "release"]
+    assert stages == list(report["steps"])
     # The cpu vendor's device is the host: the mini stack's runtime check ran, and passed.
     assert report["steps"]["check"]["ran"] is True and report["steps"]["check"]["ok"] is True
     assert '"check": "summary", "ok": true' in (out / "check.log").read_text()
@@ -111,6 +122,68 @@ def test_release_leaves_the_output_directory_empty_when_the_audit_fails(
     assert "libstray.so.1" in result.err
     assert list(out.iterdir()) == []
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".release.")] == []
+    # What the release made is kept beside it, and the error says where.
+    kept = tmp_path / "release.failed"
+    assert f"what this release made is kept in {kept}" in result.err
+    (wheel,) = (kept / "wheels" / "first").glob("*.whl")
+    assert zipfile.is_zipfile(wheel)
+    report = json.loads((kept / "release-report.json").read_text())
+    assert report["ok"] is False
+    assert (report["failed_stage"], report["exit_code"]) == ("wheel", 6)
+    assert report["steps"]["wheel"]["ok"] is False
+    assert {p.name for p in (kept / "logs").iterdir()} >= {
+        "build-report.json",
+        "minilm-build.log",
+    }
+    # The run report tells the truth: the release failed, at which stage, with which code.
+    shown = cli("report")
+    assert shown.code == 0, shown.err
+    assert "release --vendor cpu" in shown.out and "FAILED at wheel (exit 6)" in shown.out
+    assert f"kept: {kept}" in shown.out
+
+
+def test_a_second_failed_release_keeps_its_files_apart(
+    shared_home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    check = mini.parent / "components" / "checks" / "engine.py"
+    check.write_text("import sys\nprint('token ids: 1 2 3')\nsys.exit(3)\n")
+    out = tmp_path / "release"
+    for kept in ("release.failed", "release.failed-2"):
+        result = cli("release", "--manifest", mini, "--vendor", "cpu", "-o", out, "--no-verify")
+        assert result.code == 7, result.err
+        assert f"kept in {tmp_path / kept}" in result.err
+        assert "token ids: 1 2 3" in (tmp_path / kept / "check.log").read_text()
+        report = json.loads((tmp_path / kept / "release-report.json").read_text())
+        assert (report["failed_stage"], report["exit_code"]) == ("check", 7)
+        assert list(report["steps"]) == ["preflight", "build", "wheel", "smoke", "check"]
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_release_preflight_names_a_missing_runtime_requirement_and_its_pip_line(
+    home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    text = mini.read_text()
+    mini.write_text(
+        text.replace(
+            'requires_python: ">=3.8"',
+            'requires_python: ">=3.8"\n  requires: ["infini-stack-absent-dist>=1", "pytest"]',
+        )
+    )
+    out = tmp_path / "release"
+    result = cli("release", "--manifest", mini, "--vendor", "cpu", "-o", out)
+    assert result.code == 3, result.err
+    assert "infini-stack-absent-dist>=1 (not installed)" in result.err
+    assert "-m pip install 'infini-stack-absent-dist>=1'" in result.err
+    assert "pytest" not in result.err.split("hint:")[-1]  # installed here: not asked for
+    assert "Traceback" not in result.err
+    assert not out.exists()
+    assert not (home / "store").exists() or not any((home / "store").glob("*/record.json"))
 
 
 def test_release_refuses_a_non_empty_output_directory_before_building(
