@@ -232,6 +232,34 @@ def test_standin_nccl_root_env_beats_the_wheel(tmp_path: Path) -> None:
     )["nccl"]
     assert result.origin == "NCCL_ROOT" and result.version == "2.23.4"
     assert result.path == str(root / "lib" / "libnccl.so")
+    # It is what the user asked for, but not what runs: preflight says so.
+    assert any(
+        "not what runs" in d and str(tmp_path / "site" / "nvidia" / "nccl") in d
+        for d in result.details
+    )
+
+
+def test_standin_nccl_wheel_beats_the_toolkits_nccl_because_it_is_what_runs(
+    tmp_path: Path,
+) -> None:
+    """torch, which the stack's wheel requires and imports first, loads the nvidia-nccl wheel's
+    libnccl.so.2: preflight approves that copy, not the one beside the toolkit."""
+    wheel = standins.nccl_wheel(tmp_path / "site", "2.27.7")
+    root = tmp_path / "cuda"
+    standins.nvcc_script(root, "13.0")
+    standins.header(
+        root / "include" / "nccl.h", {"NCCL_MAJOR": 2, "NCCL_MINOR": 28, "NCCL_PATCH": 3}
+    )
+    standins.shared_library(root / "lib64", "nccl", "2.28.3")
+    env = {"PATH": "/usr/bin:/bin", "CUDA_HOME": str(root)}
+    found = probe((cuda.CUDA, cuda.NCCL), env=env, site=(tmp_path / "site",), options=NVIDIA)
+    result = found["nccl"]
+    assert result.version == "2.27.7" and result.path == str(wheel / "lib" / "libnccl.so.2")
+    assert result.origin == "site-packages (nvidia_nccl_cu13)"
+    assert result.defines["NCCL_LIB"] == str(wheel / "lib" / "libnccl.so.2")
+    without_wheel = probe((cuda.CUDA, cuda.NCCL), env=env, options=NVIDIA)["nccl"]
+    assert without_wheel.version == "2.28.3" and without_wheel.origin == "cuda toolkit"
+    assert not any("not what runs" in d for d in without_wheel.details)
 
 
 def test_standin_nccl_header_without_version_macros_is_unknown_version_when_constrained(
