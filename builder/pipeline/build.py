@@ -124,7 +124,7 @@ def build_plan(
     try:
         with executor.interrupts():
             pulled = _pull(remote, ctx, plan, progress)
-            _fetch(ctx, plan)
+            fetch_sources(ctx, plan)
             try:
                 executor.execute(
                     plan,
@@ -228,7 +228,7 @@ def _push_after_failure(
         progress.say("cache", f"warning: not pushed after the failure: {exc.message}")
 
 
-def _fetch(ctx: Context, plan: Plan) -> None:
+def fetch_sources(ctx: Context, plan: Plan) -> None:
     """Every source first: a bad pin fails before any compile."""
     from builder.manifest.model import GitSource
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.core.digest import file_digest
 from builder.core.errors import AuditError, CheckError, PreflightError, StackError, UsageError
+from builder.pipeline import rebuild
 from builder.pipeline.build import build_plan, launcher_for
 from builder.pipeline.built import Built
 from builder.pipeline.context import Context, open_context, plan_for, require_preflight
@@ -129,17 +130,18 @@ def run_release(request: ReleaseRequest) -> Path:
     staging: Path | None = None
     work: Path | None = None
     try:
-        plan, build_report = gate.build(selection)
-        with pending_dir(gate.ctx) as work, staged_output(out) as staging:
-            try:
-                built = gate.package(selection, plan, work)
-                gate.smoke(built.path)
-                gate.check(built.path, staging)
-                made = gate.variant(plan, built, work)
-                gate.write(built.path, build_report, staging, variant=made)
-            except StackError as exc:
-                gate.failed(exc, staging, work)  # before the two directories are removed
-                raise
+        with rebuild.beside(gate.ctx, selection, enabled=request.verify) as early:
+            plan, build_report = gate.build(selection)
+            with pending_dir(gate.ctx) as work, staged_output(out) as staging:
+                try:
+                    built = gate.package(selection, plan, work, early)
+                    gate.smoke(built.path)
+                    gate.check(built.path, staging)
+                    made = gate.variant(plan, built, work)
+                    gate.write(built.path, build_report, staging, variant=made)
+                except StackError as exc:
+                    gate.failed(exc, staging, work)  # before the two directories are removed
+                    raise
         gate.record(build_report)
         record_wheels(build_report, gate.ctx, [out / p.name for p in (built.path, made) if p])
     except StackError as exc:
@@ -230,16 +232,22 @@ class Gate:
         self.done("build", ok=True, components={c.name: c.status for c in built.components})
         return plan, built
 
-    def package(self, selection: PlanRequest, plan: Plan, work: Path) -> Built:
-        """The wheel, audited; built twice and compared; repaired and audited again if asked."""
+    def package(
+        self, selection: PlanRequest, plan: Plan, work: Path, early: rebuild.Rebuild | None
+    ) -> Built:
+        """The wheel, audited; built twice and compared (the second build beside the first
+        when it was cold); repaired and audited again if asked."""
         self.begin("wheel")
         epoch = epoch_for(self.ctx, plan)
         built = assemble(self.ctx, plan, work / "first", epoch=epoch)
         self.done("wheel", ok=True, wheel=built.path.name, epoch=epoch, audit="passed")
         if self.request.verify:
             self.begin("verify")
-            verify_rebuild(self.ctx, selection, plan, built, work / "second")
-            self.done("verify", ok=True, identical=True)
+            if early is not None:
+                early.finish(built.path, work / "second")
+            else:
+                verify_rebuild(self.ctx, selection, plan, built, work / "second")
+            self.done("verify", ok=True, identical=True, beside=early is not None)
         if self.request.repair:
             self.begin("repair")
             built = repair_and_audit(self.ctx, plan, built, work / "repaired")

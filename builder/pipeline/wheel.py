@@ -49,20 +49,23 @@ from wheels.policy import DistLib, load_vendor_policy
 def run_wheel(request: WheelRequest) -> list[Path]:
     """Build, assemble, audit (verify, repair), then write the wheel to ``request.out``; with
     a variant, its variant wheel and the release's variants.json too. Returns what it wrote."""
-    from builder.pipeline import variant
+    from builder.pipeline import rebuild, variant
 
     ctx = open_context(request.build.stack, wheel=True)
     selection = wheel_selection(ctx, request.build.plan)
     require_preflight(ctx, selection.components, wheel=True)
     plan = plan_for(ctx, selection)
     launcher = launcher_for(request.build.launcher)
-    report = build_plan(ctx, plan, launcher=launcher, command="wheel", cache=request.build.cache)
-    epoch = epoch_for(ctx, plan)
-    with pending_dir(ctx) as work:
-        built = assemble(ctx, plan, work / "first", epoch=epoch)
-        second = (
-            verify_rebuild(ctx, selection, plan, built, work / "second") if request.verify else None
+    with rebuild.beside(ctx, selection, enabled=request.verify) as early, pending_dir(ctx) as work:
+        report = build_plan(
+            ctx, plan, launcher=launcher, command="wheel", cache=request.build.cache
         )
+        built = assemble(ctx, plan, work / "first", epoch=epoch_for(ctx, plan))
+        second = None
+        if early is not None:
+            second = early.finish(built.path, work / "second")
+        elif request.verify:
+            second = verify_rebuild(ctx, selection, plan, built, work / "second")
         if request.repair:
             built, second = repair_and_audit(ctx, plan, built, work / "repaired"), None
         made = [built]

@@ -200,3 +200,21 @@ def test_verify_names_the_elf_sections_and_symbols_that_differ(tmp_path: Path) -
     assert ".symtab symbols only in the first: helper_one, lib_one.c" in note
     assert ".symtab symbols only in the second: helper_two, lib_two.c" in note
     assert elf_difference(b"not an ELF file", b"not one either") is None
+
+
+def test_a_cold_verify_builds_the_second_time_beside_the_first_and_still_catches_a_difference(
+    home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    cmake = mini.parent / "engine" / "CMakeLists.txt"
+    cmake.write_text(cmake.read_text() + NON_DETERMINISTIC)
+    before = {p.name for p in home.parent.iterdir()}
+    result = cli(
+        "wheel", "--manifest", mini, "--vendor", "cpu", "--out", tmp_path / "d", "--verify"
+    )
+    assert "beside the first build" in result.err
+    assert result.code == 6, result.err
+    assert "minicore/_stamp.py: contents differ" in result.err
+    assert {p.name for p in home.parent.iterdir()} <= before | {"d", "home"}  # no fresh home left

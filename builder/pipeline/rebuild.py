@@ -1,0 +1,209 @@
+"""``--verify``'s second build, run beside the first rather than after it.
+
+A cold release builds the stack twice: once for the wheel, once under a fresh home to prove the
+wheel reproducible. The second build needs nothing from the first but the fetched sources and the
+lengths of its paths, both known before the first compile, so it runs in a child process of its
+own while the first one builds. The two are still independent builds from the same inputs: the
+child gets its own home and store (paths as long as the first build's), its own build
+directories and source checkouts, and no compiler launcher; only the git caches are shared, as
+the sequential proof shares them. Much of a stack's build is serial (CMake's configure, code
+generators, the final links), so the two overlap well even on a loaded machine.
+
+When the wheel's component is already in the store, the first build costs nothing and the proof
+runs after it, as :func:`builder.pipeline.wheel.verify_rebuild` does (its store record says which
+path lengths to match).
+
+The child is ``python -m builder.pipeline.rebuild JOB``: ``JOB`` is a pickle of what it builds,
+and it writes ``result.json`` (the second wheel, or the error and its exit code) beside it; its
+progress goes to ``verify.log``, whose tail a failure shows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import pickle
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from builder.core.errors import BuildError, StackError
+from builder.core.layout import Layout
+from builder.manifest.model import GitSource
+from builder.pipeline.context import Context, plan_for
+from builder.pipeline.requests import PlanRequest
+from builder.plan import Plan
+
+JOB = "job.pickle"
+RESULT = "result.json"
+LOG = "verify.log"
+TAIL = 40  # lines of the child's log a failure shows
+
+
+@dataclass(frozen=True)
+class Job:
+    """What the child builds: the context under its fresh home, the selection, the epoch."""
+
+    ctx: Context
+    selection: PlanRequest
+    epoch: int
+    out: Path
+
+
+@dataclass
+class Rebuild:
+    """A second build under way in a child process."""
+
+    process: subprocess.Popen[bytes]
+    home: Path
+    started: float
+    log: Path
+
+    def finish(self, first: Path, keep_in: Path) -> Path:
+        """Wait for the child; the second wheel (copied into ``keep_in``), compared with
+        ``first`` (raises ReproducibilityError when they differ)."""
+        from builder.pipeline.reproduce import ReproducibilityError, first_difference
+
+        self.process.wait()
+        result = self._result()
+        if "error" in result:
+            error = BuildError(
+                f"the second build of --verify failed: {result['error']}\n" + _tail(self.log),
+                hint=f"its log: {self.log}",
+            )
+            error.exit_code = int(result.get("exit_code", BuildError.exit_code))
+            raise error
+        keep_in.mkdir(parents=True, exist_ok=True)
+        second = keep_in / Path(result["wheel"]).name
+        second.write_bytes(Path(result["wheel"]).read_bytes())
+        difference = first_difference(first, second)
+        if difference is not None:
+            raise ReproducibilityError(
+                f"{first.name} is not reproducible: two builds from the same inputs differ: "
+                f"{difference}",
+                hint="something in the build depends on the time, the path or the machine "
+                "(timestamps, random values, absolute paths)",
+            )
+        print(
+            f"verify: {first.name}: two builds are byte-identical (the second, built beside "
+            f"the first, took {result['seconds']:.1f}s)",
+            file=sys.stderr,
+        )
+        return second
+
+    def _result(self) -> dict[str, object]:
+        target = self.home / RESULT
+        if not target.is_file():
+            return {
+                "error": f"it exited with status {self.process.returncode} and said nothing",
+                "exit_code": BuildError.exit_code,
+            }
+        data: dict[str, object] = json.loads(target.read_text(encoding="utf-8"))
+        return data
+
+
+@contextlib.contextmanager
+def beside(ctx: Context, selection: PlanRequest, *, enabled: bool) -> Iterator[Rebuild | None]:
+    """The second build started now, in a child, when ``enabled`` and the wheel's component is
+    not in the store yet; None otherwise (the caller proves it afterwards). The child is stopped
+    and its home removed when the block ends."""
+    from builder.engine.store import Store
+    from builder.pipeline.build import fetch_sources
+    from builder.pipeline.reproduce import fresh_layout
+    from builder.pipeline.wheel import epoch_for
+
+    spec = ctx.stack.wheel
+    plan = plan_for(ctx, selection) if enabled and spec is not None else None
+    if plan is None or spec is None or Store(ctx.layout).has(plan.get(spec.component).key):
+        yield None
+        return
+    fetch_sources(ctx, plan)  # the caches the child fetches from, and the epoch's commit times
+    epoch = epoch_for(ctx, plan)
+    with fresh_layout(ctx.layout) as layout:
+        job = Job(
+            ctx=_again(ctx, plan, layout),
+            selection=selection,
+            epoch=epoch,
+            out=layout.home / "wheel",
+        )
+        rebuild = _start(job, layout.home)
+        try:
+            yield rebuild
+        finally:
+            if rebuild.process.poll() is None:
+                rebuild.process.terminate()
+                rebuild.process.wait()
+
+
+def _again(ctx: Context, plan: Plan, layout: Layout) -> Context:
+    """``ctx`` under the fresh layout, fetching from this build's git caches."""
+    mirrors = dict(ctx.mirrors)
+    for c in plan.components:
+        if isinstance(c.source, GitSource) and ctx.layout.git_cache(c.source.url).exists():
+            mirrors[c.source.url] = str(ctx.layout.git_cache(c.source.url))
+    return dataclasses.replace(ctx, layout=layout, mirrors=mirrors)
+
+
+def _start(job: Job, home: Path) -> Rebuild:
+    (home / JOB).write_bytes(pickle.dumps(job))
+    log = home / LOG
+    root = str(Path(__file__).resolve().parents[2])  # where the builder package is imported from
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    print(f"verify: building again under {home}, beside the first build", file=sys.stderr)
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "builder.pipeline.rebuild", str(home / JOB)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+    return Rebuild(process=process, home=home, started=time.monotonic(), log=log)
+
+
+def _tail(log: Path) -> str:
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(f"  {line}" for line in lines[-TAIL:])
+
+
+# --- the child ------------------------------------------------------------------------------------
+
+
+def main(argv: list[str]) -> int:
+    """Build the job's stack and wheel; write the result beside the job."""
+    from builder.pipeline.build import build_plan
+    from builder.pipeline.built import sbom_finisher
+    from builder.pipeline.wheel import wheel_inputs
+    from wheels.assemble import build_wheel
+
+    path = Path(argv[0])
+    job: Job = pickle.loads(path.read_bytes())
+    result = path.parent / RESULT
+    start = time.monotonic()
+    try:
+        plan = plan_for(job.ctx, job.selection)
+        build_plan(job.ctx, plan, launcher=None, command="wheel-verify")
+        inputs = wheel_inputs(job.ctx, plan, job.epoch)
+        job.out.mkdir(parents=True, exist_ok=True)
+        wheel = build_wheel(inputs, job.out, sbom_finisher(plan, inputs))
+    except StackError as exc:
+        print(exc.render(), file=sys.stderr)
+        data = {"error": exc.message, "exit_code": exc.exit_code}
+        result.write_text(json.dumps(data), encoding="utf-8")
+        return exc.exit_code
+    data = {"wheel": str(wheel), "seconds": round(time.monotonic() - start, 3)}
+    result.write_text(json.dumps(data), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
