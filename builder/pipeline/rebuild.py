@@ -28,7 +28,7 @@ import pickle
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +38,7 @@ from builder.manifest.model import GitSource
 from builder.pipeline.context import Context, plan_for
 from builder.pipeline.requests import PlanRequest
 from builder.plan import Plan
+from wheels.assemble import WheelInputs
 
 JOB = "job.pickle"
 RESULT = "result.json"
@@ -51,7 +52,7 @@ class Job:
 
     ctx: Context
     selection: PlanRequest
-    epoch: int
+    inputs: WheelInputs  # the wheel's, as the caller made them for the fresh plan
     out: Path
 
 
@@ -108,14 +109,20 @@ class Rebuild:
 
 
 @contextlib.contextmanager
-def beside(ctx: Context, selection: PlanRequest, *, enabled: bool) -> Iterator[Rebuild | None]:
+def beside(
+    ctx: Context,
+    selection: PlanRequest,
+    inputs_for: Callable[[Context, Plan], WheelInputs],
+    *,
+    enabled: bool,
+) -> Iterator[Rebuild | None]:
     """The second build started now, in a child, when ``enabled`` and the wheel's component is
-    not in the store yet; None otherwise (the caller proves it afterwards). The child is stopped
-    and its home removed when the block ends."""
+    not in the store yet; None otherwise (the caller proves it afterwards). ``inputs_for(ctx,
+    plan)`` gives the wheel's inputs of the fresh plan, once the sources are fetched (the epoch
+    reads their commit times). The child is stopped and its home removed when the block ends."""
     from builder.engine.store import Store
     from builder.pipeline.build import fetch_sources
     from builder.pipeline.reproduce import fresh_layout
-    from builder.pipeline.wheel import epoch_for
 
     spec = ctx.stack.wheel
     plan = plan_for(ctx, selection) if enabled and spec is not None else None
@@ -123,14 +130,10 @@ def beside(ctx: Context, selection: PlanRequest, *, enabled: bool) -> Iterator[R
         yield None
         return
     fetch_sources(ctx, plan)  # the caches the child fetches from, and the epoch's commit times
-    epoch = epoch_for(ctx, plan)
     with fresh_layout(ctx.layout) as layout:
-        job = Job(
-            ctx=_again(ctx, plan, layout),
-            selection=selection,
-            epoch=epoch,
-            out=layout.home / "wheel",
-        )
+        again = _again(ctx, plan, layout)
+        inputs = inputs_for(again, plan_for(again, selection))
+        job = Job(ctx=again, selection=selection, inputs=inputs, out=layout.home / "wheel")
         rebuild = _start(job, layout.home)
         try:
             yield rebuild
@@ -182,7 +185,6 @@ def main(argv: list[str]) -> int:
     """Build the job's stack and wheel; write the result beside the job."""
     from builder.pipeline.build import build_plan
     from builder.pipeline.built import sbom_finisher
-    from builder.pipeline.wheel import wheel_inputs
     from wheels.assemble import build_wheel
 
     path = Path(argv[0])
@@ -192,9 +194,8 @@ def main(argv: list[str]) -> int:
     try:
         plan = plan_for(job.ctx, job.selection)
         build_plan(job.ctx, plan, launcher=None, command="wheel-verify")
-        inputs = wheel_inputs(job.ctx, plan, job.epoch)
         job.out.mkdir(parents=True, exist_ok=True)
-        wheel = build_wheel(inputs, job.out, sbom_finisher(plan, inputs))
+        wheel = build_wheel(job.inputs, job.out, sbom_finisher(plan, job.inputs))
     except StackError as exc:
         print(exc.render(), file=sys.stderr)
         data = {"error": exc.message, "exit_code": exc.exit_code}

@@ -34,6 +34,7 @@ from builder.pipeline.requests import PlanRequest, ReleaseRequest
 from builder.pipeline.wheel import (
     assemble,
     epoch_for,
+    inputs_maker,
     pending_dir,
     record_wheels,
     repair_and_audit,
@@ -130,7 +131,8 @@ def run_release(request: ReleaseRequest) -> Path:
     staging: Path | None = None
     work: Path | None = None
     try:
-        with rebuild.beside(gate.ctx, selection, enabled=request.verify) as early:
+        inputs_for = inputs_maker(gate.ctx, plan_for(gate.ctx, selection))
+        with rebuild.beside(gate.ctx, selection, inputs_for, enabled=request.verify) as early:
             plan, build_report = gate.build(selection)
             with pending_dir(gate.ctx) as work, staged_output(out) as staging:
                 try:

@@ -13,7 +13,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -56,7 +56,8 @@ def run_wheel(request: WheelRequest) -> list[Path]:
     require_preflight(ctx, selection.components, wheel=True)
     plan = plan_for(ctx, selection)
     launcher = launcher_for(request.build.launcher)
-    with rebuild.beside(ctx, selection, enabled=request.verify) as early, pending_dir(ctx) as work:
+    early_rebuild = rebuild.beside(ctx, selection, inputs_maker(ctx, plan), enabled=request.verify)
+    with early_rebuild as early, pending_dir(ctx) as work:
         report = build_plan(
             ctx, plan, launcher=launcher, command="wheel", cache=request.build.cache
         )
@@ -77,6 +78,16 @@ def run_wheel(request: WheelRequest) -> list[Path]:
     index = variant.write_index(request.out, ctx) if len(made) > 1 else None
     record_wheels(report, ctx, paths)
     return [*paths, *([index] if index else [])]
+
+
+def inputs_maker(ctx: Context, plan: Plan) -> Callable[[Context, Plan], WheelInputs]:
+    """How ``--verify``'s second build (beside the first) makes its wheel's inputs: as the
+    first does, with the first's epoch (the fresh home's sources are the same commits)."""
+
+    def inputs_for(again: Context, fresh: Plan) -> WheelInputs:
+        return wheel_inputs(again, fresh, epoch_for(ctx, plan))
+
+    return inputs_for
 
 
 def record_wheels(report: RunReport, ctx: Context, wheels: list[Path]) -> None:
