@@ -368,6 +368,67 @@ def test_an_operator_missing_from_infiniops_fails_the_link_naming_it(
     assert "undefined reference to `infiniops_answer()'" in result.stdout
 
 
+MISSING_OPS_TREE = {
+    # An operator libinfiniops has, one it lacks, and random_sample.cc's NVIDIA fast path.
+    "csrc/infinicore/src/ops/add/add_infiniops.cc": (
+        '#include "base/add.h"\nint add_infiniops() { return infiniops_add(); }\n'
+    ),
+    "csrc/infinicore/src/ops/embedding/embedding_infiniops.cc": (
+        '#include "base/embedding.h"\nint embedding_infiniops() { return infiniops_embedding(); }\n'
+    ),
+    "csrc/infinicore/src/ops/random_sample/random_sample.cc": (
+        '#ifdef ENABLE_INFINIOPS_API\n#include "base/argmax.h"\n'
+        "int sample_fast() { return infiniops_argmax(); }\n#endif\n"
+        "int random_sample() { return 0; }\n"
+    ),
+}
+OPS_HEADERS = {
+    "include/base/add.h": "#pragma once\nint infiniops_add();\n",
+    "include/base/embedding.h": "#pragma once\nint infiniops_embedding();\n",
+    "include/base/argmax.h": "#pragma once\nint infiniops_argmax();\n",
+    "include/infini/operator_call_instantiations.h": '#pragma once\n#include "base/add.h"\n',
+}
+
+
+def test_sources_calling_operators_infiniops_lacks_are_left_out_when_asked(
+    built: Built, tmp_path: Path
+) -> None:
+    source = tmp_path / "InfiniLM"
+    write_tree(source, {**LM_TREE, **MISSING_OPS_TREE})
+    ops = stub_prefix(
+        tmp_path / "stubs",
+        "infiniops",
+        [built.prefixes["infinirt"] / "include"],
+        source='#include "infini/ops.h"\nint infiniops_answer() { return 10; }\n'
+        "int infiniops_add() { return 1; }\n",
+    )
+    write_tree(ops, OPS_HEADERS)
+    prefixes = {**built.prefixes, "infiniops": ops}
+    # Without the option the link fails, naming what libinfiniops lacks.
+    plain = tmp_path / "plain"
+    assert cmake(*configure_args(plain, source, prefixes, tmp_path / "i")).returncode == 0
+    failed = cmake("--build", plain, "--target", "infinicore_runtime")
+    assert failed.returncode != 0 and "infiniops_embedding" in failed.stdout
+    # With it, the configure names what it leaves out, and the runtime links.
+    build = tmp_path / "b"
+    configured = cmake(
+        *configure_args(build, source, prefixes, tmp_path / "i", "-DINFINILM_SKIP_MISSING_OPS=ON")
+    )
+    assert configured.returncode == 0, configured.stderr
+    said = " ".join(configured.stdout.split())
+    assert (
+        "left out infinicore/src/ops/embedding/embedding_infiniops.cc: libinfiniops lacks "
+        "base/embedding.h" in said
+    )
+    assert (
+        "built infinicore/src/ops/random_sample/random_sample.cc without ENABLE_INFINIOPS_API: "
+        "libinfiniops lacks base/argmax.h" in said
+    )
+    assert "add_infiniops.cc" not in said
+    linked = cmake("--build", build, "--target", "infinicore_runtime")
+    assert linked.returncode == 0, linked.stdout[-3000:]
+
+
 def test_graph_define_can_be_left_out_for_runtimes_without_graphs(
     built: Built, tmp_path: Path
 ) -> None:

@@ -35,7 +35,9 @@ def test_nvidia_plan_matches_upstream_builder_switches() -> None:
 def test_nvidia_pins_infiniops_to_a_revision_with_with_linked() -> None:
     plan = plan_for("nvidia", CUDA)
     assert plan.get("infiniops").source.rev.startswith("1f6f9c2")  # type: ignore[union-attr]
-    assert plan_for("cpu").get("infiniops").source.rev.startswith("2962714")  # type: ignore[union-attr]
+    # cpu too: InfiniLM 9439ea6 includes base/copy.h, which the base pin 2962714 lacks.
+    assert plan_for("cpu").get("infiniops").source.rev.startswith("1f6f9c2")  # type: ignore[union-attr]
+    assert plan_for("moore").get("infiniops").source.rev.startswith("2962714")  # type: ignore[union-attr]
 
 
 def test_plan_order_builds_runtime_first_and_infinilm_last() -> None:
@@ -84,7 +86,12 @@ def test_moore_plan_uses_musa_switches_and_mccl() -> None:
 def test_cpu_plan_limits_operators_and_uses_openmpi() -> None:
     plan = plan_for("cpu")
     ops = defines(plan, "infiniops")
-    assert ops["INFINI_OPS_OPS"] == "add,gemm,rms_norm,causal_softmax"
+    assert ops["INFINI_OPS_OPS"].split(",") == [
+        "add", "cast", "cat", "causal_softmax", "gemm", "linear", "mul", "relu", "rms_norm",
+        "silu", "silu_and_mul", "swiglu", "top_k_top_p_sampling_from_logits",
+    ]  # fmt: skip
+    assert defines(plan, "infinilm")["INFINILM_SKIP_MISSING_OPS"] == "ON"
+    assert "INFINILM_SKIP_MISSING_OPS" not in defines(plan_for("nvidia", CUDA), "infinilm")
     assert ops["WITH_CPU"] == "ON" and "WITH_NVIDIA" not in ops
     assert defines(plan, "infiniccl")["WITH_OMPI"] == "ON"
     assert "CMAKE_CUDA_COMPILER" not in defines(plan, "infinirt")
