@@ -215,9 +215,7 @@ def reference(directory: str) -> list[int]:
 
     model = Qwen3ForCausalLM.from_pretrained(directory, torch_dtype=torch.float32).eval()
     with torch.no_grad():
-        out = model.generate(
-            torch.tensor([PROMPT_IDS]), max_new_tokens=NEW_TOKENS, do_sample=False
-        )
+        out = model.generate(torch.tensor([PROMPT_IDS]), max_new_tokens=NEW_TOKENS, do_sample=False)
     return [int(t) for t in out[0, len(PROMPT_IDS) :]]
 
 
