@@ -8,7 +8,9 @@ InfiniOps (1f6f9c2) has CPU kernels for a few operators only: add, cast, cat, ca
 gemm, linear, mul, relu, rms_norm, silu, silu_and_mul, swiglu and top-k/top-p sampling. The
 infinicore sources that call any other operator are left out of the cpu build
 (components/infinilm/CMakeLists.txt, INFINILM_SKIP_MISSING_OPS), so those operators have no CPU
-implementation:
+implementation; the ones that remain reach the CPU through a recipe patch
+(components/infinilm/patches/cpu-infiniops-devices.patch: InfiniLM 9439ea6 registers its InfiniOps
+implementations for GPU vendors only). So:
 
 - every infinicore operator that has one must agree with torch on the CPU;
 - the operators greedy decoding of a Qwen3 needs and that have none (embedding first: a model
