@@ -278,3 +278,41 @@ def test_selecting_infinilm_plans_the_whole_stack_in_dependency_order() -> None:
     assert names.index("infinirt") < names.index("infiniops") < names.index("infinilm")
     assert names.index("cutlass") < names.index("infiniops")
     assert set(names) == {"infinirt", "cutlass", "infiniops", "infiniccl", "infinilm"}
+
+
+@pytest.mark.parametrize(
+    ("gpus", "result", "code", "said"),
+    [
+        (1, "Correct: YES", 0, "all_reduce: not run (1 GPU)"),
+        (0, "Correct: YES", 0, "all_reduce: not run (0 GPU)"),
+        (2, "Rank 0 Correct: YES\nRank 1 Correct: YES", 0, "Rank 1 Correct: YES"),
+        (2, "Rank 0 Correct: YES\nRank 1 Correct: NO", 1, "Rank 1 Correct: NO"),
+    ],
+)
+def test_infiniccl_nvidia_test_runs_the_two_gpu_all_reduce_only_with_two_gpus_standin(
+    tmp_path: Path, gpus: int, result: str, code: int, said: str
+) -> None:
+    """The test step as planned, run by sh against a stand-in nvidia-smi (listing ``gpus``) and
+    a stand-in examples/ccl/all_reduce (printing ``result``)."""
+    import os
+    import subprocess
+
+    tested = plan_for("nvidia", tests=True).get("infiniccl")
+    assert tested.defines["BUILD_EXAMPLES"] == "ON"
+    (step,) = [s for s in tested.steps if s.kind == "test"]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    listing = "".join(f"GPU {i}: NVIDIA H200 (UUID: GPU-{i})\\n" for i in range(gpus))
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(f"#!/bin/sh\nprintf '{listing}'\n")
+    example = tmp_path / "examples" / "ccl" / "all_reduce"
+    example.parent.mkdir(parents=True)
+    example.write_text(f'#!/bin/sh\n[ "$1 $2" = "-g 2" ] || exit 9\nprintf "{result}\\n"\n')
+    for script in (smi, example):
+        script.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(
+        list(step.argv), cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == code, done.stdout + done.stderr
+    assert said in done.stdout
