@@ -336,7 +336,7 @@ def check(
         cxx=host.cxx,
         selection=chosen,
         purpose=purpose,
-        cuda_architectures=stack.vendors[vendor].settings.cuda_architectures,
+        cuda_architectures=get_vendor(vendor).architectures(stack.vendors[vendor].settings),
         constraints=wanted,
         tool_scripts=_tool_scripts(),
         shared_cxx_runtime=stack.cxx_runtime == "shared",

@@ -29,8 +29,8 @@ from builder.manifest.model import (
 )
 from builder.manifest.recipes import load_recipe
 from builder.manifest.schema import Doc, Key, Problems, Reader, load_doc, unknown_message
-from builder.vendors.base import VendorSettings
-from wheels.spec import WheelSpec
+from builder.vendors.base import FATBIN_COMPRESSION, VendorSettings
+from wheels.spec import WheelSpec, parse_size
 
 MANIFEST_ENV = "INFINI_STACK_MANIFEST"
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -49,7 +49,15 @@ TOP_KEYS = (
     "cache",
 )
 CXX_RUNTIMES = ("shared", "any")
-VENDOR_KEYS = ("cuda_architectures", "local_version", "providers", "linked", "ci", "check")
+VENDOR_KEYS = (
+    "cuda_architectures",
+    "fatbin_compression",
+    "local_version",
+    "providers",
+    "linked",
+    "ci",
+    "check",
+)
 CI_KEYS = ("runs-on", "image")
 COMPONENT_KEYS = ("git", "rev", "path", "options", "recipe", "vendors", "only")
 OVERRIDE_KEYS = ("git", "rev", "path", "options")
@@ -65,6 +73,7 @@ WHEEL_KEYS = (
     "requires_python",
     "summary",
     "variant",
+    "max_size",
 )
 BUILD_TYPES = ("Release", "Debug", "RelWithDebInfo", "MinSizeRel")
 
@@ -160,9 +169,17 @@ def _read_vendors(r: Reader, base: Path) -> dict[str, VendorConfig]:
         for i, arch in enumerate(archs):
             if not re.fullmatch(r"\d{2,3}[af]?(-real|-virtual)?|native|all|all-major", arch):
                 r.error((*key, "cuda_architectures", i), f"not a CUDA architecture: '{arch}'")
+        compression = r.string((*key, "fatbin_compression"))
+        if compression is not None and compression not in FATBIN_COMPRESSION:
+            choices = ", ".join(FATBIN_COMPRESSION)
+            r.error(
+                (*key, "fatbin_compression"),
+                f"fatbin_compression '{compression}' is not one of: {choices}",
+            )
         settings = VendorSettings(
             cuda_architectures=archs,
             local_version=r.string((*key, "local_version")),
+            fatbin_compression=compression if compression in FATBIN_COMPRESSION else None,
         )
         configs[name] = VendorConfig(
             name=name,
@@ -466,7 +483,20 @@ def _read_wheel(
         requires_python=requires_python,
         summary=r.string((*key, "summary"), default="") or "",
         variant=r.boolean((*key, "variant")),
+        max_size=_read_size(r, (*key, "max_size")),
     )
+
+
+def _read_size(r: Reader, key: Key) -> int | None:
+    """A size in bytes: a number, or a string such as ``100MB`` or ``95 MiB``."""
+    text = r.string(key)
+    if text is None:
+        return None
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        r.error(key, str(exc))
+        return None
 
 
 def resolve_vendor(stack: Stack, name: str) -> str:

@@ -57,8 +57,10 @@ def variant_of(ctx: Context, plan: Plan, built: Built, dest: Path) -> Built:
             extra.update(finish(root, list(built.requires)))
         inputs = dataclasses.replace(inputs, extra_files=extra)
         wheel = pack(root, inputs, list(built.requires), dest / name.filename)
-    settings = ctx.stack.vendors[ctx.vendor].settings
-    audit_or_keep(wheel, ctx.vendor, ctx.layout.home / "wheels", settings.cuda_architectures)
+    from builder.vendors import get as get_vendor
+
+    archs = get_vendor(ctx.vendor).architectures(ctx.stack.vendors[ctx.vendor].settings)
+    audit_or_keep(wheel, ctx.vendor, ctx.layout.home / "wheels", archs)
     return Built(path=wheel, inputs=inputs, requires=built.requires)
 
 
@@ -73,7 +75,7 @@ def _document(ctx: Context, root: Path) -> dict[str, Any]:
         props = variants.properties_of(
             policy,
             toolkit_version=toolkit.version if toolkit and toolkit.found else None,
-            architectures=settings.cuda_architectures,
+            architectures=get_vendor(ctx.vendor).architectures(settings),
             device_code=variants.staged_device_code(root),
         )
         local = get_vendor(ctx.vendor).local_version(ctx.host, settings)

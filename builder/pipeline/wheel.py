@@ -164,9 +164,9 @@ def publish(wheel: Path, out: Path) -> Path:
 
 
 def cuda_architectures(ctx: Context) -> tuple[str, ...]:
-    """The CUDA architectures the stack declares for the vendor (stack.yaml), which the
-    audit holds the wheel's device code to."""
-    return ctx.stack.vendors[ctx.vendor].settings.cuda_architectures
+    """The whole set every library was built for (stack.yaml's, else the vendor's own), which
+    the audit holds the wheel's device code to: each must have SASS or PTX in every ELF."""
+    return get_vendor(ctx.vendor).architectures(ctx.stack.vendors[ctx.vendor].settings)
 
 
 # --- --verify -----------------------------------------------------------------------------------

@@ -40,5 +40,8 @@ class Cpu:
     def local_version(self, host: HostFacts, settings: VendorSettings) -> str:
         return settings.local_version or "cpu"
 
+    def architectures(self, settings: VendorSettings) -> tuple[str, ...]:
+        return ()  # no CUDA device code
+
 
 PLUGIN = Cpu()

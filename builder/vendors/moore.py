@@ -45,5 +45,8 @@ class Moore:
         version = host.toolkit.version if host.toolkit else None
         return "musa" + "".join(version.split(".")[:2]) if version else "musa"
 
+    def architectures(self, settings: VendorSettings) -> tuple[str, ...]:
+        return ()  # no CUDA device code
+
 
 PLUGIN = Moore()

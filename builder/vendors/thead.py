@@ -39,11 +39,10 @@ class Thead:
     def cmake_defines(self, host: HostFacts, settings: VendorSettings) -> dict[str, str]:
         root = host.toolkit.root if host.toolkit else PLACES.defaults[0]
         compiler = host.toolkit.compiler if host.toolkit and host.toolkit.compiler else None
-        arch = settings.cuda_architectures or DEFAULT_ARCHITECTURES
         return {
             "CUDAToolkit_ROOT": str(root),
             "CMAKE_CUDA_COMPILER": str(compiler or f"{root}/bin/nvcc"),
-            "CMAKE_CUDA_ARCHITECTURES": ";".join(arch),
+            "CMAKE_CUDA_ARCHITECTURES": ";".join(self.architectures(settings)),
             **host.hints,
         }
 
@@ -56,6 +55,9 @@ class Thead:
             return settings.local_version
         version = host.toolkit.version if host.toolkit else None
         return "ppu" + "".join(version.split(".")[:2]) if version else "ppu"
+
+    def architectures(self, settings: VendorSettings) -> tuple[str, ...]:
+        return settings.cuda_architectures or DEFAULT_ARCHITECTURES
 
 
 PLUGIN = Thead()

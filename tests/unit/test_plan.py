@@ -28,7 +28,7 @@ def test_nvidia_plan_matches_upstream_builder_switches() -> None:
     for name in ("infinirt", "infiniops", "infiniccl"):
         d = defines(plan, name)
         assert d["CMAKE_CUDA_COMPILER"] == "/opt/cuda/bin/nvcc"
-        assert d["CMAKE_CUDA_ARCHITECTURES"] == "90"
+        assert d["CMAKE_CUDA_ARCHITECTURES"] == "80-real;86-real;89-real;90"
         assert d["CMAKE_BUILD_TYPE"] == "Release"
 
 
