@@ -33,8 +33,66 @@ def test_the_import_linter_contracts_are_kept(
     assert kept, capsys.readouterr().out
 
 
-def test_there_is_no_import_cycle_between_modules() -> None:
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def ancestors(module: str) -> list[str]:
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def package_imports(module: str, text: str, packages: set[str]) -> set[str]:
+    """The package ``__init__`` modules an import runs or reads that grimp leaves out: ``from
+    P import sub`` reads P's namespace (grimp records only P.sub), and ``import a.b.c`` from
+    outside ``a.b`` runs ``a/__init__`` and ``a/b/__init__`` first."""
+    own = {*ancestors(module), module}
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+            found |= {node.module} & packages
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        for name in names:
+            found |= {p for p in ancestors(name) if p in packages and p not in own}
+    return found - {module}
+
+
+def import_graph() -> grimp.ImportGraph:
+    """grimp's graph with the imports of package ``__init__`` files that Python makes."""
     graph = grimp.build_graph(*PACKAGES, cache_dir=None)
+    files = [p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))]
+    packages = {module_name(p) for p in files if p.name == "__init__.py"}
+    for path in files:
+        module = module_name(path)
+        for package in package_imports(module, path.read_text(encoding="utf-8"), packages):
+            graph.add_import(importer=module, imported=package)
+    return graph
+
+
+PACKAGE_IMPORTS = [
+    ("wheels.audit.pool", "from wheels.audit import forks", {"wheels.audit"}),
+    ("wheels.audit.pool", "from wheels.audit.forks import ForkPool", set()),
+    ("wheels.audit.pool", "import wheels.audit.forks", set()),
+    ("builder.cli", "import wheels.audit.forks", {"wheels", "wheels.audit"}),
+    ("builder.cli", "from wheels.audit.core import audit_wheel", {"wheels", "wheels.audit"}),
+    ("wheels.audit", "from wheels.audit.core import audit_wheel", set()),
+]
+
+
+@pytest.mark.parametrize(("module", "text", "expected"), PACKAGE_IMPORTS)
+def test_the_cycle_check_sees_the_package_inits_an_import_runs(
+    module: str, text: str, expected: set[str]
+) -> None:
+    assert package_imports(module, text, {"wheels", "wheels.audit"}) == expected
+
+
+def test_there_is_no_import_cycle_between_modules() -> None:
+    graph = import_graph()
     cycles = []
     for module in sorted(graph.modules):
         for imported in graph.find_modules_directly_imported_by(module):

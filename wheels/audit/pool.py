@@ -469,11 +469,11 @@ def _new_pool(children: int) -> Pool | None:
     """``children`` processes forked from this one (:mod:`wheels.audit.forks`); where forking
     is not safe, a ``ProcessPoolExecutor`` that starts them another way. None when they cannot
     be started."""
-    from wheels.audit import forks
+    from wheels.audit.forks import ForkPool, usable
 
-    if forks.usable():
+    if usable():
         try:
-            return forks.ForkPool(children)
+            return ForkPool(children)
         except OSError:
             return None
     from concurrent.futures import ProcessPoolExecutor
