@@ -250,7 +250,7 @@ def run_ours(
         report = json.loads(proc.stdout)["wheels"][0]
     except (ValueError, KeyError, IndexError, TypeError):
         return None, f"exit {proc.returncode}, no JSON: {tail[0]}", seconds
-    internal = [v["message"] for v in report.get("violations", []) if v["code"] == "internal"]
+    internal = [e["message"] for e in report.get("errors", [])]
     if proc.returncode not in (AUDIT_OK, AUDIT_VIOLATIONS) or "Traceback" in proc.stderr:
         internal.append(f"exit {proc.returncode}: {tail[0]}")
     return report.get("auditwheel_tag"), "; ".join(internal) or None, seconds

@@ -94,7 +94,8 @@ def _wheel(w: Mapping[str, Any]) -> str:
         f"<p>vendor {_e(w.get('vendor'))}; declared {_e(tags)}; the ELF contents allow "
         f"<code>{_e(w.get('tag') or '(unknown)')}</code></p>"
     )
-    findings = [("violation", f) for f in w.get("violations", [])]
+    findings = [("error", f) for f in w.get("errors", [])]
+    findings += [("violation", f) for f in w.get("violations", [])]
     findings += [("warning", f) for f in w.get("warnings", [])]
     listed = "".join(
         f"<div class='finding {s}'><b>{s}</b> <code>{_e(f.get('member') or '')}</code> "

@@ -12,7 +12,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run t
 if TYPE_CHECKING:
     from typing import Any, Literal
 
-    Severity = Literal["violation", "warning"]
+    Severity = Literal["violation", "warning", "error"]  # error: the audit's own failure
     NeedKind = Literal["wheel", "distribution", "system", "external", "libpython", "missing"]
     ElfKind = Literal["extension", "library", "executable"]
 
@@ -135,8 +135,13 @@ class WheelAudit:
         return tuple(f for f in self.findings if f.severity == "warning")
 
     @property
+    def errors(self) -> tuple[Finding, ...]:
+        """The audit's own failures (exit 1): no verdict on the wheel, for or against."""
+        return tuple(f for f in self.findings if f.severity == "error")
+
+    @property
     def ok(self) -> bool:
-        return not self.violations
+        return not self.violations and not self.errors
 
 
 # ---------------------------------------------------------------------------------------------
@@ -154,6 +159,8 @@ def render_text(audits: list[WheelAudit]) -> str:
 
 def _wheel_text(audit: WheelAudit) -> str:
     verdict = "PASS" if audit.ok else f"FAIL ({plural(len(audit.violations), 'violation')})"
+    if audit.errors:
+        verdict = "INTERNAL ERROR (the audit failed, not the wheel)"
     lines = [
         f"{audit.path.name}: {verdict}",
         f"  vendor {audit.vendor}; declared {', '.join(audit.declared) or '(none)'}; "
@@ -162,7 +169,7 @@ def _wheel_text(audit: WheelAudit) -> str:
     ]
     lines += [f"  why not better: {r}" for r in audit.tag_reasons]
     lines += _cuda_text(audit.cuda)
-    lines += [f"  {f.line()}" for f in audit.violations]
+    lines += [f"  {f.line()}" for f in (*audit.errors, *audit.violations)]
     lines += [f"  {f.line()}" for f in audit.warnings]
     for elf in audit.elfs:
         lines += _elf_text(elf)
@@ -250,6 +257,7 @@ def _wheel_json(audit: WheelAudit, symbols: bool) -> dict[str, Any]:
         "auditwheel_tag": audit.auditwheel_tag,
         "tag_reasons": list(audit.tag_reasons),
         "requires_dist": list(audit.requires),
+        "errors": [_finding_json(f) for f in audit.errors],
         "violations": [_finding_json(f) for f in audit.violations],
         "warnings": [_finding_json(f) for f in audit.warnings],
         "elfs": [_elf_json(e, symbols) for e in audit.elfs],

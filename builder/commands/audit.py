@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from builder.core.errors import EXIT_AUDIT, UsageError
+from builder.core.errors import EXIT_AUDIT, EXIT_INTERNAL, UsageError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
@@ -81,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    _check_paths(args.wheels)
     fixed = load_vendor_policy(_vendor(args.vendor)) if args.vendor else None
     architectures = cuda_architectures(args.manifest, args.cuda_arch)
     home = Path(noop.default_home(os.environ))
@@ -101,6 +102,11 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(to_json(audits, symbols=args.symbols), indent=2))
     else:
         print(render_text(audits))
+    broken = [a for a in audits if a.errors]
+    if broken:
+        names = ", ".join(a.path.name for a in broken)
+        print(f"error: internal error while auditing {names} (no verdict)", file=sys.stderr)
+        return EXIT_INTERNAL
     failed = [a for a in audits if not a.ok]
     if failed:
         if not args.json:
@@ -109,6 +115,15 @@ def run(args: argparse.Namespace) -> int:
             )
         return EXIT_AUDIT
     return 0
+
+
+def _check_paths(paths: list[Path]) -> None:
+    """A path that is not a file is a usage error (exit 2), never an audit verdict."""
+    for path in paths:
+        if not path.exists():
+            raise UsageError(f"{path}: no such file", hint="give the path of a .whl file")
+        if not path.is_file():
+            raise UsageError(f"{path}: not a file", hint="give the path of a .whl file")
 
 
 def _write_html(target: Path, audits: list[WheelAudit]) -> None:

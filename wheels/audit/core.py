@@ -61,8 +61,11 @@ def audit_wheel(
     try:
         return _audit(Path(path), policy, cache_dir, workers or cores(), archs, findings, start)
     except Exception as exc:  # the safety net: a bug here must not become a traceback
-        findings.violation(
-            "internal", None, f"the audit stopped early: {type(exc).__name__}: {exc}"
+        findings.error(
+            "internal",
+            None,
+            f"internal error: the audit stopped early ({type(exc).__name__}: {exc}); "
+            "this says nothing about the wheel",
         )
         return _empty(Path(path), policy, findings, start)
 
@@ -249,4 +252,5 @@ def _context(
 
 
 def _ordered(items: Iterable[Finding]) -> list[Finding]:
-    return sorted(items, key=lambda i: (i.severity != "violation", i.member or "", i.code))
+    rank = {"error": 0, "violation": 1, "warning": 2}
+    return sorted(items, key=lambda i: (rank[i.severity], i.member or "", i.code))

@@ -24,3 +24,7 @@ class Findings:
 
     def warning(self, code: str, member: str | None, message: str) -> None:
         self.add("warning", code, member, message)
+
+    def error(self, code: str, member: str | None, message: str) -> None:
+        """The audit's own failure: no verdict on the wheel."""
+        self.add("error", code, member, message)
