@@ -158,6 +158,7 @@ def test_a_member_that_inflates_to_other_than_its_stated_size_is_unreadable(
             assert scan.read_error is not None and scan.digest is None, lie
             assert str(lie) in scan.read_error  # "holds N bytes, the zip directory says LIE"
             assert scan.read_error.startswith(("holds ", "inflates past "))
+            assert scan.read_code == "size-mismatch"
 
 
 def test_corrupt_deflate_data_is_a_member_error_not_a_crash(archive: Path) -> None:
@@ -207,3 +208,62 @@ def test_a_member_read_whole_is_its_content_when_it_can_only_be_streamed(
     monkeypatch.setattr(members, "_inflate_fast", lambda task, raw: None)
     monkeypatch.setattr(members, "ONE_SHOT_BELOW", 0)  # (3 MB: streamed, then joined)
     assert members.content_of(task, raw, archive) == expected
+
+
+def _bomb(tmp_path: Path, inflated: int, stated: int) -> Path:
+    """A wheel whose member of ``inflated`` zeros states ``stated`` bytes in both headers."""
+    import struct
+    import zlib
+
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+    raw = b"".join(packer.compress(bytes(1 << 20)) for _ in range(inflated >> 20))
+    raw += packer.flush()
+    crc = 0  # what a liar would write; the size is caught before the CRC matters
+    name = b"demo/zeros.bin"
+    local = struct.pack(
+        "<4sHHHHHIIIHH", b"PK\3\4", 20, 0, 8, 0, 0, crc, len(raw), stated, len(name), 0
+    )
+    central = struct.pack(
+        "<4sHHHHHHIIIHHHHHII",
+        b"PK\1\2",
+        20,
+        20,
+        0,
+        8,
+        0,
+        0,
+        crc,
+        len(raw),
+        stated,
+        len(name),
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+    )
+    end_offset = len(local) + len(name) + len(raw)
+    eocd = struct.pack("<4sHHHHIIH", b"PK\5\6", 0, 0, 1, 1, len(central) + len(name), end_offset, 0)
+    path = tmp_path / "demo-1.0-py3-none-any.whl"
+    path.write_bytes(local + name + raw + central + name + eocd)
+    return path
+
+
+@pytest.mark.parametrize("stated", [100, 2 << 20], ids=["small-stated", "mid-stated"])
+def test_a_member_that_inflates_past_its_stated_size_is_a_size_mismatch_in_bounded_memory(
+    tmp_path: Path, stated: int
+) -> None:
+    import resource
+
+    from wheels.audit import audit_wheel
+    from wheels.policy import load_vendor_policy
+
+    wheel = _bomb(tmp_path, 256 << 20, stated)  # 256 MB of zeros in about 250 KB
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    audit = audit_wheel(wheel, load_vendor_policy("cpu"), workers=1)
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    found = [f for f in audit.findings if f.member == "demo/zeros.bin"]
+    assert [f.code for f in found] == ["size-mismatch"], found
+    assert f"the {stated} bytes" in found[0].message
+    assert grown < 64 << 10, f"peak RSS grew by {grown} KiB"  # never the 256 MB

@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from wheels.audit.abi_partners import check_abi_partners
 from wheels.audit.archive import (
     Archive,
     check_names,
@@ -91,7 +92,7 @@ def _empty(path: Path, policy: VendorPolicy, findings: Findings, start: float) -
 def _scan_findings(scans: Sequence[MemberScan], f: Findings) -> None:
     for scan in scans:
         if scan.read_error:
-            f.violation("unreadable-member", scan.name, scan.read_error)
+            f.violation(scan.read_code, scan.name, scan.read_error)
         elif scan.elf_error:
             f.violation(
                 "bad-elf",
@@ -154,6 +155,7 @@ def _audit_archive(
     arch = verdicts[0].arch or _first_arch(elfs.values())
     ctx = _context(archive, policy, elfs, arch, host, f)
     reports, cuda = _check_elfs(ctx, archive, by_name, archs, f)
+    check_abi_partners(ctx, f)
     check_tags(archive, verdicts[1], bool(elfs), f)
     devices = {n: s.device for n, s in by_name.items() if s.elf and s.device is not None}
     check_variant(archive, elfs, devices, policy, f)

@@ -27,7 +27,15 @@ from wheels.audit.inflate import (
     stream_errors,
     streams_fast,
 )
-from wheels.audit.raw import ONE_SHOT_BELOW, SNAPSHOT_ABOVE, MemberError, Raw, RawFile, Task
+from wheels.audit.raw import (
+    ONE_SHOT_BELOW,
+    SNAPSHOT_ABOVE,
+    MemberError,
+    Raw,
+    RawFile,
+    SizeMismatch,
+    Task,
+)
 from wheels.audit.sparse import SPARSE_ABOVE, Keeper
 from wheels.elf import ELF_MAGIC, Chunks, ElfError, ElfInfo, looks_like_elf, read_elf
 from wheels.fatbin import DeviceCode
@@ -81,6 +89,7 @@ class MemberScan:
     elf_error: str | None = None
     not_elf_but_named: bool = False
     read_error: str | None = None
+    read_code: str = "unreadable-member"  # the finding a read_error makes: or size-mismatch
     device: DeviceCode | None = None  # CUDA device code, for an ELF file that has some
     device_error: str | None = None
 
@@ -138,7 +147,7 @@ def inflate(
         whole = _inflate_whole(task, raw, path)
     if whole is not None:  # most members: hashed here, without the streaming path's objects
         if len(whole) != task.file_size:
-            raise MemberError(f"holds {len(whole)} bytes, the zip directory says {task.file_size}")
+            raise _mismatch(len(whole), task.file_size)
         return whole, digest_of(task, whole) if hash_whole else None
     digest = _Digest(
         task.algo, task.file_size, background=spare_core and task.file_size >= HASH_THREAD_ABOVE
@@ -148,8 +157,16 @@ def inflate(
     finally:
         value = digest.finish()
     if digest.size != task.file_size:
-        raise MemberError(f"holds {digest.size} bytes, the zip directory says {task.file_size}")
+        raise _mismatch(digest.size, task.file_size)
     return content, value
+
+
+def _mismatch(found: int, stated: int) -> SizeMismatch:
+    if found > stated:
+        return SizeMismatch(
+            f"inflates past the {stated} bytes the zip directory states (stopped at {found})"
+        )
+    return SizeMismatch(f"holds {found} bytes, the zip directory says {stated}")
 
 
 def _sparse(task: Task) -> bool:
@@ -239,11 +256,18 @@ def _inflate_fast(task: Task, raw: Raw) -> bytearray | None:
 
 
 def _inflate_small(task: Task, raw: Raw) -> bytes:
-    # Small enough that even a bomb (deflate expands at most 1032:1) stays affordable.
+    """Inflated to no more than the stated size and one byte: a byte more is a lie, found
+    without inflating the rest (a 1 MB member of zeros inflates to a gigabyte)."""
+    inflater = zlib.decompressobj(-15)
     try:
-        return zlib.decompress(raw, -15, max(1, min(task.file_size, len(raw) * 1032)))
+        data = inflater.decompress(raw, task.file_size + 1)
+        if len(data) <= task.file_size and not inflater.unconsumed_tail:
+            data += inflater.flush()
     except zlib.error as exc:
         raise MemberError(f"corrupt deflate data: {exc}") from None
+    if len(data) == task.file_size and not inflater.eof:
+        raise MemberError("deflate data ends early (truncated member)")
+    return data
 
 
 @record(frozen=True)
@@ -311,10 +335,14 @@ class _Inflated:
         return self._blocks[k]
 
 
-def _steps(inflater: Inflater, raw: Raw | RawFile, pos: int) -> Iterator[tuple[bytes, int]]:
+def _steps(
+    inflater: Inflater, raw: Raw | RawFile, pos: int, limit: int | None = None
+) -> Iterator[tuple[bytes, int]]:
     """Each part ``inflater`` makes of ``raw[pos:]``, no more than :data:`OUT_STEP` bytes, and
-    how far into ``raw`` it has consumed by then (where a copy of its state resumes)."""
+    how far into ``raw`` it has consumed by then (where a copy of its state resumes); given
+    ``limit``, no more than that many bytes in all (a :class:`SizeMismatch` past it)."""
     view = None if isinstance(raw, RawFile) else memoryview(raw)
+    out = 0
     while pos < len(raw):
         chunk: bytes | memoryview
         if view is not None:
@@ -325,7 +353,11 @@ def _steps(inflater: Inflater, raw: Raw | RawFile, pos: int) -> Iterator[tuple[b
                 raise MemberError("the wheel ends inside the member")
         pos += len(chunk)
         while True:
-            part = inflater.decompress(chunk, OUT_STEP)
+            step = OUT_STEP if limit is None else min(OUT_STEP, limit + 1 - out)
+            part = inflater.decompress(chunk, step)  # (step > 0: 0 would mean no limit)
+            out += len(part)
+            if limit is not None and out > limit:
+                raise _mismatch(out, limit)
             chunk = inflater.unconsumed_tail
             yield part, pos - len(chunk)
             if not chunk:
@@ -359,9 +391,7 @@ def _inflate_stream(
             keeper.feed(part)
 
     try:
-        for part, consumed in _steps(inflater, raw, 0):
-            if digest.size + len(part) > task.file_size:
-                raise MemberError(f"inflates past the {task.file_size} bytes it states")
+        for part, consumed in _steps(inflater, raw, 0, task.file_size):
             take(part)
             if snapshots and digest.size >= points[-1].out + SNAPSHOT_EVERY:
                 points.append(_Point(digest.size, consumed, inflater.copy()))
@@ -369,6 +399,8 @@ def _inflate_stream(
     except stream_errors() as exc:
         raise MemberError(f"corrupt deflate data: {exc}") from None
     if tail:
+        if digest.size + len(tail) > task.file_size:
+            raise _mismatch(digest.size + len(tail), task.file_size)
         take(tail)
     if not inflater.eof:
         raise MemberError("deflate data ends early (truncated member)")
@@ -431,7 +463,9 @@ def scan_member(
     try:
         return _scan(task, raw, path, spare_core, keep)
     except MemberError as exc:
-        return MemberScan(task.index, task.name, algo=task.algo, read_error=str(exc))
+        return MemberScan(
+            task.index, task.name, algo=task.algo, read_error=str(exc), read_code=exc.code
+        )
     finally:
         if isinstance(raw, RawFile):
             raw.close()

@@ -36,9 +36,17 @@ class Task:
 
 
 class MemberError(Exception):
-    """A member that cannot be read, inflated or hashed; the message says why."""
+    """A member that cannot be read, inflated or hashed; the message says why, ``code`` names
+    the finding."""
 
-    pass
+    code = "unreadable-member"
+
+
+class SizeMismatch(MemberError):
+    """A member whose content is not of the size the zip directory states; found by inflating
+    no more than that size and one byte."""
+
+    code = "size-mismatch"
 
 
 def _pread(fd: int, size: int, offset: int) -> bytes:
