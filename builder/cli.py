@@ -25,6 +25,15 @@ RUN = "import sys; del sys.path[0]; from builder.__main__ import main; main()"
 # where only ``site`` would find them, the audit is worth starting again for.
 WITHOUT_SITE = {"audit": ("packaging", "deflate", "zlib_ng")}
 
+# Options every command that has them takes the same way, accepted before the command too
+# (``infini-stack --manifest X build``, as git and cargo take theirs): those that take a value,
+# and those that take none.
+COMMON_VALUED = frozenset(
+    {"--manifest", "-m", "--vendor", "-V", "--home", "--store", "--jobs", "-j", "--mirror"}
+    | {"--bundle", "--component", "-c", "--launcher", "--progress", "--worktree"}
+)
+COMMON_FLAGS = frozenset({"--json", "--strict", "--test", "--no-cache"})
+
 
 def make_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The parser; only the command ``argv`` names (if any) is imported and configured."""
@@ -98,9 +107,30 @@ def needs_site(words: Sequence[str]) -> bool:
     return any(PathFinder.find_spec(name) is None for name in modules)
 
 
+def common_first(words: Sequence[str]) -> list[str]:
+    """``words`` with the common options written before the command moved after it:
+    ``--manifest X build --vendor cpu`` is ``build --manifest X --vendor cpu``."""
+    moved: list[str] = []
+    i = 0
+    while i < len(words) and words[i].startswith("-"):
+        name, _, value = words[i].partition("=")
+        if name in COMMON_VALUED and not value and i + 1 < len(words):
+            moved += words[i : i + 2]
+            i += 2
+        elif name in COMMON_VALUED or name in COMMON_FLAGS:
+            moved.append(words[i])
+            i += 1
+        else:
+            break
+    if not moved or i >= len(words):
+        return list(words)
+    return [words[i], *moved, *words[i + 1 :]]
+
+
 def run(words: list[str], *, launched: bool = False) -> int:
     """The command line once :mod:`builder.noop` has not settled it; ``launched``: this process
     is the command itself (it may re-run itself with ``site``)."""
+    words = common_first(words)
     if words == ["--version"]:  # answered without argparse (or site): it must start fast
         from builder import __version__
 
@@ -108,11 +138,14 @@ def run(words: list[str], *, launched: bool = False) -> int:
         return 0
     if sys.flags.no_site and launched and needs_site(words):  # started for the fast path
         os.execv(sys.executable, [sys.executable, "-c", RUN, *words])
-    from builder.core.errors import EXIT_INTERNAL, StackError
+    from builder.core.errors import EXIT_INTERNAL, EXIT_OK, StackError
 
     args = make_parser(words).parse_args(words)
     args.argv = tuple(words)
     try:
+        from builder.core.options import check_options
+
+        check_options(args)  # every path option, before any work starts
         code: int = args.handler(args)
     except StackError as exc:
         print(exc.render(), file=sys.stderr)
@@ -120,10 +153,22 @@ def run(words: list[str], *, launched: bool = False) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return EXIT_INTERNAL
+    except BrokenPipeError:  # the reader went away (``| head``): nothing more to say
+        quiet_stdout()
+        return EXIT_OK
     except OSError as exc:  # a full disk, a read-only or missing directory the user named
         where = f": {exc.filename}" if exc.filename else ""
         print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
         return EXIT_INTERNAL
     return code
+
+
+def quiet_stdout() -> None:
+    """Point standard output at /dev/null, so that flushing it at exit raises no second
+    BrokenPipeError (Python would print "Exception ignored ...")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass

@@ -96,7 +96,7 @@ def add_jobs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs",
         "-j",
-        type=int,
+        type=positive_int,
         default=None,
         help="parallel compile jobs (default: the number of cores)",
     )
@@ -179,6 +179,17 @@ def add_variant(parser: argparse.ArgumentParser) -> None:
         help="also write the PEP 825 variant wheel (label cu130, musa43, ppu12; null for cpu) "
         "and {name}-{version}-variants.json beside the wheel (stack.yaml: wheel.variant: true)",
     )
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (refused at parse time, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not at least 1")
+    return value
 
 
 def stack_request(args: argparse.Namespace) -> StackRequest:
