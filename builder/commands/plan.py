@@ -37,6 +37,8 @@ def render(plan: Plan) -> str:
         lines.append("")
         lines.append(f"## {c.name}  key {c.short_key}")
         lines.append(f"#  source: {source_label(c.source)}")
+        if reason := _departure(plan, c.name):
+            lines.append(f"#  departs from the contract: {reason}")
         if c.depends:
             lines.append(f"#  after: {', '.join(c.depends)}")
         for patch in c.patches:
@@ -48,3 +50,12 @@ def render(plan: Plan) -> str:
             suffix = ")" if step.cwd else ""
             lines.append(f"{prefix}{quote(step.argv)}{suffix}")
     return "\n".join(lines)
+
+
+def _departure(plan: Plan, name: str) -> str | None:
+    """The manifest's reason when the pin this plan builds departs from the contract."""
+    contract = plan.stack.contract
+    component = plan.stack.components.get(name)
+    if contract is None or component is None or name not in contract.pins:
+        return None
+    return component.reason_for(plan.vendor)

@@ -16,6 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from builder import vendors as vendor_registry
 from builder.core.errors import UsageError
+from builder.manifest.contract import check_reasons, read_contract
 from builder.manifest.model import (
     CacheSettings,
     CiSettings,
@@ -47,6 +48,7 @@ TOP_KEYS = (
     "wheel",
     "mirrors",
     "cache",
+    "contract",
 )
 CXX_RUNTIMES = ("shared", "any")
 VENDOR_KEYS = (
@@ -59,8 +61,8 @@ VENDOR_KEYS = (
     "check",
 )
 CI_KEYS = ("runs-on", "image")
-COMPONENT_KEYS = ("git", "rev", "path", "options", "recipe", "vendors", "only")
-OVERRIDE_KEYS = ("git", "rev", "path", "options")
+COMPONENT_KEYS = ("git", "rev", "path", "options", "recipe", "vendors", "only", "reason")
+OVERRIDE_KEYS = ("git", "rev", "path", "options", "reason")
 WHEEL_KEYS = (
     "name",
     "version",
@@ -136,6 +138,8 @@ def _read_stack(path: Path, doc: Doc, problems: Problems) -> Stack | None:
     _check_references(r, components, vendor_configs, recipe_docs)
     order = _order(r, components)
     wheel = _read_wheel(r, components, vendor_configs)
+    contract = read_contract(r)
+    check_reasons(r, contract, components)
     return Stack(
         file=path,
         label=doc.label,
@@ -147,6 +151,7 @@ def _read_stack(path: Path, doc: Doc, problems: Problems) -> Stack | None:
         wheel=wheel,
         mirrors=mirrors,
         cache=_read_cache(r, path.parent),
+        contract=contract,
     )
 
 
@@ -334,7 +339,9 @@ def _read_component(
             base_url = source.url if isinstance(source, GitSource) else ""
             override_source = GitSource(url=base_url, rev=override_source.rev)
         overrides[vendor] = VendorOverride(
-            source=override_source, options=r.cmake_options((*vkey, "options"))
+            source=override_source,
+            options=r.cmake_options((*vkey, "options")),
+            reason=r.string((*vkey, "reason")),
         )
     recipe_file = r.string((*key, "recipe"))
     recipe_path = (root / recipe_file) if recipe_file else recipes_dir / f"{name}.yaml"
@@ -349,6 +356,7 @@ def _read_component(
         overrides=overrides,
         recipe=recipe,
         only=_read_only(r, (*key, "only"), vendors),
+        reason=r.string((*key, "reason")),
     )
 
 

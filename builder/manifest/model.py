@@ -103,6 +103,7 @@ class Recipe:
 class VendorOverride:
     source: Source | None
     options: Mapping[str, str]
+    reason: str | None = None  # why its pin departs from the contract (builder.manifest.contract)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,6 +116,7 @@ class Component:
     overrides: Mapping[str, VendorOverride]
     recipe: Recipe
     only: frozenset[str] | None = None  # the vendors whose stack has it; None: every vendor
+    reason: str | None = None  # why its pin departs from the contract (builder.manifest.contract)
 
     def in_stack(self, vendor: str) -> bool:
         return self.only is None or vendor in self.only
@@ -122,6 +124,13 @@ class Component:
     def source_for(self, vendor: str) -> Source:
         override = self.overrides.get(vendor)
         return override.source if override and override.source else self.source
+
+    def reason_for(self, vendor: str) -> str | None:
+        """Why the pin ``vendor`` builds departs from the contract, where the manifest says."""
+        override = self.overrides.get(vendor)
+        if override and override.source:
+            return override.reason
+        return self.reason
 
     def options_for(self, vendor: str) -> dict[str, str]:
         """Recipe options, then the recipe's vendor options, then stack.yaml's, then overrides."""
@@ -159,6 +168,16 @@ class CacheSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Contract:
+    """stack.yaml's ``contract:``: the superproject whose gitlinks the pins follow."""
+
+    name: str  # e.g. infinicore
+    url: str
+    rev: str
+    pins: Mapping[str, str]  # component -> the superproject's gitlink for it
+
+
+@dataclass(frozen=True, kw_only=True)
 class Stack:
     file: Path  # the manifest
     label: str  # the manifest as shown in messages
@@ -172,6 +191,7 @@ class Stack:
     # one must use the shared C++ runtime (libstdc++.so.6); "any": no such constraint.
     cxx_runtime: str = "any"
     cache: CacheSettings = field(default_factory=CacheSettings)
+    contract: Contract | None = None  # stack.yaml's ``contract:``
 
     @property
     def root(self) -> Path:

@@ -21,7 +21,7 @@ from builder.core.fs import atomic_write
 from builder.core.layout import Layout
 from builder.manifest.model import GitSource, Stack
 from builder.manifest.schema import unknown_message
-from builder.sources.fetch import Fetcher, git_env, rewrite
+from builder.sources.fetch import Fetcher, Submodule, git_env, rewrite
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 
@@ -242,7 +242,86 @@ def source_for(stack: Stack, component: str, vendor: str | None) -> GitSource:
     return source
 
 
+# --- the contract: a superproject's gitlinks -----------------------------------------------------
+
+INFINICORE_URL = "https://github.com/InfiniTensor/InfiniCore.git"
+
+
+def same_repository(a: str, b: str) -> bool:
+    """``https://github.com/X/Y.git`` and ``https://github.com/x/y`` name one repository."""
+
+    def norm(url: str) -> str:
+        return url.strip().rstrip("/").removesuffix(".git").lower()
+
+    return norm(a) == norm(b)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gitlink:
+    component: str | None  # the component whose default source is this repository; None: none
+    submodule: Submodule
+
+
+def gitlinks(stack: Stack, fetcher: Fetcher, source: GitSource, label: str) -> list[Gitlink]:
+    """The superproject's submodules at ``source.rev``, each with the component it pins."""
+    cache = fetcher.ensure_commit(label, source, label=f"contract '{label}'")
+    out: list[Gitlink] = []
+    for sub in fetcher.submodules(cache, source):
+        owner = next(
+            (
+                name
+                for name, c in stack.components.items()
+                if isinstance(c.source, GitSource) and same_repository(c.source.url, sub.url)
+            ),
+            None,
+        )
+        out.append(Gitlink(component=owner, submodule=sub))
+    return out
+
+
+def contract_block(name: str, url: str, rev: str, pins: Mapping[str, str]) -> str:
+    lines = [
+        "contract:",
+        f"  # {name}'s gitlinks at rev: `infini-stack lock --from {name}=REF` rewrites this block.",
+        "  # A pin that differs from them says why with `reason:` beside its rev.",
+        f"  {name}:",
+        f"    git: {url}",
+        f"    rev: {rev}",
+        "    pins:",
+        *(f"      {component}: {sha}" for component, sha in pins.items()),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def set_contract(text: str, block: str) -> str:
+    """``text`` with its top-level ``contract:`` replaced by ``block`` (added before
+    ``components:`` when there is none)."""
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    if not isinstance(root, yaml.MappingNode):
+        raise UsageError("the manifest is not a mapping")
+    for key, value in root.value:
+        if isinstance(key, yaml.ScalarNode) and key.value == "contract":
+            start = text.rfind("\n", 0, key.start_mark.index) + 1
+            return _apply(text, Edit(start, _after(text, value), block))
+    for key, _value in root.value:
+        if isinstance(key, yaml.ScalarNode) and key.value == "components":
+            start = text.rfind("\n", 0, key.start_mark.index) + 1
+            return _apply(text, Edit(start, start, block + "\n"))
+    raise UsageError("the manifest has no 'components:'")
+
+
 # --- checking -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Drift:
+    """How far a pin is from its branch, and what became of a pull request it was taken from."""
+
+    branch: str | None = None  # the branch measured against (the default branch when it has it)
+    behind: int | None = None  # commits on ``branch`` after the pin
+    newest: str | None = None  # ``branch``'s head: short SHA, date and subject
+    pull: str | None = None  # refs/pull/N/head when the pin is (or was) a pull request's head
+    merged_as: str | None = None  # the commit on the default branch that merged it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -253,6 +332,18 @@ class PinCheck:
     rev: str
     ok: bool
     detail: str
+    contract_rev: str | None = None  # the contract's gitlink for this component, if it has one
+    reason: str | None = None  # the manifest's reason for departing from it
+    drift: Drift = Drift()
+
+    @property
+    def contract_state(self) -> str:
+        """``-`` (not in the contract), ``=`` (its gitlink), ``declared`` or ``UNDECLARED``."""
+        if self.contract_rev is None:
+            return "-"
+        if self.contract_rev == self.rev:
+            return "="
+        return "declared" if self.reason else "UNDECLARED"
 
 
 def pins(stack: Stack) -> list[tuple[str, tuple[str, ...], GitSource]]:
@@ -267,8 +358,15 @@ def pins(stack: Stack) -> list[tuple[str, tuple[str, ...], GitSource]]:
     return out
 
 
-def check_pins(stack: Stack, layout: Layout, mirrors: Mapping[str, str]) -> list[PinCheck]:
-    """Is every pin still reachable from a branch or tag of its repository?"""
+def check_pins(
+    stack: Stack,
+    layout: Layout,
+    mirrors: Mapping[str, str],
+    contract: Mapping[str, str] | None = None,
+) -> list[PinCheck]:
+    """Is every pin still reachable from a branch or tag of its repository, does it keep to the
+    contract's gitlinks (``contract``: component -> SHA), and how far behind its branch is it?"""
+    contract = contract or {}
     fetcher = Fetcher(layout, mirrors)
     refs_by_url: dict[str, dict[str, str] | SourceError] = {}
     results: list[PinCheck] = []
@@ -279,10 +377,13 @@ def check_pins(stack: Stack, layout: Layout, mirrors: Mapping[str, str]) -> list
             except SourceError as exc:
                 refs_by_url[source.url] = exc
         refs = refs_by_url[source.url]
+        drift = Drift()
         if isinstance(refs, SourceError):
             ok, detail = False, f"repository unreachable: {refs.message.splitlines()[0]}"
         else:
             ok, detail = _reachable(fetcher, name, source, refs)
+            drift = _drift(fetcher, name, source, refs)
+        component = stack.components[name]
         results.append(
             PinCheck(
                 component=name,
@@ -291,6 +392,9 @@ def check_pins(stack: Stack, layout: Layout, mirrors: Mapping[str, str]) -> list
                 rev=source.rev,
                 ok=ok,
                 detail=detail,
+                contract_rev=contract.get(name),
+                reason=component.reason_for(vendors[0]) if vendors else component.reason,
+                drift=drift,
             )
         )
     return results
@@ -314,23 +418,7 @@ def _reachable(
         if others:
             return False, f"only the tip of {others[0]} (not on any branch or tag)"
         return False, "no longer in the repository (not on any branch or tag)"
-    # The cache holds the branches and tags as fetched; refresh them so deleted ones drop out.
-    url = rewrite(source.url, fetcher.mirrors)
-    proc.run(
-        [
-            "git",
-            "--git-dir",
-            str(cache),
-            "fetch",
-            "--quiet",
-            "--prune",
-            "--tags",
-            url,
-            "+refs/heads/*:refs/heads/*",
-        ],
-        check=False,
-        env=git_env(fetcher.mirrors),
-    )
+    _refresh(fetcher, cache, source)
     containing = proc.run(
         [
             "git",
@@ -353,3 +441,103 @@ def _reachable(
     if others:
         return False, f"only the tip of {others[0]} (not on any branch or tag)"
     return False, "not on any branch or tag (the branch that held it was rewritten or deleted)"
+
+
+def _refresh(fetcher: Fetcher, cache: Path, source: GitSource) -> None:
+    """The cache holds the branches and tags as fetched; refresh them (deleted ones drop out)."""
+    url = rewrite(source.url, fetcher.mirrors)
+    proc.run(
+        [
+            "git",
+            "--git-dir",
+            str(cache),
+            "fetch",
+            "--quiet",
+            "--prune",
+            "--tags",
+            url,
+            "+refs/heads/*:refs/heads/*",
+        ],
+        check=False,
+        env=git_env(fetcher.mirrors),
+    )
+
+
+def _git_out(fetcher: Fetcher, cache: Path, *args: str) -> str | None:
+    result = proc.run(
+        ["git", "--git-dir", str(cache), *args], check=False, env=git_env(fetcher.mirrors)
+    )
+    return result.output.strip() if result.returncode == 0 else None
+
+
+def default_branch(refs: Mapping[str, str]) -> str | None:
+    """The branch the remote's HEAD points at (main or master first when several match)."""
+    head = refs.get("HEAD")
+    branches = [r for r, s in refs.items() if r.startswith("refs/heads/") and s == head]
+    for preferred in ("refs/heads/main", "refs/heads/master"):
+        if preferred in branches:
+            return preferred
+    return branches[0] if branches else None
+
+
+def _drift(fetcher: Fetcher, name: str, source: GitSource, refs: Mapping[str, str]) -> Drift:
+    try:
+        cache = fetcher.ensure_commit(name, source)
+    except SourceError:
+        return Drift()
+    _refresh(fetcher, cache, source)
+    default = default_branch(refs)
+    pull = next(
+        (r for r, s in sorted(refs.items()) if s == source.rev and r.startswith("refs/pull/")),
+        None,
+    )
+    branch = _branch_holding(fetcher, cache, source.rev, default)
+    behind = newest = None
+    if branch is not None:
+        count = _git_out(fetcher, cache, "rev-list", "--count", f"{source.rev}..{branch}")
+        behind = int(count) if count else None
+        newest = _git_out(fetcher, cache, "log", "-1", "--format=%h %cs %s", branch)
+    merged_as = None
+    if pull is not None and default is not None:
+        merged_as = _merged_as(fetcher, cache, source.rev, pull, default)
+    return Drift(
+        branch=branch.removeprefix("refs/heads/") if branch else None,
+        behind=behind,
+        newest=newest,
+        pull=pull,
+        merged_as=merged_as,
+    )
+
+
+def _branch_holding(fetcher: Fetcher, cache: Path, rev: str, default: str | None) -> str | None:
+    """The default branch when it contains ``rev``, else the first branch that does."""
+    out = _git_out(
+        fetcher, cache, "for-each-ref", "--contains", rev, "--format=%(refname)", "refs/heads"
+    )
+    holding = out.split() if out else []
+    if default in holding:
+        return default
+    return holding[0] if holding else None
+
+
+def _merged_as(fetcher: Fetcher, cache: Path, rev: str, pull: str, default: str) -> str | None:
+    """The commit of ``default`` that merged pull request ``pull``: its merge commit when the
+    head itself was merged, else a commit whose subject names the request, ``(#N)``, as
+    GitHub's squash and rebase merges write it."""
+    number = pull.split("/")[2]
+    fetched = _git_out(fetcher, cache, "merge-base", "--is-ancestor", rev, default)
+    if fetched is not None:
+        merges = _git_out(
+            fetcher,
+            cache,
+            "rev-list",
+            "--ancestry-path",
+            "--merges",
+            "--reverse",
+            f"{rev}..{default}",
+        )
+        return merges.split()[0] if merges else rev
+    found = _git_out(
+        fetcher, cache, "log", "--format=%H", "--fixed-strings", f"--grep=(#{number})", default
+    )
+    return found.split()[0] if found else None
