@@ -66,6 +66,9 @@ class WheelInputs:
     epoch: int = DEFAULT_EPOCH
     extra_files: Mapping[str, bytes] | None = None  # dist-info relative path -> bytes
     generator: str = "infini-stack"  # the WHEEL file's Generator: the tool and its version
+    # ABI partners: distribution -> the version the build found (preflight's reading); a
+    # Requires-Dist on one admits only versions of that ABI (abi_partners.abi_range).
+    partners: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -395,8 +398,31 @@ def metadata(inputs: WheelInputs, requires: Iterable[str]) -> str:
     if spec.summary:
         lines.append(f"Summary: {spec.summary}")
     lines.append(f"Requires-Python: {spec.requires_python}")
-    lines += [f"Requires-Dist: {r}" for r in dict.fromkeys([*spec.requires, *requires])]
+    wanted = dict.fromkeys([*spec.requires, *requires])
+    lines += [f"Requires-Dist: {r}" for r in pinned(wanted, inputs.partners)]
     return "\n".join(lines) + "\n"
+
+
+def pinned(requires: Iterable[str], partners: Mapping[str, str]) -> list[str]:
+    """``requires`` with each ABI partner's line narrowed to the ABI built against
+    (``torch`` -> ``torch>=2.11,<2.12``), its marker kept; a partner named twice once."""
+    from packaging.requirements import Requirement
+
+    from wheels.audit.abi_partners import abi_range
+    from wheels.filename import canonicalize_name
+
+    versions = {canonicalize_name(d): v for d, v in partners.items()}
+    out: list[str] = []
+    for text in requires:
+        req = Requirement(text)
+        version = versions.get(canonicalize_name(req.name))
+        if version is not None:
+            specs = ",".join(s for s in (str(req.specifier), abi_range(req.name, version)) if s)
+            marker = f"; {req.marker}" if req.marker else ""
+            out.append(f"{req.name}{specs}{marker}")
+        else:
+            out.append(text)
+    return list(dict.fromkeys(out))
 
 
 def wheel_file(name: WheelName, generator: str = "infini-stack") -> str:

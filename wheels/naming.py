@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Mapping
 
 from wheels.filename import canonicalize_name, normalized_version
 from wheels.record import record, replace
@@ -54,6 +55,24 @@ def escaped_name(distribution: str) -> str:
 def with_local(version: str, local: str) -> str:
     """``0.1.0`` + ``cu130`` -> ``0.1.0+cu130`` (normalised, validated by packaging)."""
     return normalized_version(f"{version}+{local}" if local else version)
+
+
+# The ABI partners a local version names, with their major.minor: torch's C++ ABI changes
+# between minor versions and users pick a wheel by the torch they have (flash-attn's release
+# wheels name torch2.x too). Requires-Dist pins each partner (wheels.audit.abi_partners).
+LOCAL_PARTNERS = ("torch",)
+_MAJOR_MINOR = re.compile(r"^(\d+)\.(\d+)")
+
+
+def partner_local(local: str, partners: Mapping[str, str]) -> str:
+    """``cu130`` with ``{"torch": "2.11.0+cu130"}`` -> ``cu130.torch2.11``: the vendor's local
+    version, then each of :data:`LOCAL_PARTNERS` built against, as major.minor."""
+    parts = [local] if local else []
+    for name in LOCAL_PARTNERS:
+        match = _MAJOR_MINOR.match(partners.get(name, ""))
+        if match:
+            parts.append(f"{name}{match.group(1)}.{match.group(2)}")
+    return ".".join(parts)
 
 
 def interpreter_tags() -> tuple[str, str]:

@@ -42,7 +42,7 @@ from wheels.assemble import (
     pack,
     wheel_epoch,
 )
-from wheels.naming import wheel_name
+from wheels.naming import partner_local, wheel_name
 from wheels.policy import DistLib, load_vendor_policy
 
 
@@ -122,15 +122,37 @@ def wheel_inputs(ctx: Context, plan: Plan, epoch: int) -> WheelInputs:
     spec = ctx.stack.wheel
     assert spec is not None
     settings = ctx.stack.vendors[ctx.vendor].settings
-    local = get_vendor(ctx.vendor).local_version(ctx.host, settings)
+    partners = abi_partners(ctx)
+    local = partner_local(get_vendor(ctx.vendor).local_version(ctx.host, settings), partners)
     return WheelInputs(
         spec=spec,
         name=wheel_name(spec.name, spec.version, local),
+        partners=partners,
         prefixes={c.name: c.prefix for c in plan.components},
         supplied=supplied_libraries(ctx.vendor),
         epoch=epoch,
         generator=f"infini-stack {__version__}",
     )
+
+
+def abi_partners(ctx: Context) -> dict[str, str]:
+    """Distribution -> version, of each Python distribution preflight read that the vendor's
+    libraries may bind C++ symbols from (torch, the linked providers' flash-attn): the wheel's
+    Requires-Dist on each admits only that ABI, and its local version names torch's."""
+    report = ctx.preflight
+    if report is None:
+        return {}
+    from builder.providers.linked import load as load_linked
+
+    config = ctx.stack.vendors[ctx.vendor]
+    linked = {s.provider_name: s.distribution for p in config.linked for s in load_linked(p)}
+    supplied = {lib.distribution for lib in load_vendor_policy(ctx.vendor).distributions.values()}
+    found: dict[str, str] = {}
+    for result in report.results:
+        distribution = linked.get(result.name, result.name)
+        if result.ok and result.version and distribution in supplied:
+            found[distribution] = result.version
+    return found
 
 
 def assemble(ctx: Context, plan: Plan, dest: Path, *, epoch: int) -> Built:
