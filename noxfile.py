@@ -276,8 +276,12 @@ def run_check(session: nox.Session, python: str, wheel: Path, vendor: str) -> No
     """The vendor's runtime check; without its device here, said (never passed silently)."""
     argv = [python, "-m", "builder", "check", str(wheel), "--manifest", str(MINI)]
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
-    if done.returncode == EXIT_PREFLIGHT:
-        session.warn(f"demo: {vendor}: {(done.stderr.strip().splitlines() or ['not run'])[-1]}")
+    if done.returncode == EXIT_PREFLIGHT:  # no device here: a note, an error only when strict
+        said = (done.stderr.strip().splitlines() or ["check: not run"])[-1]
+        said = said.removeprefix("error:").strip()
+        if strict():
+            session.error(f"demo: {vendor}: {said} ({STRICT_ENV} is set)")
+        session.log(f"note: demo: {vendor}: {said}")
         return
     session.log(done.stderr.strip())
     if done.returncode != 0:

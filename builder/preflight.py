@@ -277,6 +277,11 @@ def run_providers(providers: Sequence[Provider], ctx: ProbeContext) -> tuple[Pro
     return tuple(futures[p.name].result() for p in providers)
 
 
+def _by(needs: str) -> str:
+    """``by NAMES``, or ``with OPTION ON`` alone where a rule names only an option."""
+    return needs if needs.startswith("with ") else f"by {needs}"
+
+
 def _one(
     provider: Provider, ctx: ProbeContext, waits: Mapping[str, Future[ProviderResult]]
 ) -> ProviderResult:
@@ -285,7 +290,7 @@ def _one(
     wanted = ctx.constraints.get(provider.name, "")
     if not components:
         needs = " or ".join(r.describe() for r in provider.rules)
-        return not_checked(provider, f"needed only by {needs}", wanted=wanted)
+        return not_checked(provider, f"needed only {_by(needs)}", wanted=wanted)
     if ctx.purpose not in provider.needed_for and ctx.purpose == "run":
         return not_checked(provider, "needed only to build", components=components, wanted=wanted)
     for name in provider.requires:

@@ -29,9 +29,12 @@ def add_manifest(parser: argparse.ArgumentParser) -> None:
 
 
 def add_vendor(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
-    parser.add_argument(
-        "--vendor", "-V", required=required, help="cpu, nvidia, moore or thead (alias ali)"
-    )
+    parser.add_argument("--vendor", "-V", required=required, help=VENDOR_HELP)
+
+
+# Written out (the aliases come from wheels/policy/vendors.json, which the parser does not read);
+# tests/unit/test_cli_options.py holds it to the registry.
+VENDOR_HELP = "cpu, nvidia (alias cuda), moore (musa, mthreads) or thead (ali, ppu)"
 
 
 def add_home(parser: argparse.ArgumentParser) -> None:

@@ -93,3 +93,11 @@ def test_a_command_piped_into_a_closed_pipe_ends_quietly() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
+
+
+def test_the_vendor_help_names_every_vendor_and_alias() -> None:
+    from builder.commands.common import VENDOR_HELP
+    from builder.vendors import ALIASES, REGISTRY
+
+    words = set(VENDOR_HELP.replace(",", " ").replace("(", " ").replace(")", " ").split())
+    assert set(REGISTRY) | set(ALIASES) <= words

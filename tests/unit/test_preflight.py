@@ -360,3 +360,10 @@ def test_cli_preflight_unknown_component_is_a_usage_error(cli: Cli, home: Path) 
         "infinirtt",
     )
     assert result.code == 2 and "infinirt" in result.err
+
+
+def test_a_provider_needed_only_by_an_option_says_so_in_plain_words() -> None:
+    from builder.preflight import _by
+
+    assert _by("with WITH_MOORE ON") == "with WITH_MOORE ON"
+    assert _by("infiniccl with WITH_OMPI ON") == "by infiniccl with WITH_OMPI ON"
