@@ -4,16 +4,26 @@
 The wheel is installed, without its dependencies, into a fresh virtual environment that sees
 what an install into the target interpreter would see (:mod:`builder.checks.venv`); the script
 runs there from an empty directory, and passes by exiting 0. It finds the wheel and vendor in
-``INFINI_STACK_CHECK_WHEEL`` and ``INFINI_STACK_CHECK_VENDOR``.
+``INFINI_STACK_CHECK_WHEEL`` and ``INFINI_STACK_CHECK_VENDOR``. ``check --force-argmax`` sets
+``INFINI_STACK_CHECK_FORCE_ARGMAX=1``: the script's engine then samples by argmax, which its
+sampling statistics must reject. ``NCCL_NVLS_ENABLE=0`` always (NVLink multicast off).
+
+A script prints one JSON line per case. Lines that name a case's engine (``cache``, ``backend``,
+``graph``, ``batch``) or its ids (``expected``, ``got``) make the table :func:`table` draws for
+``check.log`` and :func:`table_html` for ``report --html``.
 """
 
 from __future__ import annotations
 
+import html
+import json
 import os
 import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from builder.checks import venv
 from builder.core import proc
@@ -21,6 +31,8 @@ from builder.core.errors import EXIT_CHECK, CommandFailed
 from builder.vendors.base import Vendor
 
 TIMEOUT = 1800.0  # seconds: the nvidia check builds a model and generates several times
+FORCE_ARGMAX = "INFINI_STACK_CHECK_FORCE_ARGMAX"
+COLUMNS = ("case", "cache", "backend", "graph", "batch", "expected ids", "got ids", "verdict")
 
 
 @dataclass(frozen=True)
@@ -60,8 +72,106 @@ class CheckResult:
         verdict = "passed" if self.ok else f"FAILED (exit status {self.returncode})"
         return f"check {self.script.name}: {verdict} in {self.seconds:.1f}s"
 
+    def rows(self) -> tuple[CaseRow, ...]:
+        return case_rows(self.output)
 
-def run_check(wheel: Path, vendor: str, script: Path, python: str) -> CheckResult:
+    def row_dicts(self) -> list[dict[str, str]]:
+        return [asdict(row) for row in self.rows()]
+
+    def log(self) -> str:
+        """The script's output, then the table of its cases (where it printed any)."""
+        rows = self.rows()
+        output = (
+            self.output if self.output.endswith("\n") or not self.output else self.output + "\n"
+        )
+        return output + ("\n" + table(rows) + "\n" if rows else "")
+
+
+@dataclass(frozen=True)
+class CaseRow:
+    case: str
+    cache: str
+    backend: str
+    graph: str
+    batch: str
+    expected: str
+    got: str
+    verdict: str
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, list):
+        return " ".join(_cell(v) for v in value) if value else "[]"
+    return str(value)
+
+
+def verdict(line: Mapping[str, Any]) -> str:
+    """A case's verdict: pass, FAIL, gap (known, not required) or not run (never a pass)."""
+    if line.get("not_run"):
+        return f"not run ({line['not_run']})"
+    if line.get("ok") is True:
+        return "pass"
+    return "gap" if line.get("gap") else "FAIL"
+
+
+def case_row(line: Mapping[str, Any]) -> CaseRow | None:
+    """The table row of one JSON line: those naming an engine or ids, and the not-run cases."""
+    named = ("cache", "backend", "graph", "batch", "expected", "got", "not_run")
+    if "check" not in line or not any(key in line for key in named):
+        return None
+    return CaseRow(
+        case=str(line["check"]),
+        cache=_cell(line.get("cache")),
+        backend=_cell(line.get("backend")),
+        graph=_cell(line.get("graph")),
+        batch=_cell(line.get("batch")),
+        expected=_cell(line.get("expected")),
+        got=_cell(line.get("got")),
+        verdict=verdict(line),
+    )
+
+
+def case_rows(output: str) -> tuple[CaseRow, ...]:
+    rows = []
+    for text in output.splitlines():
+        if not text.startswith("{"):
+            continue
+        try:
+            line = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        row = case_row(line) if isinstance(line, dict) else None
+        if row is not None:
+            rows.append(row)
+    return tuple(rows)
+
+
+def table(rows: Sequence[CaseRow]) -> str:
+    """The cases as a text table, columns padded to their widest cell."""
+    cells = [COLUMNS, *(tuple(asdict(row).values()) for row in rows)]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
+    text = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in cells]
+    text.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(line.rstrip() for line in text)
+
+
+def table_html(rows: Sequence[Mapping[str, str]]) -> str:
+    """The cases (as :func:`asdict` of :class:`CaseRow` gives them) as an HTML table."""
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row.values()) + "</tr>"
+        for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def run_check(
+    wheel: Path, vendor: str, script: Path, python: str, *, force_argmax: bool = False
+) -> CheckResult:
     """Install ``wheel`` into a fresh venv seeing ``python``'s packages, run ``script`` there."""
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="infini-check-") as tmp:
@@ -74,8 +184,15 @@ def run_check(wheel: Path, vendor: str, script: Path, python: str) -> CheckResul
                 "PYTHONUNBUFFERED": "1",
                 "INFINI_STACK_CHECK_WHEEL": str(wheel.resolve()),
                 "INFINI_STACK_CHECK_VENDOR": vendor,
+                # NVLink multicast off for the check's collectives (its TP=2 case), as for
+                # InfiniCCL's all-reduce test
+                "NCCL_NVLS_ENABLE": "0",
             }
         )
+        if force_argmax:
+            env[FORCE_ARGMAX] = "1"
+        else:
+            env.pop(FORCE_ARGMAX, None)
         result = proc.run(
             [str(interpreter), str(script)],
             cwd=work,

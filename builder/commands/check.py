@@ -22,6 +22,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="the interpreter the wheel is for (default: this one); the check's venv sees "
         "what an install into it would see",
     )
+    parser.add_argument(
+        "--force-argmax",
+        action="store_true",
+        help="make the check's engine sample by argmax (INFINI_STACK_CHECK_FORCE_ARGMAX=1): its "
+        "sampling statistics must then fail, and so must the check",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,10 +35,14 @@ def run(args: argparse.Namespace) -> int:
 
     result = run_check_request(
         CheckRequest(
-            wheel=args.wheel, vendor=args.vendor, manifest=args.manifest, python=args.python
+            wheel=args.wheel,
+            vendor=args.vendor,
+            manifest=args.manifest,
+            python=args.python,
+            force_argmax=args.force_argmax,
         )
     )
-    sys.stdout.write(result.output)
+    sys.stdout.write(result.log())
     print(result.render(), file=sys.stderr)
     if not result.ok:
         raise failed(result)

@@ -48,9 +48,19 @@ def render(report: Mapping[str, Any]) -> str:
         "<a href='#wheels'>Wheels</a></nav><main>"
         f"<section id='timeline'><h2>Timeline</h2>{timeline_svg(components)}</section>"
         f"<section id='components'><h2>Components</h2>{components_table(components)}</section>"
-        f"<section id='wheels'><h2>Wheels</h2>{audit_section(audits(report))}</section></main>"
+        f"<section id='wheels'><h2>Wheels</h2>{audit_section(audits(report))}</section>"
+        f"{check_section(report)}</main>"
     )
     return page(title, body, subtitle)
+
+
+def check_section(report: Mapping[str, Any]) -> str:
+    """The runtime check's cases, where a release ran it (its stage records their rows)."""
+    from builder.checks.runtime import table_html
+
+    check = ((report.get("release") or {}).get("stages") or {}).get("check") or {}
+    rows = check.get("rows")
+    return f"<section id='check'><h2>Check</h2>{table_html(rows)}</section>" if rows else ""
 
 
 def audits(report: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ class CheckRequest:
     vendor: str | None = None  # None: the vendor the wheel's local version names
     manifest: Path | None = None
     python: str | None = None  # the target interpreter (default: this one)
+    force_argmax: bool = False  # the script's engine samples by argmax: its statistics must fail
 
 
 class NoDevice(StackError):
@@ -63,7 +64,13 @@ def run_check_request(request: CheckRequest) -> CheckResult:
     if not device.present:
         raise NoDevice(f"check: not run ({device.what})")
     print(f"check: {script.name} on {device.what}", file=sys.stderr)
-    return run_check(request.wheel, vendor, script, request.python or sys.executable)
+    return run_check(
+        request.wheel,
+        vendor,
+        script,
+        request.python or sys.executable,
+        force_argmax=request.force_argmax,
+    )
 
 
 def failed(result: CheckResult) -> CheckError:

@@ -329,11 +329,14 @@ class Gate:
         assert config.check is not None
         device = find_device(get_vendor(self.ctx.vendor))
         result = run_check(wheel, self.ctx.vendor, config.check, self.ctx.host.python)
-        (staging / CHECK_LOG).write_text(result.output, encoding="utf-8")
+        (staging / CHECK_LOG).write_text(result.log(), encoding="utf-8")
         print(result.render(), file=sys.stderr)
         if not result.ok:
             raise failed(result)
-        self.done("check", ran=True, ok=True, script=config.check.name, device=device.what)
+        rows = result.row_dicts()  # report --html draws them as the check's table
+        self.done(
+            "check", ran=True, ok=True, script=config.check.name, device=device.what, rows=rows
+        )
 
     def write(
         self, built: Path, build_report: RunReport, staging: Path, variant: Path | None = None

@@ -21,7 +21,33 @@ transformers, tokenizers, safetensors, flash-attn). Downloads nothing:
   inline copy of ``active_implementation_indices``, which sees no NVIDIA kernel (``Assertion
   `!indices.empty()` failed``), and scaled the logits by a {1, 1} tensor that InfiniOps' CUDA
   Mul reads past its one element (every temperature then sampled the same wrong ids);
-- a few infinicore operators must agree with torch.
+- a few infinicore operators must agree with torch;
+- graph capture: every supported pair again with ``enable_graph=True``, the same ids required.
+  Whether InfiniLM captured a device graph is read from its log (infinicore logs "Using InfiniRT
+  C++ graph runtime API for graph capture and replay." once a graph is instantiated; a capture
+  that fails logs "Fail to ... device graph" and runs eagerly). A pair run eagerly is a fallback,
+  said in its line, not a failure; no pair captured at all is the ``graph`` line's clean rejection
+  with what the log said;
+- batched paged decoding: prompts of 8, 3 and 19 words submitted together to one paged engine
+  (``max_batch_size=4``), each equal to transformers' greedy ids for that prompt alone, then the
+  same in reverse order; eagerly and with graphs;
+- sampling that is really random: DRAWS first tokens after a fixed prompt, drawn as DRAWS
+  requests in batches of DRAW_BATCH, at temperature 1 and at 0.5 with no top-k/top-p cut, held
+  to transformers' softmax by a G-test (``goodness.py``: bins merged below an expected count of
+  5, threshold at a chi-square tail of 1e-6, false-failure rate under 1e-4). The
+  ``sampling.sensitivity`` line shows that the test fails an argmax sampler at both temperatures
+  and (in simulation, on these very distributions) a sampler that ignores the temperature. The
+  prompt is the one, among PROMPT and PROMPT followed by greedy ids, whose next-token
+  distribution at temperature 0.5 is the most spread. ``INFINI_STACK_CHECK_FORCE_ARGMAX=1``
+  (``infini-stack check --force-argmax``) makes every engine of this check sample by argmax
+  (top_k=1), and the statistical cases must then fail;
+- seeds: ``LLM`` takes none at 9439ea6 (each rank worker seeds its std::mt19937 from
+  std::random_device and draws one random value per request and step); the random value IS the
+  sampling kernel's seed, so ``infinicore.nn.functional.random_sample`` with the same value must
+  give the same id, and different values different ids;
+- tensor parallelism 2 (two ranks through InfiniCCL and NCCL, NCCL_NVLS_ENABLE=0): the ids of
+  TP=1 and of transformers, where two or more GPUs are visible; otherwise ``tp2: not run (1
+  GPU)``, never a pass.
 
 Every InfiniLM call runs in a child process of this script, so a segmentation fault is a
 reported failure, not the end of the check. One JSON line per check on stdout, then a summary;
@@ -32,15 +58,18 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import os
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+import goodness  # beside this script
 
 SUPPORTED = (("static", "default"), ("static", "static-attn"), ("paged", "paged-attn"))
 REJECTED = (("static", "flash-attn"), ("paged", "flash-attn"), ("paged", "flashinfer"))
@@ -53,12 +82,25 @@ NEAR_GREEDY = {"top_k": 5, "top_p": 1.0, "temperature": 0.01}
 VOCAB = 512
 SPECIALS = ("<pad>", "<s>", "</s>", "<unk>")  # ids 0..3
 PROMPT = "w17 w213 w5 w88 w401 w33 w250 w9"
+BATCH_PROMPTS = (
+    PROMPT,
+    "w301 w44 w120",
+    "w7 w99 w150 w260 w333 w12 w480 w55 w61 w200 w18 w391 w77 w140 w222 w305 w8 w415 w90",
+)
 NEW_TOKENS = 12
+DRAWS = 1024  # first tokens drawn per temperature
+DRAW_BATCH = 64  # requests per engine step
+TEMPERATURES = (1.0, 0.5)
+MIN_POWER = 0.99  # the share of temperature-ignoring samplers the test must fail (simulated)
 CHILD_TIMEOUT = 420.0
+FORCE_ARGMAX = "INFINI_STACK_CHECK_FORCE_ARGMAX"
+GRAPH_CAPTURED = "Using InfiniRT C++ graph runtime API"
+GRAPH_FAILURES = ("device graph", "Falling back to eager", "using eager decode")
 LOGIT_SLACK = 0.05  # fp16 kernels on both sides: a rank decided by less than this is a tie
 PROB_SLACK = 0.02  # the same, for the nucleus' cumulative probability
 FAILED: list[str] = []
 GAPS: list[str] = []  # reported, not required: what is known not to run yet (none now)
+NOT_RUN: list[str] = []  # cases this host cannot run (tp2 on one GPU): never a pass
 
 
 def emit(check: str, ok: bool, *, gap: str | None = None, **info: Any) -> None:
@@ -69,13 +111,31 @@ def emit(check: str, ok: bool, *, gap: str | None = None, **info: Any) -> None:
     print(json.dumps({"check": check, "ok": ok, **extra, **info}, default=str), flush=True)
 
 
+def not_run(check: str, why: str) -> None:
+    """A case this host cannot run: its plain line, and a JSON line that is no pass."""
+    NOT_RUN.append(check)
+    print(f"{check}: not run ({why})", flush=True)
+    print(json.dumps({"check": check, "ok": False, "required": False, "not_run": why}), flush=True)
+
+
+def forced_argmax() -> bool:
+    return os.environ.get(FORCE_ARGMAX) == "1"
+
+
 # --- children: every infinicore/InfiniLM call runs in one ---------------------------------------
 
 
 def run_child(mode: str, spec: dict[str, Any]) -> dict[str, Any]:
     """``python THIS --child MODE SPEC``: its last RESULT line, or how it died."""
     argv = [sys.executable, str(Path(__file__).resolve()), "--child", mode, json.dumps(spec)]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "NCCL_NVLS_ENABLE": "0",
+        "INFINICORE_LOG_LEVEL": "info",  # the graph runtime's messages are at info
+    }
+    start = time.monotonic()
     try:
         done = subprocess.run(
             argv, capture_output=True, text=True, timeout=CHILD_TIMEOUT, env=env, check=False
@@ -89,9 +149,19 @@ def run_child(mode: str, spec: dict[str, Any]) -> dict[str, Any]:
     else:
         outcome = "ok" if done.returncode == 0 else f"exit status {done.returncode}"
     out = {"outcome": outcome, **(results[-1] if results else {})}
+    out["seconds"] = round(time.monotonic() - start, 1)
+    if spec.get("graph"):
+        out["graph_log"] = graph_log(done.stdout + "\n" + done.stderr)
     if outcome != "ok":
         out["stderr_tail"] = done.stderr[-1500:]
     return out
+
+
+def graph_log(text: str) -> dict[str, Any]:
+    """What infinicore logged about device graphs: captured, and any capture that failed."""
+    lines = text.splitlines()
+    failures = [line.strip()[-200:] for line in lines if any(f in line for f in GRAPH_FAILURES)]
+    return {"captured": any(GRAPH_CAPTURED in line for line in lines), "failures": failures[:4]}
 
 
 def child(mode: str, spec: dict[str, Any]) -> int:
@@ -99,7 +169,14 @@ def child(mode: str, spec: dict[str, Any]) -> int:
         print("RESULT " + json.dumps(data, default=str), flush=True)
 
     try:
-        {"import": child_import, "ops": child_ops, "llm": child_llm}[mode](spec, result)
+        modes = {
+            "import": child_import,
+            "ops": child_ops,
+            "llm": child_llm,
+            "draws": child_draws,
+            "seed": child_seed,
+        }
+        modes[mode](spec, result)
     except BaseException as exc:  # everything is reported: the parent decides
         result({"exception": type(exc).__name__, "message": str(exc)[:1500]})
         return 3
@@ -160,33 +237,99 @@ def child_ops(spec: dict[str, Any], result: Callable[[dict[str, Any]], None]) ->
     result({"ops": out})
 
 
-def child_llm(spec: dict[str, Any], result: Callable[[dict[str, Any]], None]) -> None:
-    from infinilm.llm import LLM, SamplingParams
+def engine_sampling(sampling: dict[str, Any]) -> dict[str, Any]:
+    """The sampling values an engine of this check uses: argmax (top_k=1) when forced."""
+    return {**sampling, "top_k": 1} if forced_argmax() else sampling
 
-    sampling = spec.get("sampling", {"top_k": 1, "top_p": 1.0, "temperature": 1.0})
+
+def make_llm(spec: dict[str, Any], sampling: dict[str, Any], new_tokens: int) -> Any:
+    from infinilm.llm import LLM
+
+    return LLM(
+        model_path=spec["model"],
+        device="cuda",
+        dtype="float16",
+        tensor_parallel_size=spec.get("tp", 1),
+        cache_type=spec["cache"],
+        attn_backend=spec["backend"],
+        max_batch_size=spec.get("batch", 1),
+        max_tokens=new_tokens,
+        num_blocks=spec.get("blocks", 16),
+        block_size=256,  # flash-attn's paged KV cache wants a multiple of 256
+        max_cache_len=1024,  # a multiple of 256: what static graph capture asks of the cache
+        enable_graph=spec.get("graph", False),
+        **sampling,  # the engine-level values are what sampling uses at 9439ea6
+    )
+
+
+def child_llm(spec: dict[str, Any], result: Callable[[dict[str, Any]], None]) -> None:
+    """Generate NEW_TOKENS for each list of prompts in ``spec["prompt_sets"]`` in turn, every
+    list submitted together, all in one engine."""
+    from infinilm.llm import SamplingParams
+
+    wanted = spec.get("sampling", {"top_k": 1, "top_p": 1.0, "temperature": 1.0})
+    sampling = engine_sampling(wanted)
     try:
-        llm = LLM(
-            model_path=spec["model"],
-            device="cuda",
-            dtype="float16",
-            cache_type=spec["cache"],
-            attn_backend=spec["backend"],
-            max_batch_size=1,
-            max_tokens=NEW_TOKENS,
-            num_blocks=16,
-            block_size=256,  # flash-attn's paged KV cache wants a multiple of 256
-            max_cache_len=1024,
-            enable_graph=False,
-            **sampling,  # the engine-level values are what sampling uses at 9439ea6
-        )
+        llm = make_llm(spec, sampling, NEW_TOKENS)
     except BaseException as exc:
         result({"phase": "construct", "exception": type(exc).__name__, "message": str(exc)})
         return
     params = SamplingParams(max_tokens=NEW_TOKENS, ignore_eos=True, **sampling)
-    (out,) = llm.generate(prompts=[PROMPT], sampling_params=params, use_tqdm=False)
-    result({"phase": "generate", "token_ids": [int(t) for t in out.outputs[0].token_ids]})
+    sets = []
+    for prompts in spec.get("prompt_sets", [[PROMPT]]):
+        outs = llm.generate(prompts=list(prompts), sampling_params=params, use_tqdm=False)
+        sets.append([[int(t) for t in out.outputs[0].token_ids] for out in outs])
+    result(
+        {
+            "phase": "generate",
+            "token_ids": sets[0][0],
+            "token_id_sets": sets,
+            "forced_argmax": forced_argmax(),
+        }
+    )
     del llm  # joins the engine's worker threads
     gc.collect()
+
+
+def child_draws(spec: dict[str, Any], result: Callable[[dict[str, Any]], None]) -> None:
+    """``spec["draws"]`` first tokens after ``spec["prompt"]``: as many requests, submitted
+    together to a paged engine that steps DRAW_BATCH of them at a time."""
+    from infinilm.llm import SamplingParams
+
+    sampling = engine_sampling({"top_k": VOCAB, "top_p": 1.0, "temperature": spec["temperature"]})
+    llm = make_llm(
+        {**spec, "cache": "paged", "backend": "paged-attn", "batch": DRAW_BATCH, "blocks": 96},
+        sampling,
+        1,
+    )
+    params = SamplingParams(max_tokens=1, ignore_eos=True, **sampling)
+    outs = llm.generate(
+        prompts=[spec["prompt"]] * spec["draws"], sampling_params=params, use_tqdm=False
+    )
+    ids = [int(out.outputs[0].token_ids[0]) for out in outs]
+    result({"draws": ids, "sampling": sampling, "forced_argmax": forced_argmax()})
+    del llm
+    gc.collect()
+
+
+def child_seed(spec: dict[str, Any], result: Callable[[dict[str, Any]], None]) -> None:
+    """infinicore's random_sample: its random value is the kernel's seed."""
+    import infinicore
+    import infinicore.nn.functional as F
+    import torch
+
+    torch.manual_seed(5)
+    logits = infinicore.from_torch((3.0 * torch.randn(VOCAB, device="cuda")).half())
+
+    def sample(value: float) -> int:
+        picked = F.random_sample(logits, value, 1.0, VOCAB, 1.0)
+        return int(picked.to_numpy().reshape(-1)[0])
+
+    values = [(i + 0.5) / 48 for i in range(48)]
+    first = [sample(v) for v in values]
+    again = [sample(v) for v in values]
+    infinicore.sync_device()
+    result({"first": first, "again": again, "values": values})
 
 
 # --- the model and the reference ----------------------------------------------------------------
@@ -249,25 +392,51 @@ def _top_level_rope_theta(path: Path) -> None:
     path.write_text(json.dumps(config, indent=2))
 
 
-def reference(directory: str) -> list[int]:
-    """transformers' greedy ids for PROMPT, on the GPU."""
+def load_reference(directory: str) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    ids = AutoTokenizer.from_pretrained(directory).encode(PROMPT)
+    tokenizer = AutoTokenizer.from_pretrained(directory)
     model = AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float16).cuda().eval()
-    prompt = torch.tensor([ids], device="cuda")
-    with torch.no_grad():
-        out = model.generate(
-            prompt,
-            attention_mask=torch.ones_like(prompt),
-            max_new_tokens=NEW_TOKENS,
-            do_sample=False,
-            pad_token_id=0,
-        )
+    return tokenizer, model
+
+
+def reference(directory: str, prompts: Sequence[str] = (PROMPT,)) -> dict[str, list[int]]:
+    """transformers' greedy ids for each prompt alone, on the GPU."""
+    import torch
+
+    tokenizer, model = load_reference(directory)
+    found = {}
+    for text in prompts:
+        ids = tokenizer.encode(text)
+        prompt = torch.tensor([ids], device="cuda")
+        with torch.no_grad():
+            out = model.generate(
+                prompt,
+                attention_mask=torch.ones_like(prompt),
+                max_new_tokens=NEW_TOKENS,
+                do_sample=False,
+                pad_token_id=0,
+            )
+        found[text] = [int(t) for t in out[0, len(ids) :].tolist()]
     del model
     torch.cuda.empty_cache()
-    return [int(t) for t in out[0, len(ids) :].tolist()]
+    return found
+
+
+def next_token_logits(directory: str, text: str, continuation: Sequence[int]) -> list[list[float]]:
+    """transformers' float logits for the token after ``text`` and after each prefix of
+    ``continuation`` appended to it."""
+    import torch
+
+    tokenizer, model = load_reference(directory)
+    prompt = tokenizer.encode(text)
+    with torch.no_grad():
+        logits = model(torch.tensor([prompt + list(continuation)], device="cuda")).logits[0]
+    rows = logits[len(prompt) - 1 :].float().cpu().tolist()
+    del model
+    torch.cuda.empty_cache()
+    return rows
 
 
 # --- the checks ---------------------------------------------------------------------------------
@@ -285,6 +454,12 @@ def check_environment() -> bool:
     return cuda
 
 
+def gpu_count() -> int:
+    import torch
+
+    return torch.cuda.device_count()
+
+
 def check_import() -> bool:
     found = run_child("import", {})
     ok = found["outcome"] == "ok" and "exception" not in found
@@ -300,24 +475,205 @@ def check_ops() -> None:
         emit("ops", False, **found)
 
 
-def check_generation(model: str, expected: list[int]) -> None:
+def engine_fields(spec: dict[str, Any]) -> dict[str, Any]:
+    """The table's columns for an engine: cache, backend, graph requested, batch."""
+    return {
+        "cache": spec["cache"],
+        "backend": spec["backend"],
+        "graph": spec.get("graph", False),
+        "batch": spec.get("batch", 1),
+    }
+
+
+def graph_mode(found: dict[str, Any]) -> str:
+    """How a run with ``enable_graph=True`` went, from infinicore's log."""
+    log = found.get("graph_log") or {}
+    if log.get("captured"):
+        return "captured"
+    why = "; ".join(log.get("failures") or []) or "no device graph captured"
+    return f"eager (fallback: {why})"
+
+
+def check_generation(
+    model: str, expected: list[int], *, graph: bool = False
+) -> dict[str, dict[str, Any]]:
+    """Greedy ids of every supported pair, by ``cache.backend``: its ids and graph mode."""
+    runs = {}
     for cache, backend in SUPPORTED:
-        found = run_child("llm", {"model": model, "cache": cache, "backend": backend})
+        spec = {"model": model, "cache": cache, "backend": backend, "graph": graph}
+        found = run_child("llm", spec)
         got = found.get("token_ids")
+        fields = engine_fields(spec)
+        if graph:
+            fields["graph"] = graph_mode(found)
+        rest = {k: v for k, v in found.items() if k not in ("token_ids", "token_id_sets")}
+        name = f"graph.{cache}.{backend}" if graph else f"generate.{cache}.{backend}"
+        emit(name, got == expected, **fields, expected=expected, got=got, **rest)
+        runs[f"{cache}.{backend}"] = {"got": got, "graph": fields["graph"]}
+    return runs
+
+
+def check_graph(model: str, expected: list[int]) -> None:
+    """Every pair with graphs on; none captured at all is this pin's clean rejection."""
+    runs = check_generation(model, expected, graph=True)
+    captured = [pair for pair, run in runs.items() if run["graph"] == "captured"]
+    if captured:
+        emit("graph", True, captured=captured)
+    else:
         emit(
-            f"generate.{cache}.{backend}",
-            got == expected,
-            infinilm=got,
-            transformers=expected,
-            **{k: v for k, v in found.items() if k != "token_ids"},
+            "graph",
+            True,
+            rejected="InfiniLM 9439ea6 captured no device graph on NVIDIA for any pair: every "
+            "one ran eagerly, with the ids of greedy decoding (the graph lines say what "
+            "infinicore logged)",
         )
+
+
+def check_batch(model: str, expected: dict[str, list[int]]) -> None:
+    """The prompts submitted together to one paged engine, then in reverse order."""
+    prompts = list(BATCH_PROMPTS)
+    for graph in (False, True):
+        spec = {
+            "model": model,
+            "cache": "paged",
+            "backend": "paged-attn",
+            "batch": 4,
+            "graph": graph,
+            "prompt_sets": [prompts, prompts[::-1]],
+        }
+        found = run_child("llm", spec)
+        sets = found.get("token_id_sets") or [[], []]
+        rest = {k: v for k, v in found.items() if k not in ("token_ids", "token_id_sets")}
+        fields = engine_fields(spec)
+        if graph:
+            fields["graph"] = graph_mode(found)
+        suffix = ".graph" if graph else ""
+        for order, submitted, got in (
+            ("in_order", prompts, sets[0]),
+            ("reversed", prompts[::-1], sets[1]),
+        ):
+            for i, text in enumerate(submitted):
+                ids = got[i] if i < len(got) else None
+                emit(
+                    f"batch{suffix}.{order}.{i}",
+                    ids == expected[text],
+                    **fields,
+                    prompt_words=len(text.split()),
+                    expected=expected[text],
+                    got=ids,
+                    **rest,
+                )
 
 
 def check_rejections(model: str) -> None:
     for cache, backend in REJECTED:
-        found = run_child("llm", {"model": model, "cache": cache, "backend": backend})
+        spec = {"model": model, "cache": cache, "backend": backend}
+        found = run_child("llm", spec)
         clean = found.get("phase") == "construct" and found.get("exception") == "ValueError"
-        emit(f"reject.{cache}.{backend}", clean, expected="ValueError from LLM(...)", **found)
+        emit(
+            f"reject.{cache}.{backend}",
+            clean,
+            **engine_fields(spec),
+            expected="ValueError from LLM(...)",
+            got=found.get("exception"),
+            **found,
+        )
+
+
+def sampling_prompt(model: str, greedy: list[int]) -> tuple[str, list[float]]:
+    """PROMPT, or PROMPT followed by greedy ids, whichever next-token distribution is the most
+    spread at temperature 0.5; and its logits."""
+    rows = next_token_logits(model, PROMPT, greedy)
+    candidates = []
+    for j in range(len(greedy)):
+        if all(t >= len(SPECIALS) for t in greedy[:j]):
+            text = " ".join([PROMPT, *(f"w{t}" for t in greedy[:j])])
+            probs = goodness.softmax(rows[j], 0.5)
+            entropy = -sum(p * math.log(p) for p in probs if p > 0)
+            candidates.append((entropy, text, rows[j]))
+    _, text, logits = max(candidates, key=lambda c: c[0])
+    return text, logits
+
+
+def check_statistics(model: str, greedy: list[int]) -> None:
+    """DRAWS first tokens at each temperature, G-tested against transformers' softmax."""
+    prompt, logits = sampling_prompt(model, greedy)
+    sensitivity: dict[str, Any] = {}
+    for temperature in TEMPERATURES:
+        spec = {"model": model, "prompt": prompt, "temperature": temperature, "draws": DRAWS}
+        found = run_child("draws", spec)
+        draws = found.pop("draws", None)
+        probs = goodness.softmax(logits, temperature)
+        argmax = goodness.argmax_fit(probs, DRAWS)
+        sensitivity[f"argmax_fails_t{temperature:g}"] = not argmax.ok
+        sensitivity[f"argmax_statistic_t{temperature:g}"] = round(argmax.statistic, 1)
+        if temperature != 1.0:
+            ignored = goodness.softmax(logits, 1.0)
+            sensitivity[f"ignoring_temperature_fails_t{temperature:g}"] = goodness.power(
+                ignored, probs, DRAWS
+            )
+        fit = goodness.fit(draws, probs) if isinstance(draws, list) and draws else None
+        top = sorted(range(VOCAB), key=lambda t: -probs[t])[:3]
+        emit(
+            f"sampling.t{temperature:g}",
+            fit is not None and fit.ok and len(draws) == DRAWS,
+            cache="paged",
+            backend="paged-attn",
+            graph=False,
+            batch=DRAW_BATCH,
+            expected=f"softmax(logits/{temperature:g}): top {top} p="
+            + ",".join(f"{probs[t]:.3f}" for t in top),
+            got=(
+                f"G={fit.statistic:.1f} p={fit.p_value:.3g} threshold={fit.threshold:.1f}"
+                if fit
+                else None
+            ),
+            test="G-test",
+            **(fit.as_dict() if fit else {}),
+            prompt_words=len(prompt.split()),
+            draws_of_top=[sum(1 for d in draws or [] if d == t) for t in top],
+            **found,
+        )
+    powers = [v for k, v in sensitivity.items() if k.startswith("ignoring")]
+    argmax_fails = all(v for k, v in sensitivity.items() if k.startswith("argmax_fails"))
+    emit(
+        "sampling.sensitivity",
+        argmax_fails and all(p >= MIN_POWER for p in powers),
+        min_power=MIN_POWER,
+        **sensitivity,
+    )
+
+
+def check_seed() -> None:
+    """The random value of infinicore's random_sample is its kernel's seed."""
+    found = run_child("seed", {})
+    first, again = found.pop("first", None), found.pop("again", None)
+    repeatable = first is not None and first == again
+    varies = first is not None and len(set(first)) > 1
+    emit(
+        "sampling.seed",
+        repeatable and varies,
+        repeatable=repeatable,
+        distinct_ids=len(set(first)) if first else None,
+        values=len(first) if first else None,
+        note="LLM takes no seed at 9439ea6 (its rank workers seed std::mt19937 from "
+        "std::random_device); random_sample's random value is the kernel's seed",
+        **{k: v for k, v in found.items() if k != "values"},
+    )
+
+
+def check_tp2(model: str, expected: list[int], tp1: list[int] | None, gpus: int) -> None:
+    """Two ranks through InfiniCCL and NCCL where two GPUs are visible; never a pass otherwise."""
+    if gpus < 2:
+        not_run("tp2", f"{gpus} GPU")
+        return
+    spec = {"model": model, "cache": "static", "backend": "default", "tp": 2, "graph": True}
+    found = run_child("llm", spec)
+    got = found.get("token_ids")
+    fields = {**engine_fields(spec), "graph": graph_mode(found)}
+    rest = {k: v for k, v in found.items() if k not in ("token_ids", "token_id_sets")}
+    same = got == expected and got == tp1
+    emit("tp2", same, **fields, expected=expected, got=got, tp1=tp1, **rest)
 
 
 def check_sampling(model: str, expected: list[int]) -> None:
@@ -335,6 +691,8 @@ def check_sampling(model: str, expected: list[int]) -> None:
             emit(
                 f"sampling.{label}.{cache}",
                 valid and outside == [],
+                cache=cache,
+                backend=backend,
                 outside_filters=outside,
                 **sampling,
                 **found,
@@ -345,8 +703,9 @@ def check_sampling(model: str, expected: list[int]) -> None:
     emit(
         "sampling.near_greedy_equals_greedy",
         got == expected,
-        infinilm=got,
-        transformers=expected,
+        **engine_fields(spec),
+        expected=expected,
+        got=got,
         **NEAR_GREEDY,
     )
 
@@ -387,12 +746,25 @@ def main() -> int:
         check_ops()
         with tempfile.TemporaryDirectory(prefix="infini-check-qwen3-") as model:
             make_model(model)
-            expected = reference(model)
+            references = reference(model, BATCH_PROMPTS)
+            expected = references[PROMPT]
             emit("reference", len(expected) == NEW_TOKENS, transformers=expected)
-            check_generation(model, expected)
+            tp1 = check_generation(model, expected)["static.default"]["got"]
+            check_graph(model, expected)
+            check_batch(model, references)
             check_rejections(model)
             check_sampling(model, expected)
-    summary = {"check": "summary", "ok": not FAILED, "failed": FAILED, "known_gaps": GAPS}
+            check_statistics(model, expected)
+            check_seed()
+            check_tp2(model, expected, tp1, gpu_count())
+    summary = {
+        "check": "summary",
+        "ok": not FAILED,
+        "failed": FAILED,
+        "known_gaps": GAPS,
+        "not_run": NOT_RUN,
+        "forced_argmax": forced_argmax(),
+    }
     print(json.dumps({**summary, "seconds": round(time.monotonic() - start, 1)}), flush=True)
     return 0 if not FAILED else 1
 

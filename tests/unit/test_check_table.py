@@ -1,0 +1,226 @@
+"""The runtime check's table (builder/checks/runtime.py): drawn from the script's JSON lines for
+check.log and report --html; and the nvidia script's lines that need no GPU (the TP=2 case on
+one GPU, what the graph log says, the summary's sets)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from builder.checks.runtime import COLUMNS, CheckResult, case_rows, table, table_html
+from builder.engine.html_report import check_section
+from tests.conftest import ROOT
+
+CHECKS = ROOT / "components" / "checks"
+
+OUTPUT = "\n".join(
+    [
+        json.dumps({"check": "environment", "ok": True, "device": "NVIDIA H200"}),
+        json.dumps(
+            {
+                "check": "graph.paged.paged-attn",
+                "ok": True,
+                "cache": "paged",
+                "backend": "paged-attn",
+                "graph": "captured",
+                "batch": 1,
+                "expected": [5, 9, 11],
+                "got": [5, 9, 11],
+            }
+        ),
+        json.dumps(
+            {
+                "check": "batch.reversed.0",
+                "ok": False,
+                "cache": "paged",
+                "backend": "paged-attn",
+                "graph": False,
+                "batch": 4,
+                "expected": [7, 8],
+                "got": [7, 3],
+            }
+        ),
+        "tp2: not run (1 GPU)",
+        json.dumps({"check": "tp2", "ok": False, "required": False, "not_run": "1 GPU"}),
+        json.dumps({"check": "sampling.seed", "ok": False, "required": False, "gap": "known"}),
+        "{not json",
+        json.dumps({"check": "summary", "ok": False, "failed": ["batch.reversed.0"]}),
+    ]
+)
+
+
+def load_nvidia() -> ModuleType:
+    sys.path.insert(0, str(CHECKS))  # the script imports goodness from beside itself
+    try:
+        spec = importlib.util.spec_from_file_location("nvidia_check", CHECKS / "nvidia.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(CHECKS))
+    return module
+
+
+def test_rows_come_from_lines_that_name_an_engine_ids_or_a_case_not_run() -> None:
+    rows = case_rows(OUTPUT)
+    assert [row.case for row in rows] == ["graph.paged.paged-attn", "batch.reversed.0", "tp2"]
+    graph, batch, tp2 = rows
+    assert (graph.graph, graph.batch, graph.expected, graph.got) == (
+        "captured",
+        "1",
+        "5 9 11",
+        "5 9 11",
+    )
+    assert graph.verdict == "pass"
+    assert (batch.graph, batch.got, batch.verdict) == ("off", "7 3", "FAIL")
+    assert tp2.verdict == "not run (1 GPU)" and tp2.cache == "-"
+
+
+def test_the_text_table_has_a_header_a_rule_and_aligned_columns() -> None:
+    text = table(case_rows(OUTPUT)).splitlines()
+    assert text[0].split() == [
+        "case",
+        "cache",
+        "backend",
+        "graph",
+        "batch",
+        "expected",
+        "ids",
+        "got",
+        "ids",
+        "verdict",
+    ]
+    assert set(text[1].replace(" ", "")) == {"-"}
+    assert len(text) == 2 + 3
+    start = text[0].index("verdict")
+    assert [line[start:] for line in text[2:]] == ["pass", "FAIL", "not run (1 GPU)"]
+
+
+def test_the_log_is_the_output_then_the_table() -> None:
+    result = CheckResult(
+        ok=False, script=Path("nvidia.py"), output=OUTPUT, seconds=1.0, returncode=1
+    )
+    log = result.log()
+    assert log.startswith(OUTPUT + "\n\n")
+    assert log.rstrip().endswith("not run (1 GPU)")
+    plain = CheckResult(
+        ok=True,
+        script=Path("e.py"),
+        output='{"check": "add", "ok": true}\n',
+        seconds=1.0,
+        returncode=0,
+    )
+    assert plain.log() == plain.output  # no case names an engine: no table
+
+
+def test_the_html_table_escapes_its_cells_and_the_report_shows_it_only_with_rows() -> None:
+    rows = CheckResult(
+        ok=True, script=Path("n.py"), output=OUTPUT, seconds=1.0, returncode=0
+    ).row_dicts()
+    rows[0]["got"] = "<b>"
+    cells = table_html(rows)
+    assert cells.count("<tr>") == 1 + 3 and "&lt;b&gt;" in cells
+    assert all(f"<th>{c}</th>" in cells for c in COLUMNS)
+    report = {"release": {"stages": {"check": {"ran": True, "rows": rows}}}}
+    assert "<section id='check'><h2>Check</h2><table>" in check_section(report)
+    assert check_section({"release": {"stages": {"check": {"ran": False}}}}) == ""
+    assert check_section({}) == ""
+
+
+def test_tp2_on_one_gpu_prints_the_not_run_line_and_is_no_pass(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    nvidia = load_nvidia()
+    nvidia.check_tp2("/no/model", [5, 6], [5, 6], 1)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "tp2: not run (1 GPU)"
+    line = json.loads(out[1])
+    assert line == {"check": "tp2", "ok": False, "required": False, "not_run": "1 GPU"}
+    assert nvidia.NOT_RUN == ["tp2"] and nvidia.FAILED == []
+    assert case_rows("\n".join(out))[0].verdict == "not run (1 GPU)"
+
+
+def test_the_graph_log_tells_a_capture_from_a_fallback() -> None:
+    nvidia = load_nvidia()
+    captured = nvidia.graph_log(
+        "[2026-12-04 10:00:00.000] [info] [graph.cc:272] Using InfiniRT C++ graph runtime API "
+        "for graph capture and replay.\nRESULT {}"
+    )
+    assert nvidia.graph_mode({"graph_log": captured}) == "captured"
+    failed = nvidia.graph_log("[warning] [graph.cc:243] Fail to begin device graph capture.\n")
+    mode = nvidia.graph_mode({"graph_log": failed})
+    assert mode.startswith("eager (fallback: ") and "Fail to begin device graph capture." in mode
+    assert nvidia.graph_mode({"graph_log": nvidia.graph_log("")}) == (
+        "eager (fallback: no device graph captured)"
+    )
+
+
+def test_forced_argmax_makes_every_engine_sample_with_top_k_1(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    nvidia = load_nvidia()
+    wanted = {"top_k": 512, "top_p": 1.0, "temperature": 0.5}
+    monkeypatch.delenv(nvidia.FORCE_ARGMAX, raising=False)
+    assert nvidia.engine_sampling(wanted) == wanted
+    monkeypatch.setenv(nvidia.FORCE_ARGMAX, "1")
+    assert nvidia.engine_sampling(wanted) == {**wanted, "top_k": 1}
+
+
+def standin_statistics(
+    monkeypatch: pytest.MonkeyPatch, sampler: str, capsys: pytest.CaptureFixture[str]
+) -> dict[str, dict[str, object]]:
+    """nvidia.check_statistics with stand-ins for transformers' logits and for InfiniLM's draws
+    (numpy draws: correct, argmax, or ignoring the temperature); its JSON lines by case."""
+    np = pytest.importorskip("numpy")
+    nvidia = load_nvidia()
+    rng = np.random.default_rng(3)
+    rows = [[0.0] * 4 + [float(x) for x in rng.normal(0, 2.5, 508)] for _ in range(13)]
+    greedy = [int(np.argmax(row)) for row in rows[:12]]
+
+    def draws(mode: str, spec: dict[str, object]) -> dict[str, object]:
+        assert mode == "draws" and spec["draws"] == nvidia.DRAWS
+        row = rows[len(str(spec["prompt"]).split()) - len(nvidia.PROMPT.split())]
+        temperature = 1.0 if sampler == "ignores temperature" else float(spec["temperature"])  # type: ignore[arg-type]
+        probs = np.asarray(nvidia.goodness.softmax(row, temperature))
+        if sampler == "argmax":
+            ids = [int(np.argmax(probs))] * nvidia.DRAWS
+        else:
+            ids = [int(t) for t in rng.choice(len(probs), size=nvidia.DRAWS, p=probs / probs.sum())]
+        return {"outcome": "ok", "draws": ids}
+
+    monkeypatch.setattr(nvidia, "run_child", draws)
+    monkeypatch.setattr(nvidia, "next_token_logits", lambda model, text, ids: rows)
+    nvidia.check_statistics("/no/model", greedy)
+    out = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    return {line["check"]: line for line in out}
+
+
+def test_standin_correct_sampler_passes_the_statistical_cases(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen = standin_statistics(monkeypatch, "correct", capsys)
+    assert seen["sampling.t1"]["ok"] and seen["sampling.t0.5"]["ok"]
+    assert seen["sampling.sensitivity"]["ok"]
+    line = seen["sampling.t1"]
+    assert line["statistic"] <= line["threshold"] and line["p_value"] > 1e-6  # type: ignore[operator]
+    assert line["false_failure_rate"] == 1e-4 and line["draws"] == 1024
+
+
+def test_standin_argmax_sampler_fails_both_temperatures(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen = standin_statistics(monkeypatch, "argmax", capsys)
+    assert not seen["sampling.t1"]["ok"] and not seen["sampling.t0.5"]["ok"]
+    assert seen["sampling.t1"]["p_value"] < 1e-6  # type: ignore[operator]
+
+
+def test_standin_sampler_ignoring_the_temperature_fails_at_half(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen = standin_statistics(monkeypatch, "ignores temperature", capsys)
+    assert seen["sampling.t1"]["ok"] and not seen["sampling.t0.5"]["ok"]
