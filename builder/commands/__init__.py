@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
         "preflight, build, reproducible wheel, audit, smoke, SBOM and SHA256SUMS into a "
         "directory, or nothing"
     ),
+    "publish": "upload a release (its SHA256SUMS checked first) to a PyPI-compatible repository",
 }
 
 

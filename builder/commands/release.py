@@ -19,6 +19,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="the release directory: must not exist or be empty",
     )
+    parser.add_argument(
+        "--index",
+        type=Path,
+        metavar="ROOT",
+        help="also merge the wheel into the static package index under ROOT "
+        "(ROOT/<vendor label>/simple/, PEP 503 and PEP 691); files already there are kept",
+    )
     add_repair(parser)
     add_variant(parser)
     parser.add_argument(
@@ -46,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
         repair=args.repair,
         strict=args.strict,
         variant=args.variant,
+        index=args.index,
     )
     print(run_release(request))
     return 0

@@ -149,6 +149,10 @@ def run_release(request: ReleaseRequest) -> Path:
     except StackError as exc:
         gate.failed(exc, None, None)
         raise
+    if request.index is not None:  # after the release is whole, which a refusal leaves as it is
+        from builder.pipeline.publish import index_release
+
+        index_release(request.index, [out / built.path.name])
     return out
 
 

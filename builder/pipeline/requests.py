@@ -75,3 +75,4 @@ class ReleaseRequest:
     repair: bool = False
     strict: bool = False  # the smoke test must load every file
     variant: bool = False  # also the PEP 825 variant wheel (stack.yaml wheel.variant says so too)
+    index: Path | None = None  # the per-vendor package index tree the wheel is merged into
