@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from wheels.audit.ldso import extension_module, runpath_dir
+from wheels.elf import ElfInfo
 
 
 @pytest.mark.parametrize(
@@ -55,3 +56,26 @@ def test_extension_modules_are_recognised_by_name_and_package(
 ) -> None:
     installed = {"pkg/__init__.py": "pkg/__init__.py"}
     assert extension_module(install, installed) == module
+
+
+def _exporting(*names: str) -> ElfInfo:
+    """An ELF's data as far as extension_module reads it: its entry points."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(entry_points=frozenset(names))  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize(
+    ("install", "exports", "module"),
+    [
+        ("jaxlib/cpu/_lapack.so", ("PyInit__lapack",), "_lapack"),  # PEP 420 namespace package
+        ("jaxlib/cpu/_lapack.so", (), None),  # no entry point: a plain library
+        ("jaxlib/cpu/_lapack.so", ("PyInit_other",), None),
+        ("jax-lib/cpu/_lapack.so", ("PyInit__lapack",), None),  # not importable: no identifier
+        ("libfoo.so", ("PyInit_libfoo",), "libfoo"),  # top level, imported as libfoo
+    ],
+)
+def test_an_extension_in_a_namespace_package_is_known_by_its_pyinit_and_import_path(
+    install: str, exports: tuple[str, ...], module: str | None
+) -> None:
+    assert extension_module(install, {}, _exporting(*exports)) == module

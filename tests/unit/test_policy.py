@@ -27,6 +27,8 @@ from wheels.policy import (
 )
 from wheels.policy.lddtree import _dirname, host_search
 from wheels.policy.manylinux import ARCHITECTURES, baseline, is_superset
+from wheels.policy.wheel_abi import glibc_needed, pep600
+from wheels.record import replace
 
 KEYS = {"distribution", "dir", "import", "after"}
 
@@ -302,3 +304,34 @@ def test_the_host_search_path_is_auditwheels_load_ld_paths(
 @given(st.text(alphabet="a/.", max_size=12))
 def test_member_directories_are_posixpaths_dirnames(name: str) -> None:
     assert _dirname(name) == posixpath.dirname(name)
+
+
+def test_pep600_allows_a_tag_between_auditwheels_policies_that_the_glibc_versions_fit() -> None:
+    v = replace(verdict("manylinux_2_26_x86_64"), needs=(2, 25))  # GLIBC_2.25 at most
+    assert not v.has_policy("manylinux_2_25_x86_64")
+    assert v.allows("manylinux_2_25_x86_64") is True
+    assert v.allows("manylinux_2_24_x86_64") is False
+    assert v.pep600_tag() == "manylinux_2_25_x86_64"
+
+
+def test_legacy_aliases_are_compared_as_the_pep600_tags_they_stand_for() -> None:
+    assert pep600("manylinux1_x86_64") == ("manylinux", (2, 5), "x86_64")
+    assert pep600("manylinux2010_x86_64") == ("manylinux", (2, 12), "x86_64")
+    assert pep600("manylinux2014_aarch64") == ("manylinux", (2, 17), "aarch64")
+    assert (
+        replace(verdict("manylinux_2_12_x86_64"), needs=(2, 12)).allows("manylinux1_x86_64")
+        is False
+    )
+
+
+def test_a_wheel_whose_elf_files_need_no_libc_fits_every_libc_tag_of_its_arch() -> None:
+    v = replace(verdict("manylinux_2_5_x86_64"), needs=(2, 5), libc_free=True)
+    assert v.allows("musllinux_1_1_x86_64") and v.allows("manylinux1_x86_64")
+    assert v.allows("musllinux_1_1_aarch64") is None
+    assert replace(v, libc_free=False).allows("musllinux_1_1_x86_64") is None
+
+
+def test_glibc_needed_is_the_newest_glibc_version_not_libstdcxx() -> None:
+    versioned = {"libc.so.6": {"GLIBC_2.2.5", "GLIBC_2.25"}, "libstdc++.so.6": {"GLIBCXX_3.4.30"}}
+    assert glibc_needed(versioned) == (2, 25)
+    assert glibc_needed({"libstdc++.so.6": {"GLIBCXX_3.4"}}) is None

@@ -24,6 +24,7 @@ from wheels.audit.elfs import check_elfs
 from wheels.audit.findings import Findings
 from wheels.audit.ldso import Elves, classify_extensions
 from wheels.audit.members import MemberScan
+from wheels.audit.musl import musl_host
 from wheels.audit.pool import Children, cores, scan_members, start_children
 from wheels.audit.raw import task_for
 from wheels.audit.tags import check_tags, manylinux_whitelist, tag_verdicts
@@ -153,7 +154,8 @@ def _audit_archive(
     host.symbols_later = sum(len(e.undefined) for e in elfs.values()) <= FEW_UNDEFINED
     verdicts = tag_verdicts(archive, by_name, policy, host)
     arch = verdicts[0].arch or _first_arch(elfs.values())
-    ctx = _context(archive, policy, elfs, arch, host, f)
+    libc = verdicts[0].libc or "glibc"
+    ctx = _context(archive, policy, elfs, arch, musl_host() if libc == "musl" else host, f, libc)
     reports, cuda = _check_elfs(ctx, archive, by_name, archs, f)
     check_abi_partners(ctx, f)
     check_tags(archive, verdicts[1], bool(elfs), f)
@@ -234,6 +236,7 @@ def _context(
     arch: str | None,
     host: HostLibraries,
     f: Findings,
+    libc: str = "glibc",
 ) -> Elves:
     install_of = {
         i.filename: install_path(archive, i.filename) for i in archive.infos if is_member_file(i)
@@ -245,9 +248,10 @@ def _context(
         install_of=install_of,
         installed=installed,
         requires=requirements(archive),
-        whitelist=manylinux_whitelist(arch),
+        whitelist=manylinux_whitelist(arch, libc),
         host=host,
         arch=arch,
+        libc=libc,
     )
     classify_extensions(ctx, f)
     return ctx

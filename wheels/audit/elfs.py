@@ -11,7 +11,7 @@ import re
 from wheels.audit.archive import Archive
 from wheels.audit.cxx import check_cxx_runtimes
 from wheels.audit.findings import Findings
-from wheels.audit.ldso import Elves, check_runpaths, elf_kind, resolve_all
+from wheels.audit.ldso import Elves, check_runpaths, elf_kind, resolve_all, uses_python
 from wheels.audit.preloads import check_preloads
 from wheels.audit.scopes import check_stranded, check_symbols, scopes_by_member
 from wheels.audit_report import ElfReport, SymbolCheck, plural, shorten
@@ -77,6 +77,7 @@ def check_elfs(ctx: Elves, archive: Archive, f: Findings) -> list[ElfReport]:
         check_runpaths(ctx, member, info, f)
     resolve_all(ctx, f)
     in_python = {m for root in ctx.extensions for m in ctx.groups[root].members}
+    in_python |= _python_only(ctx, in_python, f)
     scopes = scopes_by_member(ctx)
     check_stranded(ctx, archive, scopes, f)
     check_preloads(ctx, archive, scopes, f)
@@ -87,6 +88,35 @@ def check_elfs(ctx: Elves, archive: Archive, f: Findings) -> list[ElfReport]:
         symbols = check_symbols(ctx, member, scopes[member], member in in_python, f)
         reports.append(_report(ctx, member, info, symbols, cxx.get(member)))
     return reports
+
+
+def _python_only(ctx: Elves, in_python: set[str], f: Findings) -> set[str]:
+    """Libraries no extension of the wheel loads that use the Python C API and export no
+    ``PyInit_``: only a Python process can load them (ctypes, another package's extension), so
+    the interpreter binds their C-API symbols. A warning says so; they are not undefined."""
+    found = set()
+    for member in own_libraries(ctx):
+        info = ctx.elfs[member]
+        if member in in_python or not uses_python(info):
+            continue
+        found.update(ctx.groups[member].members)
+        f.warning(
+            "python-only-library",
+            member,
+            "uses the Python C API but is no extension module (no PyInit_) and no extension of "
+            "the wheel loads it: it can only be loaded into a Python process (ctypes, or "
+            "another package's extension), whose interpreter defines those symbols",
+        )
+    return found
+
+
+def own_libraries(ctx: Elves) -> list[str]:
+    """Libraries loaded as roots of their own: nothing in the wheel loads them."""
+    return [
+        m
+        for m in sorted(ctx.groups)
+        if m not in ctx.extensions and elf_kind(ctx, m, ctx.elfs[m]) == "library"
+    ]
 
 
 def _report(

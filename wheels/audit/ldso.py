@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from wheels.audit.findings import Findings
+from wheels.audit.musl import is_musl_self
 from wheels.audit_report import Need, shorten
 from wheels.elf import ElfInfo, HostLibraries
 from wheels.filename import canonicalize_name
@@ -51,6 +52,7 @@ class Elves:
     whitelist: frozenset[str]
     host: HostLibraries
     arch: str | None
+    libc: str = "glibc"  # the wheel's: musl's loader answers some names with itself
     site_dirs: tuple[Path, ...] | None = None  # None: this host's, found when first needed
     needs: dict[str, tuple[Need, ...]] = field(default_factory=dict)
     extensions: dict[str, str] = field(default_factory=dict)
@@ -76,17 +78,30 @@ def elf_kind(ctx: Elves, member: str, info: ElfInfo) -> ElfKind:
     return "executable" if info.elf_type == 2 or info.interpreter else "library"
 
 
-def extension_module(install: str | None, installed: Mapping[str, str]) -> str | None:
-    """The module name of an extension installed at ``install``; None for a library."""
+def extension_module(
+    install: str | None, installed: Mapping[str, str], info: ElfInfo | None = None
+) -> str | None:
+    """The module name of an extension installed at ``install``; None for a library.
+
+    A bare ``NAME.so`` is a module when Python can import it: in a package (an ``__init__.py``
+    beside it), or in a namespace package (PEP 420: every directory a Python identifier, no
+    ``__init__.py`` needed) when the ELF exports ``PyInit_NAME``, as ``jaxlib/cpu/_lapack.so``
+    does, imported as ``jaxlib.cpu._lapack``."""
     if install is None:
         return None
     directory, base = posixpath.split(install)
     if m := EXTENSION_NAME.match(base):
         return m.group("mod")
     m = _BARE_MODULE.match(base)
+    if m is None:
+        return None
+    module = m.group("mod")
     in_package = not directory or posixpath.join(directory, "__init__.py") in installed
-    if m and in_package and not m.group("mod").startswith("lib"):
-        return m.group("mod")
+    if in_package and not module.startswith("lib"):
+        return module
+    importable = all(part.isidentifier() for part in directory.split("/") if directory)
+    if importable and info is not None and f"PyInit_{module}" in info.entry_points:
+        return module
     return None
 
 
@@ -106,7 +121,7 @@ def classify_extensions(ctx: Elves, f: Findings) -> None:
     as auditwheel (which goes by the entry point) also has it.
     """
     for member, info in ctx.elfs.items():
-        module = extension_module(ctx.install_of.get(member), ctx.installed)
+        module = extension_module(ctx.install_of.get(member), ctx.installed, info)
         if module is None:
             continue
         if uses_python(info):
@@ -220,7 +235,7 @@ def _resolve_one(
     supplied = ctx.policy.supplier(soname)
     if supplied is not None:
         return _from_distribution(ctx, soname, supplied.distribution, supplied.dir, dirs)
-    if soname in ctx.whitelist or "ld-linux" in soname or soname in ("ld64.so.1", "ld64.so.2"):
+    if _system(ctx, soname):
         return Need(soname, "system", _host_path(ctx, soname, info)), None
     if ctx.policy.is_external(soname):
         return Need(soname, "external", _host_path(ctx, soname, info)), None
@@ -233,9 +248,17 @@ def _resolve_one(
     return Need(soname, "missing", None), _Problem(
         "unresolved",
         f"needs {soname}: not in the wheel, not supplied by a declared "
-        "distribution, not a manylinux system library and not expected from the "
-        f"{ctx.policy.name} vendor's machine{hint}",
+        f"distribution, not a {'musllinux' if ctx.libc == 'musl' else 'manylinux'} system "
+        f"library and not expected from the {ctx.policy.name} vendor's machine{hint}",
     )
+
+
+def _system(ctx: Elves, soname: str) -> bool:
+    """A library every system of the wheel's platform tag has: its policies' whitelist, the
+    loader, and for musl every name musl's loader answers with the C library itself."""
+    if ctx.libc == "musl":
+        return soname in ctx.whitelist or is_musl_self(soname)
+    return soname in ctx.whitelist or "ld-linux" in soname or soname in ("ld64.so.1", "ld64.so.2")
 
 
 def _from_distribution(

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from wheels.audit.archive import Archive, read_member
 from wheels.audit.findings import Findings
 from wheels.audit.ldso import Elves, Group
+from wheels.audit.musl import is_musl_self
 from wheels.audit.raw import MemberError
 from wheels.audit_report import Need, SymbolCheck, plural, shorten
 from wheels.elf import ElfInfo
@@ -276,9 +277,12 @@ def _why_unverifiable(ctx: Elves, scope: Scope) -> str:
     """Why the libraries of ``scope`` that could not be read were not: unresolved, or absent."""
     unresolved = {n.soname for needs in ctx.needs.values() for n in needs if n.kind == "missing"}
     names = sorted(set(scope.unverifiable))
+    musl = [n for n in names if ctx.libc == "musl" and is_musl_self(n)]
     parts = [
         ", ".join(n for n in names if n in unresolved) + " unresolved",
-        ", ".join(n for n in names if n not in unresolved) + " not readable on this host",
+        ", ".join(n for n in names if n not in unresolved and n not in musl)
+        + " not readable on this host",
+        ", ".join(musl) + " is musl's C library, which this glibc host does not have",
     ]
     return "; ".join(p for p in parts if not p.startswith(" "))
 

@@ -170,12 +170,14 @@ def _host_musl_policy() -> str | None:
 
 
 @functools.lru_cache(maxsize=8)
-def manylinux_policies(libc: str, arch: str) -> Policies:
+def manylinux_policies(libc: str, arch: str, every_musl: bool = False) -> Policies:
     """auditwheel's ``WheelPolicies`` for ``libc`` (glibc/musl) and a baseline architecture;
-    ValueError or KeyError for a pair auditwheel has none for."""
+    ValueError or KeyError for a pair auditwheel has none for. For musl, auditwheel keeps one
+    musllinux policy (the host's musl, else the newest it knows); ``every_musl`` keeps all of
+    them, so that a wheel is judged by the musl it was built for, not by this host."""
     if arch not in ARCHITECTURES or libc not in ("glibc", "musl"):
         raise ValueError(f"no policies for {libc} on {arch}")
-    musl = _host_musl_policy() if libc == "musl" else None
+    musl = _host_musl_policy() if libc == "musl" and not every_musl else None
     chosen = [
         _from_entry(e, libc, arch)
         for e in _policy_data(libc)
@@ -183,7 +185,7 @@ def manylinux_policies(libc: str, arch: str) -> Policies:
         and (arch in e["symbol_versions"] or e["name"] == "linux")
     ]
     chosen.sort()
-    if libc == "musl":  # the host's version, or else the newest auditwheel knows
+    if libc == "musl" and not every_musl:  # the host's version, else the newest it knows
         chosen = chosen[:2]
         if len(chosen) != 2:
             raise ValueError(f"no musllinux policy for {arch}")
@@ -194,10 +196,10 @@ class Unsupported(Exception):
     """A wheel auditwheel itself would refuse (or crash on); the message says why."""
 
 
-def policies_for(libc: str, arch: str) -> Any:
+def policies_for(libc: str, arch: str, every_musl: bool = False) -> Any:
     """:func:`manylinux_policies`, a pair auditwheel has none for raising :class:`Unsupported`."""
     try:
-        return manylinux_policies(libc, arch)
+        return manylinux_policies(libc, arch, every_musl)
     except (ValueError, KeyError, IndexError) as exc:  # e.g. musl on big-endian ppc64
         raise Unsupported(f"auditwheel has no policies for {libc} on {arch}: {exc}") from None
 

@@ -37,28 +37,42 @@ class TagVerdict:
     reasons: tuple[str, ...]
     external: tuple[str, ...]
     error: str | None = None
+    # PEP 600: the libc version every ELF file needs (None: no manylinux/musllinux tag fits, or
+    # not known); a wheel whose ELF files need no libc at all (static executables) fits any.
+    needs: tuple[int, int] | None = None
+    libc_free: bool = False
+    glibc: tuple[int, int] | None = None  # the newest GLIBC_X.Y symbol version needed
+
+    @property
+    def family(self) -> str:
+        return "musllinux" if self.libc == "musl" else "manylinux"
 
     def allows(self, declared: str) -> bool | None:
-        """Whether ``declared`` (a platform tag) claims no more than this verdict; None: unknown.
-
-        A PEP 600 tag auditwheel has no policy for (``manylinux_2_18``) is compared by its libc
-        version with the verdict's, as PEP 600 defines the tag.
-        """
+        """Whether ``declared`` (a platform tag) claims no more than the ELF files need, as PEP
+        600 defines the tag (``manylinux_X_Y``: glibc X.Y or newer), whether or not auditwheel
+        has a policy of that name; None: unknown."""
         if self.tag is None:
             return None
         if declared.startswith("linux_"):
             return True
-        mine, theirs = self.priorities.get(self.tag), self.priorities.get(declared)
-        if mine is not None and theirs is not None:
-            return theirs <= mine
-        wanted, have = pep600(declared), pep600(self.tag)
-        if wanted is None or (have is None and not self.tag.startswith("linux_")):
+        wanted = pep600(declared)
+        if wanted is None or (self.arch is not None and wanted[2] != self.arch):
             return None
-        if have is None:  # the verdict is linux_<arch>: no manylinux tag fits
-            return False if wanted[2] == self.tag[len("linux_") :] else None
-        if (wanted[0], wanted[2]) != (have[0], have[2]):
+        if self.libc_free:
+            return True
+        if wanted[0] != self.family:
             return None
-        return wanted[1] >= have[1]
+        have = pep600(self.tag)
+        needs = self.needs or (have[1] if have is not None else None)
+        if needs is None:  # linux_<arch>: no tag of the family fits
+            return False if self.tag.startswith("linux_") else None
+        return wanted[1] >= needs
+
+    def pep600_tag(self) -> str | None:
+        """The most compatible tag by PEP 600: ``manylinux_2_25_x86_64`` for GLIBC_2.25."""
+        if self.needs is None or self.arch is None:
+            return self.tag
+        return f"{self.family}_{self.needs[0]}_{self.needs[1]}_{self.arch}"
 
     def has_policy(self, tag: str) -> bool:
         """Does auditwheel have a policy of this name (or alias)?"""
@@ -66,10 +80,15 @@ class TagVerdict:
 
 
 _PEP600 = re.compile(r"^(manylinux|musllinux)_(\d+)_(\d+)_(.+)$")
+_LEGACY = {"manylinux1_": (2, 5), "manylinux2010_": (2, 12), "manylinux2014_": (2, 17)}
 
 
 def pep600(tag: str) -> tuple[str, tuple[int, int], str] | None:
-    """(family, libc version, arch) of a ``manylinux_X_Y_ARCH``/``musllinux_X_Y_ARCH`` tag."""
+    """(family, libc version, arch) of a ``manylinux_X_Y_ARCH``/``musllinux_X_Y_ARCH`` tag, or
+    of a legacy alias (``manylinux2014_x86_64`` is ``manylinux_2_17_x86_64``, PEP 600)."""
+    for prefix, version in _LEGACY.items():
+        if tag.startswith(prefix):
+            return "manylinux", version, tag[len(prefix) :]
     m = _PEP600.match(tag)
     if m is None:
         return None
@@ -82,15 +101,17 @@ def platform_verdict(
     order: Sequence[str],
     host: HostLibraries,
     exclude: Callable[[str], bool] = lambda _: False,
+    every_musl: bool = False,
 ) -> TagVerdict:
     """The platform tag ``auditwheel show`` would give (``exclude`` as its ``--exclude``).
 
     ``members`` maps every file of the wheel to its ELF data (None: not an ELF file); ``order``
-    is the RECORD order, in which auditwheel visits files.
+    is the RECORD order, in which auditwheel visits files. ``every_musl``: judged against every
+    musllinux policy (see :func:`~wheels.policy.manylinux.manylinux_policies`).
     """
     files = Files(members, host)
     try:
-        data = _collect(wheel_name, members, order, files, exclude)
+        data = _collect(wheel_name, members, order, files, exclude, every_musl)
         return _analyze(data, host)
     except Unsupported as exc:
         arch, libc, _ = wheel_platform(wheel_name)
@@ -108,12 +129,17 @@ class _ElfData:
     versioned: dict[str, set[str]]
     ucs2: bool
     pyfpe: bool
+    libc_free: bool = False  # no ELF names an interpreter or needs a library
 
 
 class _Collector:
     """auditwheel's get_wheel_elfdata, one file at a time."""
 
-    def __init__(self, wheel_name: str, files: Files, exclude: Callable[[str], bool]) -> None:
+    def __init__(
+        self, wheel_name: str, files: Files, exclude: Callable[[str], bool], every_musl: bool
+    ) -> None:
+        self.every_musl = every_musl
+        self.libc_free = True
         self.arch, self.libc, self.pure = wheel_platform(wheel_name)
         if self.libc == "android":
             raise Unsupported("Android wheels are not audited here")
@@ -140,8 +166,9 @@ class _Collector:
                 return
             self.libc = tree.libc
         if self.policies is None and self.libc is not None:
-            self.policies = policies_for(self.libc, self.arch)
+            self.policies = policies_for(self.libc, self.arch, self.every_musl)
         self.platform_wheel = True
+        self.libc_free = self.libc_free and not info.interpreter and not info.needed
         add_version_needs(self.versioned, info)
         kind = python_extension(path, info)
         if kind is None:
@@ -171,7 +198,16 @@ class _Collector:
             if posixpath.basename(path) not in needed:
                 full[path] = tree
             self.refs[path] = external_refs(policies, tree)
-        return _ElfData(policies, self.arch, full, self.refs, self.versioned, self.ucs2, self.pyfpe)
+        return _ElfData(
+            policies,
+            self.arch,
+            full,
+            self.refs,
+            self.versioned,
+            self.ucs2,
+            self.pyfpe,
+            self.libc_free,
+        )
 
 
 def _collect(
@@ -180,8 +216,9 @@ def _collect(
     order: Sequence[str],
     files: Files,
     exclude: Callable[[str], bool],
+    every_musl: bool = False,
 ) -> _ElfData:
-    collector = _Collector(wheel_name, files, exclude)
+    collector = _Collector(wheel_name, files, exclude, every_musl)
     for path in order:
         info = members.get(path)
         if not path.endswith(".py") and info is not None:
@@ -259,6 +296,7 @@ def _analyze(data: _ElfData, host: HostLibraries) -> TagVerdict:
     reasons = _reasons(data, refs, symbol_policy, black_policy, machine, ucs, pyfpe)
     priorities = {name: p.priority for p in policies for name in (p.name, *p.aliases)}
     libc = "musl" if policies.libc == "musl" else "glibc"
+    others = min(ucs, pyfpe, black_policy, machine, ref_policy, _beyond_glibc(data))
     return TagVerdict(
         overall.name,
         libc,
@@ -266,7 +304,38 @@ def _analyze(data: _ElfData, host: HostLibraries) -> TagVerdict:
         MappingProxyType(priorities),
         tuple(reasons),
         tuple(sorted(refs[policies.highest.name].libs)),
+        needs=_needs(others, data.versioned, policies.linux),
+        libc_free=data.libc_free,
+        glibc=glibc_needed(data.versioned),
     )
+
+
+_GLIBC = re.compile(r"^GLIBC_(\d+)\.(\d+)")
+
+
+def glibc_needed(versioned: Mapping[str, set[str]]) -> tuple[int, int] | None:
+    """The newest ``GLIBC_X.Y`` version any ELF file needs, as PEP 600 compares it."""
+    found = [m for vs in versioned.values() for v in vs if (m := _GLIBC.match(v))]
+    return max(((int(m.group(1)), int(m.group(2))) for m in found), default=None)
+
+
+def _beyond_glibc(data: _ElfData) -> Any:
+    """The best policy for the symbol versions other than glibc's own (GLIBCXX, CXXABI, GCC,
+    GLIBC_PRIVATE): those are held to the policies' lists, which is all PEP 600 gives them."""
+    rest = {k: {v for v in vs if not _GLIBC.match(v)} for k, vs in data.versioned.items()}
+    return data.policies.versioned_symbols_policy(rest)
+
+
+def _needs(others: Any, versioned: Mapping[str, set[str]], linux: Any) -> tuple[int, int] | None:
+    """PEP 600's verdict: the libc version the ELF files need, the newest of their glibc symbol
+    versions and of what every other rule leaves; None when a rule leaves no tag."""
+    if others == linux:
+        return None
+    floor = pep600(others.name)
+    if floor is None:
+        return None
+    glibc = glibc_needed(versioned) if floor[0] == "manylinux" else None
+    return max(floor[1], glibc) if glibc is not None else floor[1]
 
 
 def _symbol_policy(
@@ -347,8 +416,8 @@ def _reasons(
             and v.partition("_")[2] not in better.symbol_versions[v.partition("_")[0]]
         )
         out.append(
-            f"symbol versions {', '.join(beyond) or '(of external libraries)'} "
-            f"allow at most {symbol_policy.name}"
+            f"symbol versions {', '.join(beyond) or '(of external libraries)'} are newer "
+            f"than {better.name} allows: {symbol_policy.name} at best"
         )
     if black_policy < top:
         bad = sorted(
