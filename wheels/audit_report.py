@@ -7,6 +7,7 @@ from pathlib import Path
 from wheels.devicecode import summary as device_summary
 from wheels.fatbin import DeviceCode
 from wheels.record import record
+from wheels.sizes import human_size
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
@@ -96,6 +97,36 @@ class CudaReport:
 
 
 @record(frozen=True)
+class MemberSize:
+    """A member of the wheel: what it takes in the archive, and unpacked."""
+
+    member: str
+    compressed: int
+    unpacked: int
+
+
+@record(frozen=True)
+class DeviceSize:
+    """One ELF's CUDA device code per target (sm_90, compute_90): bytes in its fat binaries,
+    as stored (compressed where nvcc compressed them) and unpacked."""
+
+    member: str
+    targets: tuple[tuple[str, int, int], ...]  # (target, stored, unpacked), by target
+
+
+@record(frozen=True)
+class SizeReport:
+    """How big the wheel is, against which limit, and what makes it so."""
+
+    wheel_bytes: int  # the wheel file
+    unpacked: int
+    limit: int  # the limit held to: wheel.max_size / --max-size, else PyPI's default
+    limit_from: str  # "wheel.max_size / --max-size" or "PyPI's default upload limit"
+    largest: tuple[MemberSize, ...]
+    device: tuple[DeviceSize, ...]
+
+
+@record(frozen=True)
 class AuditStats:
     """How much the audit read, and how long it took."""
 
@@ -125,6 +156,7 @@ class WheelAudit:
     findings: tuple[Finding, ...]
     stats: AuditStats
     cuda: CudaReport | None = None
+    size: SizeReport | None = None
 
     @property
     def violations(self) -> tuple[Finding, ...]:
@@ -173,6 +205,7 @@ def _wheel_text(audit: WheelAudit) -> str:
     lines += [f"  {f.line()}" for f in audit.warnings]
     for elf in audit.elfs:
         lines += _elf_text(elf)
+    lines += _size_text(audit.size)
     s = audit.stats
     lines.append(
         f"  {s.members} members, {s.elf_members} ELF, {s.uncompressed_bytes / 1e6:.1f} MB "
@@ -229,6 +262,27 @@ def _cuda_text(cuda: CudaReport | None) -> list[str]:
     return [head, f"  CUDA architectures: {archs}; checked against {runtime}"]
 
 
+def _size_text(size: SizeReport | None) -> list[str]:
+    if size is None:
+        return []
+    lines = [
+        f"  size: {human_size(size.wheel_bytes)} ({human_size(size.unpacked)} unpacked); "
+        f"limit {human_size(size.limit)} ({size.limit_from})",
+        "  largest members: "
+        + ", ".join(
+            f"{m.member} {human_size(m.compressed)} ({human_size(m.unpacked)})"
+            for m in size.largest
+        ),
+    ]
+    for elf in size.device:
+        per = ", ".join(
+            f"{t} {human_size(stored)} ({human_size(unpacked)})"
+            for t, stored, unpacked in elf.targets
+        )
+        lines.append(f"  device code of {elf.member}: {per}")
+    return lines
+
+
 # ---------------------------------------------------------------------------------------------
 # JSON
 
@@ -262,6 +316,7 @@ def _wheel_json(audit: WheelAudit, symbols: bool) -> dict[str, Any]:
         "warnings": [_finding_json(f) for f in audit.warnings],
         "elfs": [_elf_json(e, symbols) for e in audit.elfs],
         "cuda": _cuda_json(audit.cuda) if audit.cuda else None,
+        "size": _size_json(audit.size) if audit.size else None,
         "stats": audit.stats.__dict__,
     }
 
@@ -317,6 +372,26 @@ def _cuda_json(cuda: CudaReport) -> dict[str, Any]:
         "runtime": cuda.runtime,
         "runtime_from": cuda.runtime_from,
         "checked": cuda.checked,
+    }
+
+
+def _size_json(size: SizeReport) -> dict[str, Any]:
+    return {
+        "bytes": size.wheel_bytes,
+        "unpacked": size.unpacked,
+        "limit": size.limit,
+        "limit_from": size.limit_from,
+        "largest": [
+            {"member": m.member, "bytes": m.compressed, "unpacked": m.unpacked}
+            for m in size.largest
+        ],
+        "device": [
+            {
+                "member": d.member,
+                "targets": {t: {"bytes": b, "unpacked": u} for t, b, u in d.targets},
+            }
+            for d in size.device
+        ],
     }
 
 

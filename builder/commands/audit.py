@@ -39,6 +39,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="take the CUDA architectures from this stack.yaml (vendors.nvidia.cuda_architectures)",
     )
+    parser.add_argument(
+        "--max-size",
+        type=size_argument,
+        default=None,
+        metavar="SIZE",
+        help="a wheel larger than SIZE (100MB, 95MiB, bytes) fails the audit; default: "
+        "--manifest's wheel.max_size, else a warning above PyPI's 100 MB upload limit",
+    )
     parser.add_argument("--json", action="store_true", help="print the full graph as JSON")
     parser.add_argument(
         "--html",
@@ -84,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
     _check_paths(args.wheels)
     fixed = load_vendor_policy(_vendor(args.vendor)) if args.vendor else None
     architectures = cuda_architectures(args.manifest, args.cuda_arch)
+    max_size = args.max_size if args.max_size is not None else manifest_max_size(args.manifest)
     home = Path(noop.default_home(os.environ))
     cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir(home))
     audits = [
@@ -93,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
             cache_dir=cache_dir,
             workers=args.jobs,
             cuda_architectures=architectures,
+            max_size=max_size,
         )
         for path in args.wheels
     ]
@@ -115,6 +125,26 @@ def run(args: argparse.Namespace) -> int:
             )
         return EXIT_AUDIT
     return 0
+
+
+def size_argument(text: str) -> int:
+    """``--max-size``'s value in bytes; argparse makes a bad one a usage error (exit 2)."""
+    from wheels.sizes import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def manifest_max_size(manifest: Path | None) -> int | None:
+    """stack.yaml's ``wheel.max_size``, where a manifest is given."""
+    if manifest is None:
+        return None
+    from builder.manifest.loader import load_stack
+
+    spec = load_stack(manifest).wheel
+    return spec.max_size if spec is not None else None
 
 
 def _check_paths(paths: list[Path]) -> None:

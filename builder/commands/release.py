@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from builder.commands.common import add_build_options, add_repair, add_variant, build_request
+from builder.commands.wheel import add_max_size
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -28,6 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add_repair(parser)
     add_variant(parser)
+    add_max_size(parser)
     parser.add_argument(
         "--no-verify",
         dest="verify",
@@ -53,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
         repair=args.repair,
         strict=args.strict,
         variant=args.variant,
+        max_size=args.max_size,
         index=args.index,
     )
     print(run_release(request))

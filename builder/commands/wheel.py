@@ -26,6 +26,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add_repair(parser)
     add_variant(parser)
+    add_max_size(parser)
+
+
+def add_max_size(parser: argparse.ArgumentParser) -> None:
+    from builder.commands.audit import size_argument
+
+    parser.add_argument(
+        "--max-size",
+        type=size_argument,
+        default=None,
+        metavar="SIZE",
+        help="a wheel larger than SIZE (100MB, 95MiB, bytes) fails its audit "
+        "(default: stack.yaml's wheel.max_size, else a warning above PyPI's 100 MB)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
         verify=args.verify,
         repair=args.repair,
         variant=args.variant,
+        max_size=args.max_size,
     )
     for path in run_wheel(request):
         print(path)

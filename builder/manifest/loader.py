@@ -31,7 +31,8 @@ from builder.manifest.model import (
 from builder.manifest.recipes import load_recipe
 from builder.manifest.schema import Doc, Key, Problems, Reader, load_doc, unknown_message
 from builder.vendors.base import FATBIN_COMPRESSION, VendorSettings
-from wheels.spec import WheelSpec, parse_size
+from wheels.sizes import parse_size
+from wheels.spec import WheelSpec
 
 MANIFEST_ENV = "INFINI_STACK_MANIFEST"
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")

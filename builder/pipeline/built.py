@@ -37,15 +37,28 @@ def sbom_finisher(plan: Plan, inputs: WheelInputs) -> Finisher | None:
 
 
 def audit_or_keep(
-    wheel: Path, vendor: str, keep_dir: Path, cuda_architectures: tuple[str, ...] = ()
+    wheel: Path,
+    vendor: str,
+    keep_dir: Path,
+    cuda_architectures: tuple[str, ...] = (),
+    max_size: int | None = None,
 ) -> None:
-    """Audit ``wheel`` (its device code against ``cuda_architectures``); a wheel that fails is
-    kept in ``keep_dir``/rejected, and the audit's report is the error."""
+    """Audit ``wheel`` (its device code against ``cuda_architectures``, its size against
+    ``max_size``); a wheel that fails is kept in ``keep_dir``/rejected, and the audit's report
+    is the error. A size warning (over PyPI's limit, no max_size given) is printed."""
     from wheels.audit import audit_wheel
     from wheels.audit_report import render_text
     from wheels.policy import load_vendor_policy
 
-    result = audit_wheel(wheel, load_vendor_policy(vendor), cuda_architectures=cuda_architectures)
+    result = audit_wheel(
+        wheel,
+        load_vendor_policy(vendor),
+        cuda_architectures=cuda_architectures,
+        max_size=max_size,
+    )
+    for warning in result.warnings:
+        if warning.code == "wheel-size":
+            print(f"warning: {wheel.name}: {warning.message}", file=sys.stderr)
     if not result.ok:
         # Kept under its own name (installable for inspection), in a folder that says why.
         rejected = keep_dir / "rejected"

@@ -40,6 +40,7 @@ from builder.pipeline.wheel import (
     repair_and_audit,
     verify_rebuild,
     wheel_selection,
+    with_max_size,
 )
 
 if TYPE_CHECKING:
@@ -126,7 +127,8 @@ def run_release(request: ReleaseRequest) -> Path:
     out = request.output
     check_output_dir(out)
     sbom.require()
-    gate = Gate(request, open_context(request.build.stack, wheel=True))
+    ctx = with_max_size(open_context(request.build.stack, wheel=True), request.max_size)
+    gate = Gate(request, ctx)
     selection = gate.preflight()
     staging: Path | None = None
     work: Path | None = None

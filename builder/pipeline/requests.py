@@ -65,6 +65,7 @@ class WheelRequest:
     verify: bool = False  # build everything again from fresh directories, compare the wheels
     repair: bool = False  # retag manylinux with auditwheel repair, audit again
     variant: bool = False  # also the PEP 825 variant wheel (stack.yaml wheel.variant says so too)
+    max_size: int | None = None  # bytes; overrides stack.yaml's wheel.max_size
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,4 +76,5 @@ class ReleaseRequest:
     repair: bool = False
     strict: bool = False  # the smoke test must load every file
     variant: bool = False  # also the PEP 825 variant wheel (stack.yaml wheel.variant says so too)
+    max_size: int | None = None  # bytes; overrides stack.yaml's wheel.max_size
     index: Path | None = None  # the per-vendor package index tree the wheel is merged into

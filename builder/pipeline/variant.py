@@ -60,7 +60,7 @@ def variant_of(ctx: Context, plan: Plan, built: Built, dest: Path) -> Built:
     from builder.vendors import get as get_vendor
 
     archs = get_vendor(ctx.vendor).architectures(ctx.stack.vendors[ctx.vendor].settings)
-    audit_or_keep(wheel, ctx.vendor, ctx.layout.home / "wheels", archs)
+    audit_or_keep(wheel, ctx.vendor, ctx.layout.home / "wheels", archs, spec.max_size)
     return Built(path=wheel, inputs=inputs, requires=built.requires)
 
 

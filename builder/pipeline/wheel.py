@@ -51,7 +51,7 @@ def run_wheel(request: WheelRequest) -> list[Path]:
     a variant, its variant wheel and the release's variants.json too. Returns what it wrote."""
     from builder.pipeline import rebuild, variant
 
-    ctx = open_context(request.build.stack, wheel=True)
+    ctx = with_max_size(open_context(request.build.stack, wheel=True), request.max_size)
     selection = wheel_selection(ctx, request.build.plan)
     require_preflight(ctx, selection.components, wheel=True)
     plan = plan_for(ctx, selection)
@@ -166,7 +166,7 @@ def assemble(ctx: Context, plan: Plan, dest: Path, *, epoch: int) -> Built:
         return dict(finish(root, found)) if finish else {}
 
     wheel = build_wheel(inputs, dest, remember)
-    audit_or_keep(wheel, ctx.vendor, ctx.layout.home / "wheels", cuda_architectures(ctx))
+    audit_built(ctx, wheel)
     return Built(path=wheel, inputs=inputs, requires=tuple(requires))
 
 
@@ -183,6 +183,23 @@ def publish(wheel: Path, out: Path) -> Path:
     target = out / wheel.name
     shutil.move(str(wheel), target)
     return target
+
+
+def audit_built(ctx: Context, wheel: Path) -> None:
+    """The audit of a wheel this stack built: its device code against the whole architecture
+    set, its size against wheel.max_size (or --max-size, :func:`with_max_size`)."""
+    spec = ctx.stack.wheel
+    max_size = spec.max_size if spec is not None else None
+    audit_or_keep(wheel, ctx.vendor, ctx.layout.home / "wheels", cuda_architectures(ctx), max_size)
+
+
+def with_max_size(ctx: Context, max_size: int | None) -> Context:
+    """``ctx`` whose wheel.max_size is ``max_size`` (--max-size), where one is given."""
+    spec = ctx.stack.wheel
+    if max_size is None or spec is None:
+        return ctx
+    stack = dataclasses.replace(ctx.stack, wheel=dataclasses.replace(spec, max_size=max_size))
+    return dataclasses.replace(ctx, stack=stack)
 
 
 def cuda_architectures(ctx: Context) -> tuple[str, ...]:
@@ -256,7 +273,7 @@ def repair_and_audit(ctx: Context, plan: Plan, built: Built, work: Path) -> Buil
     out = work / "wheel"
     out.mkdir()
     wheel = pack(root, inputs, list(built.requires), out / inputs.name.filename)
-    audit_or_keep(wheel, ctx.vendor, ctx.layout.home / "wheels", cuda_architectures(ctx))
+    audit_built(ctx, wheel)
     return Built(path=wheel, inputs=inputs, requires=built.requires)
 
 

@@ -146,3 +146,80 @@ def test_release_strict_refuses_when_the_check_cannot_run(
     relaxed = cli("release", "--manifest", mini, "--vendor", "cpu", "--no-verify", "-o", out)
     assert relaxed.code == 0, relaxed.err
     assert "check: not run (no cpu device" in relaxed.err
+
+
+CASE_SCRIPT = """\
+import json, os, sys
+import minicore
+argmax = os.environ.get("INFINI_STACK_CHECK_FORCE_ARGMAX") == "1"
+print(json.dumps({"check": "generate.paged.paged-attn", "ok": True, "cache": "paged",
+                  "backend": "paged-attn", "graph": False, "batch": 2,
+                  "expected": [4, 5], "got": [4, 5]}))
+print(json.dumps({"check": "sampling.t1", "ok": not argmax, "cache": "paged",
+                  "backend": "paged-attn", "graph": False, "batch": 64,
+                  "expected": "softmax", "got": "argmax" if argmax else "draws"}))
+print("tp2: not run (1 GPU)")
+print(json.dumps({"check": "tp2", "ok": False, "required": False, "not_run": "1 GPU"}))
+print(json.dumps({"check": "nvls", "ok": os.environ.get("NCCL_NVLS_ENABLE") == "0"}))
+sys.exit(1 if argmax else 0)
+"""
+
+
+def test_check_prints_its_json_lines_then_the_table_of_its_cases(
+    mini_wheel: Path, mini: Path, cli, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    (mini.parent / "components" / "checks" / "engine.py").write_text(CASE_SCRIPT)
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "1")  # the check's children get 0 whatever is set
+    monkeypatch.setenv("INFINI_STACK_CHECK_FORCE_ARGMAX", "1")  # only --force-argmax sets it
+    result = cli("check", mini_wheel, "--manifest", mini)
+    assert result.code == 0, result.err
+    seen = lines(result.out)
+    assert seen["nvls"] is True and seen["sampling.t1"] is True and seen["tp2"] is False
+    assert "tp2: not run (1 GPU)" in result.out.splitlines()
+    table = result.out[result.out.index("\ncase ") + 1 :].splitlines()
+    assert table[0].split()[:4] == ["case", "cache", "backend", "graph"]
+    body = [line.split() for line in table[2:]]
+    assert body[0] == [
+        "generate.paged.paged-attn", "paged", "paged-attn", "off", "2", "4", "5", "4", "5", "pass"
+    ]  # fmt: skip
+    assert body[1][0] == "sampling.t1" and body[1][-1] == "pass"
+    assert body[2] == ["tp2", "-", "-", "-", "-", "-", "-", "not", "run", "(1", "GPU)"]
+
+
+def test_force_argmax_reaches_the_script_and_fails_its_statistics(
+    mini_wheel: Path, mini: Path, cli
+) -> None:  # type: ignore[no-untyped-def]
+    (mini.parent / "components" / "checks" / "engine.py").write_text(CASE_SCRIPT)
+    result = cli("check", mini_wheel, "--manifest", mini, "--force-argmax")
+    assert result.code == 7, result.err
+    assert lines(result.out)["sampling.t1"] is False
+    assert "sampling.t1" in result.out and "FAIL" in result.out.split("\ncase ", 1)[1]
+    assert "check engine.py: FAILED (exit status 1)" in result.err
+
+
+def test_release_writes_the_table_into_check_log_and_report_html_shows_it(
+    shared_home: Path, mini: Path, tmp_path: Path, cli
+) -> None:  # type: ignore[no-untyped-def]
+    (mini.parent / "components" / "checks" / "engine.py").write_text(CASE_SCRIPT)
+    out = tmp_path / "release"
+    result = cli("release", "--manifest", mini, "--vendor", "cpu", "--no-verify", "-o", out)
+    assert result.code == 0, result.err
+    log = (out / "check.log").read_text()
+    assert log.index('{"check": "tp2"') < log.index("\ncase ")  # the lines, then the table
+    table = log[log.index("\ncase ") + 1 :].splitlines()
+    assert [row.split()[0] for row in table[2:]] == [
+        "generate.paged.paged-attn",
+        "sampling.t1",
+        "tp2",
+    ]
+    report = json.loads((out / "release-report.json").read_text())
+    rows = report["steps"]["check"]["rows"]
+    assert [row["verdict"] for row in rows] == ["pass", "pass", "not run (1 GPU)"]
+    page = tmp_path / "run.html"
+    assert cli("report", "--html", page).code == 0
+    html = page.read_text()
+    section = html[html.index("<section id='check'>") :]
+    assert (
+        "<td>generate.paged.paged-attn</td><td>paged</td><td>paged-attn</td><td>off</td>" in section
+    )
+    assert "<td>not run (1 GPU)</td>" in section

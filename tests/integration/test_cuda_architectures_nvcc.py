@@ -11,8 +11,11 @@ import pytest
 
 from tests.conftest import HAVE_NVCC
 from wheels import devicecode
+from wheels.audit import audit_wheel
+from wheels.audit_report import render_text
 from wheels.elf.reader import FileBytes
 from wheels.fatbin import DeviceCode
+from wheels.policy import load_vendor_policy
 
 pytestmark = [
     pytest.mark.integration,
@@ -57,6 +60,14 @@ def test_nvidia_wheel_carries_sass_for_80_86_89_90_and_ptx_for_90_only(
     assert code.sass_archs == ("sm_80", "sm_86", "sm_89", "sm_90")
     assert code.ptx_archs == ("compute_90",)  # nothing of nvcc's default (sm_75)
     assert not any(e.compressed for e in code.entries if e.kind == "sass")
+    (wheel,) = (tmp_path / "d").glob("*.whl")
+    audit = audit_wheel(wheel, load_vendor_policy("nvidia"), workers=1)
+    assert audit.size is not None
+    (device,) = [d for d in audit.size.device if d.member.endswith("/libminirt.so")]
+    targets = [t for t, _, _ in device.targets]
+    assert targets == ["sm_80", "sm_86", "sm_89", "sm_90", "compute_90"]
+    assert all(stored > 0 and unpacked >= stored for _, stored, unpacked in device.targets)
+    assert "device code of " in render_text([audit]) and "sm_89 " in render_text([audit])
 
 
 def test_fatbin_compression_all_compresses_the_sass_as_well(

@@ -27,6 +27,7 @@ from wheels.audit.members import MemberScan
 from wheels.audit.musl import musl_host
 from wheels.audit.pool import Children, cores, scan_members, start_children
 from wheels.audit.raw import task_for
+from wheels.audit.size import check_size
 from wheels.audit.tags import check_tags, manylinux_whitelist, tag_verdicts
 from wheels.audit.variants import check_variant
 from wheels.audit_report import AuditStats, CudaReport, ElfReport, Finding, WheelAudit
@@ -49,19 +50,23 @@ def audit_wheel(
     cache_dir: Path | None = None,
     workers: int | None = None,
     cuda_architectures: Sequence[str] | None = None,
+    max_size: int | None = None,
 ) -> WheelAudit:
     """Audit one wheel; never raises for anything the wheel contains or lacks.
 
     ``cache_dir`` enables the result cache there; ``workers`` defaults to the usable cores.
     ``cuda_architectures`` are those the stack declares (stack.yaml's
     ``vendors.nvidia.cuda_architectures``, ``"90"``, ``"100f"``): an NVIDIA wheel's device code
-    must run on each; None or empty lists the device code without that check.
+    must run on each; None or empty lists the device code without that check. ``max_size``
+    (bytes) makes a larger wheel a violation; without it, one over PyPI's limit is a warning.
     """
     start = time.perf_counter()
     findings = Findings(str(path))
     archs = tuple(cuda_architectures or ())
     try:
-        return _audit(Path(path), policy, cache_dir, workers or cores(), archs, findings, start)
+        return _audit(
+            Path(path), policy, cache_dir, workers or cores(), archs, max_size, findings, start
+        )
     except Exception as exc:  # the safety net: a bug here must not become a traceback
         findings.error(
             "internal",
@@ -110,6 +115,7 @@ def _audit(
     cache_dir: Path | None,
     workers: int,
     archs: tuple[str, ...],
+    max_size: int | None,
     f: Findings,
     start: float,
 ) -> WheelAudit:
@@ -119,7 +125,7 @@ def _audit(
         archive = open_archive(path, f)
         if archive is None:
             return _empty(path, policy, f, start)
-        return _audit_archive(archive, policy, cache, workers, archs, f, start, children)
+        return _audit_archive(archive, policy, cache, workers, archs, max_size, f, start, children)
     finally:
         if children is not None:
             children.pool.shutdown(wait=False)
@@ -131,6 +137,7 @@ def _audit_archive(
     cache: Cache | None,
     workers: int,
     archs: tuple[str, ...],
+    max_size: int | None,
     f: Findings,
     start: float,
     children: Children | None,
@@ -161,6 +168,7 @@ def _audit_archive(
     check_tags(archive, verdicts[1], bool(elfs), f)
     devices = {n: s.device for n, s in by_name.items() if s.elf and s.device is not None}
     check_variant(archive, elfs, devices, policy, f)
+    size = check_size(archive, devices, max_size, f)
     check_record(archive, rehash(archive, path, complete()), f)  # last: a digest may be coming
     stats = AuditStats(
         members=len(archive.infos),
@@ -185,6 +193,7 @@ def _audit_archive(
         findings=tuple(_ordered(f.items)),
         stats=stats,
         cuda=cuda,
+        size=size,
     )
 
 
