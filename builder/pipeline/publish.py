@@ -12,6 +12,7 @@ from pypiserver, 400 "already exists" from PyPI). Credentials come from where tw
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -140,15 +141,35 @@ def settings_for(repository: str) -> Settings:
     return settings
 
 
+class Notes(logging.Handler):
+    """twine's warnings as one redacted line each: it logs a missing keyring entry with its
+    traceback, which is no failure of ``publish``."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"note: {redact(record.getMessage())}", file=sys.stderr)
+
+
+def quiet_twine() -> None:
+    log = logging.getLogger("twine")
+    if not any(isinstance(h, Notes) for h in log.handlers):
+        log.addHandler(Notes(logging.WARNING))
+        log.propagate = False
+
+
 def upload_all(settings: Settings, wheels: Sequence[Path]) -> list[Upload]:
     """Each wheel uploaded alone; a failure is recorded and the next one still tried."""
     from twine.exceptions import TwineException
 
+    quiet_twine()
     try:
         register_secret(settings.password)
         repository = settings.create_repository()
     except TwineException as exc:
-        raise PublishError(f"no credentials for {shown(settings)}: {exc}") from None
+        raise PublishError(
+            f"no credentials for {shown(settings)}: {exc}",
+            hint="set TWINE_USERNAME and TWINE_PASSWORD, give a ~/.pypirc section with "
+            "username and password as --repository, or store the password in the keyring",
+        ) from None
     try:
         return [upload_one(repository, wheel) for wheel in wheels]
     finally:

@@ -147,3 +147,21 @@ def test_publish_refuses_a_directory_without_sha256sums(
     done = cli("publish", tmp_path, "--repository", "http://127.0.0.1:9/")
     assert done.code == 2
     assert "has no SHA256SUMS" in done.err
+
+
+def test_publish_without_credentials_says_where_to_put_them_without_a_traceback(
+    release_dir: Path,
+    tmp_path: Path,
+    credentials: None,
+    monkeypatch: pytest.MonkeyPatch,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    monkeypatch.delenv("TWINE_USERNAME")
+    monkeypatch.delenv("TWINE_PASSWORD")
+    with pypiserver(tmp_path) as (url, packages, _):
+        done = cli("publish", release_dir, "--repository", url)
+        assert list(packages.iterdir()) == []
+    assert done.code == 2
+    assert "error: no credentials for" in done.err
+    assert "hint: set TWINE_USERNAME and TWINE_PASSWORD" in done.err
+    assert "Traceback" not in done.err
