@@ -224,3 +224,81 @@ def test_standin_sampler_ignoring_the_temperature_fails_at_half(
 ) -> None:
     seen = standin_statistics(monkeypatch, "ignores temperature", capsys)
     assert seen["sampling.t1"]["ok"] and not seen["sampling.t0.5"]["ok"]
+
+
+def test_standin_children_take_main_through_every_case(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """main() with stand-ins for the GPU's parts (children answer as a correct InfiniLM would,
+    transformers' logits are made up): every case prints its line, the summary passes, and a
+    one-GPU host says tp2 was not run."""
+    np = pytest.importorskip("numpy")
+    nvidia = load_nvidia()
+    rng = np.random.default_rng(4)
+    rows = [[0.0] * 4 + [float(x) for x in rng.normal(0, 2.5, 508)] for _ in range(13)]
+    greedy = {p: [4 + (7 * i + len(p)) % 500 for i in range(12)] for p in nvidia.BATCH_PROMPTS}
+    specs: list[tuple[str, dict[str, object]]] = []
+
+    def child(mode: str, spec: dict[str, object]) -> dict[str, object]:
+        specs.append((mode, spec))
+        if mode == "draws":
+            row = rows[len(str(spec["prompt"]).split()) - len(nvidia.PROMPT.split())]
+            probs = np.asarray(nvidia.goodness.softmax(row, float(spec["temperature"])))  # type: ignore[arg-type]
+            ids = rng.choice(len(probs), size=nvidia.DRAWS, p=probs / probs.sum())
+            return {"outcome": "ok", "draws": [int(t) for t in ids]}
+        if mode == "seed":
+            return {"outcome": "ok", "first": [5, 9, 5], "again": [5, 9, 5], "values": [0.1]}
+        if mode == "ops":
+            return {"outcome": "ok", "ops": {"add": {"ok": True, "max_abs_err": 0.0}}}
+        if (spec["cache"], spec["backend"]) in nvidia.REJECTED:
+            return {"outcome": "ok", "phase": "construct", "exception": "ValueError"}
+        sets = [
+            [greedy[p] for p in prompts] for prompts in spec.get("prompt_sets", [[nvidia.PROMPT]])
+        ]  # type: ignore[attr-defined]
+        found = {
+            "outcome": "ok",
+            "phase": "generate",
+            "token_ids": sets[0][0],
+            "token_id_sets": sets,
+        }
+        if spec.get("graph"):
+            found["graph_log"] = {"captured": spec["cache"] == "paged", "failures": []}
+        return found
+
+    monkeypatch.setattr(sys, "argv", ["nvidia.py"])
+    monkeypatch.setattr(nvidia, "run_child", child)
+    monkeypatch.setattr(nvidia, "check_environment", lambda: True)
+    monkeypatch.setattr(nvidia, "check_import", lambda: True)
+    monkeypatch.setattr(nvidia, "make_model", lambda directory: None)
+    monkeypatch.setattr(nvidia, "reference", lambda model, prompts: {p: greedy[p] for p in prompts})
+    monkeypatch.setattr(nvidia, "next_token_logits", lambda model, text, ids: rows)
+    monkeypatch.setattr(nvidia, "outside_filters", lambda *args, **kwargs: [])
+    monkeypatch.setattr(nvidia, "gpu_count", lambda: 1)
+    assert nvidia.main() == 0
+    out = capsys.readouterr().out
+    seen = {
+        json.loads(line)["check"]: json.loads(line)
+        for line in out.splitlines()
+        if line.startswith("{")
+    }
+    assert seen["summary"]["ok"] is True and seen["summary"]["not_run"] == ["tp2"]
+    assert seen["graph.paged.paged-attn"]["graph"] == "captured"
+    assert seen["graph.static.default"]["graph"] == "eager (fallback: no device graph captured)"
+    assert seen["graph"]["captured"] == ["paged.paged-attn"]
+    assert seen["batch.reversed.0"]["expected"] == greedy[nvidia.BATCH_PROMPTS[-1]]
+    assert {
+        f"batch{g}.{o}.{i}"
+        for g in ("", ".graph")
+        for o in ("in_order", "reversed")
+        for i in range(3)
+    } <= set(seen)
+    assert (
+        seen["sampling.t1"]["ok"]
+        and seen["sampling.t0.5"]["ok"]
+        and seen["sampling.sensitivity"]["ok"]
+    )
+    assert seen["sampling.seed"]["ok"] and seen["tp2"]["not_run"] == "1 GPU"
+    assert "tp2: not run (1 GPU)" in out.splitlines()
+    batch_specs = [s for m, s in specs if m == "llm" and "prompt_sets" in s]
+    assert all(s["batch"] >= 2 and s["cache"] == "paged" for s in batch_specs)
+    assert [s["prompt_sets"][1] for s in batch_specs] == [list(nvidia.BATCH_PROMPTS[::-1])] * 2  # type: ignore[index]
