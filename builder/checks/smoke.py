@@ -1,9 +1,11 @@
 """Device-less import smoke: install a wheel into a fresh venv and load every ELF it carries.
 
-Each extension module is loaded straight from its file (its package's ``__init__`` is not run,
-so the wheel's Python requirements need not be installed) with immediate binding: RTLD_NOW for
-the module and LD_BIND_NOW=1 for everything it pulls in, so an unresolved symbol fails here and
-not at the first call. Every other shared library in the wheel is dlopened the same way. The
+Each extension module is imported as Python imports it, by its dotted name (its packages'
+``__init__`` run first, each module loaded once), with immediate binding: RTLD_NOW for the
+module and LD_BIND_NOW=1 for everything it pulls in, so an unresolved symbol fails here and not
+at the first call. When a package's ``__init__`` needs a requirement that is not installed (the
+wheel's requirements are not), the module is loaded straight from its file instead. Every
+other shared library in the wheel is dlopened the same way. The
 probe runs from a temporary directory, outside any source tree.
 
 Libraries a wheel needs from outside are probed on the host first. When one the vendor expects
@@ -57,10 +59,23 @@ def attempt(kind, key, load):
         out[kind][key] = f"{type(exc).__name__}: {exc}"
         return None
 
-def load_extension(name, path):
+def load_file(name, path):
     loader = importlib.machinery.ExtensionFileLoader(name, path)
     module_spec = importlib.util.spec_from_file_location(name, path, loader=loader)
     loader.exec_module(importlib.util.module_from_spec(module_spec))
+
+def load_extension(name, path):
+    # As Python imports it: by name, its packages' __init__ first, once per process (numpy's
+    # modules refuse a second load; grpc's cygrpc needs grpc imported). Only when a package
+    # needs a requirement that is not installed here is the file loaded by itself.
+    if name in sys.modules:
+        return
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.partition(".")[0] in spec["tops"]:
+            raise
+        load_file(name, path)
 
 for package, code in spec["preloads"]:
     attempt("preloads", package, lambda: exec(compile(code, package, "exec"), {}))
@@ -258,6 +273,7 @@ def _run(interpreter: str, work: Path, site: Path, elves: list[_Elf]) -> dict[st
         "preloads": preloads(site, elves),
         "probe": sorted({n for e in elves for n in e.needed} - inside),
         "extensions": [[e.module, str(site / e.arcname)] for e in elves if e.module],
+        "tops": sorted({e.module.partition(".")[0] for e in elves if e.module}),
         "libraries": [str(site / e.arcname) for e in elves if not e.module],
     }
     runner = work / "smoke_runner.py"

@@ -74,6 +74,39 @@ def test_smoke_fails_naming_a_symbol_nothing_provides(
     assert "smoke failed" in result.out
 
 
+ONCE = """
+#include <Python.h>
+static int loads = 0;
+static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, "_once", NULL, -1, NULL};
+PyMODINIT_FUNC PyInit__once(void) {
+  if (loads++) {  /* as numpy's _multiarray_umath */
+    PyErr_SetString(PyExc_ImportError, "cannot load module more than once per process");
+    return NULL;
+  }
+  PyObject *package = PyImport_ImportModule("probe");  /* its package, first */
+  if (package == NULL) return NULL;
+  Py_DECREF(package);
+  return PyModule_Create(&def);
+}
+"""
+
+
+def test_an_extension_is_imported_as_python_imports_it_once_with_its_package(
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    import sysconfig
+
+    include = f"-I{sysconfig.get_paths()['include']}"
+    ext = Compiler(tmp_path / "build").shared(f"_once{EXT}", ONCE, flags=[include])
+    init = tmp_path / "__init__.py"
+    init.write_text("from probe import _once\n", encoding="utf-8")
+    wheel = probe_wheel(tmp_path, "cpu", {f"probe/_once{EXT}": ext, "probe/__init__.py": init})
+    result = cli("smoke", wheel)
+    assert result.code == 0, result.out
+    assert f"ok       probe/_once{EXT}" in result.out
+
+
 def test_unresolved_symbol_in_a_bundled_library_names_it_and_the_library(
     tmp_path: Path,
     cli,  # type: ignore[no-untyped-def]
