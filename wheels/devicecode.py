@@ -41,12 +41,17 @@ def read(content: ByteSource, seen: Seen | None = None) -> DeviceCode | None:
     return combine(read_fatbin_at(content, o, n, s, seen) for s, (o, n) in spans.items())
 
 
+NO_SECTIONS = "its section header table cannot be read, so its CUDA device code is not known"
+
+
 def scan(content: ByteSource, seen: Seen | None = None) -> tuple[DeviceCode | None, str | None]:
     """(distinct device code, None), or (None, why) when a fat binary cannot be read."""
     try:
         code = read(content, seen)
-    except (FatbinError, ElfError) as exc:
+    except FatbinError as exc:
         return None, f"its CUDA fat binary cannot be read: {exc}"
+    except ElfError as exc:  # the section table that locates .nv_fatbin, not a fat binary
+        return None, f"{NO_SECTIONS}: {exc}"
     return (distinct(code) if code is not None else None), None
 
 

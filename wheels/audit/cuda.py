@@ -23,6 +23,7 @@ from wheels.cuda_arch import (
     check_device_code,
     parse_arch,
 )
+from wheels.devicecode import NO_SECTIONS
 from wheels.fatbin import DeviceCode, combine
 from wheels.filename import canonicalize_name
 
@@ -84,7 +85,10 @@ def check_cuda(
 ) -> CudaReport | None:
     """Findings for every ELF's device code; the wheel's CUDA summary (None without any)."""
     for member, error in sorted(errors.items()):
-        f.violation("cuda-fatbin", member, error)
+        if error.startswith(NO_SECTIONS):  # read as ld.so reads it (wheels.elf.loaderview)
+            f.warning("section-table", member, error)
+        else:
+            f.violation("cuda-fatbin", member, error)
     if not devices:
         return None
     declared = tuple(architectures or ())

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from wheels.elf.dynamic import read_dynamic
 from wheels.elf.info import ElfInfo
+from wheels.elf.loaderview import disagrees, loader_sections
 from wheels.elf.lookup import HashedSymbols
 from wheels.elf.notes import isa_level
 from wheels.elf.reader import (
@@ -57,6 +58,8 @@ def read_elf(data: Data, symbols_later: bool = False) -> ElfInfo:
 def _read_elf(image: Image, symbols_later: bool = False) -> ElfInfo:
     r, h, sections = image.reader, image.header, image.sections
     dyn = read_dynamic(image)
+    if dyn.tags and disagrees(image, dyn.tags):  # read the tables where ld.so finds them
+        sections = loader_sections(image, dyn.tags)
     dynsym = next((s for s in sections if s.sh_type == SHT_DYNSYM), None)
     table = linked_strtab(r, sections, dynsym) if dynsym is not None else None
     versions = read_versions(r, sections, table)

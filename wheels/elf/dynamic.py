@@ -37,6 +37,7 @@ class Dynamic:
     rpath: str | None  # the first DT_RPATH, as ld.so reads it
     runpath: str | None  # the first DT_RUNPATH
     search: tuple[str, ...] = ()  # each DT_RPATH and DT_RUNPATH, in the order they are listed
+    tags: tuple[tuple[int, int], ...] = ()  # every (d_tag, d_val) up to DT_NULL
 
 
 def dynamic(source: Data | Path) -> Dynamic:
@@ -78,7 +79,13 @@ def read_dynamic(image: Image, *, every_path: bool = False) -> Dynamic:
     paths = (_DT_RPATH, _DT_RUNPATH)
     search = tuple(string_at(table, v) for t, v in tags if t in paths) if every_path else ()
     return Dynamic(
-        interpreter, first(_DT_SONAME), needed, first(_DT_RPATH), first(_DT_RUNPATH), search
+        interpreter,
+        first(_DT_SONAME),
+        needed,
+        first(_DT_RPATH),
+        first(_DT_RUNPATH),
+        search,
+        tuple(tags),
     )
 
 
