@@ -60,6 +60,12 @@ def credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
 
 
+@pytest.fixture
+def no_credentials(credentials: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TWINE_USERNAME")
+    monkeypatch.delenv("TWINE_PASSWORD")
+
+
 def test_publish_uploads_the_release_then_a_second_run_skips_what_is_there(
     release_dir: Path,
     tmp_path: Path,
@@ -81,12 +87,9 @@ def test_publish_uploads_the_release_then_a_second_run_skips_what_is_there(
 def test_publish_reads_the_repository_and_credentials_from_pypirc(
     release_dir: Path,
     tmp_path: Path,
-    credentials: None,
-    monkeypatch: pytest.MonkeyPatch,
+    no_credentials: None,
     cli,  # type: ignore[no-untyped-def]
 ) -> None:
-    monkeypatch.delenv("TWINE_USERNAME")
-    monkeypatch.delenv("TWINE_PASSWORD")
     with pypiserver(tmp_path) as (url, packages, _):
         home = tmp_path / "home"
         home.mkdir()
@@ -152,12 +155,9 @@ def test_publish_refuses_a_directory_without_sha256sums(
 def test_publish_without_credentials_says_where_to_put_them_without_a_traceback(
     release_dir: Path,
     tmp_path: Path,
-    credentials: None,
-    monkeypatch: pytest.MonkeyPatch,
+    no_credentials: None,
     cli,  # type: ignore[no-untyped-def]
 ) -> None:
-    monkeypatch.delenv("TWINE_USERNAME")
-    monkeypatch.delenv("TWINE_PASSWORD")
     with pypiserver(tmp_path) as (url, packages, _):
         done = cli("publish", release_dir, "--repository", url)
         assert list(packages.iterdir()) == []
