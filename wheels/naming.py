@@ -57,6 +57,16 @@ def with_local(version: str, local: str) -> str:
     return normalized_version(f"{version}+{local}" if local else version)
 
 
+def worktree_local(local: str, dirty: bool | None) -> str:
+    """The local version of a wheel with a component from a working tree (``--worktree``):
+    ``.dirty`` when a tree has uncommitted changes, else ``.dev``; ``dirty`` None (every
+    component from its pin) leaves ``local`` as it is."""
+    if dirty is None:
+        return local
+    segment = "dirty" if dirty else "dev"
+    return f"{local}.{segment}" if local else segment
+
+
 # The ABI partners a local version names, with their major.minor: torch's C++ ABI changes
 # between minor versions and users pick a wheel by the torch they have (flash-attn's release
 # wheels name torch2.x too). Requires-Dist pins each partner (wheels.audit.abi_partners).

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from builder.core.errors import UsageError
 from builder.core.layout import Layout
 from builder.core.redact import redact_data
 from builder.pipeline.context import layout_for
@@ -91,6 +92,14 @@ def add_plan_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--test", action="store_true", help="build with the recipes' tests enabled and run them"
+    )
+    parser.add_argument(
+        "--worktree",
+        action="append",
+        default=[],
+        metavar="COMPONENT=DIR",
+        help="build COMPONENT from the local git working tree DIR (uncommitted changes "
+        "included) instead of its pin; infinicore=DIR takes every submodule; repeatable",
     )
     add_jobs(parser)
 
@@ -203,7 +212,27 @@ def stack_request(args: argparse.Namespace) -> StackRequest:
         store=getattr(args, "store", None),
         mirrors=tuple(getattr(args, "mirror", ()) or ()),
         bundle=getattr(args, "bundle", None),
+        worktrees=worktrees_of(args),
     )
+
+
+def add_allow_worktree(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--allow-worktree",
+        action="store_true",
+        help="release from --worktree trees anyway (a release is built from the pins)",
+    )
+
+
+def worktrees_of(args: argparse.Namespace) -> tuple[str, ...]:
+    """--worktree's COMPONENT=DIR; refused where the command has --allow-worktree unset."""
+    specs = tuple(getattr(args, "worktree", ()) or ())
+    if specs and getattr(args, "allow_worktree", True) is False:
+        raise UsageError(
+            f"a release is built from the pins, not from working trees ({', '.join(specs)})",
+            hint="drop --worktree, or pass --allow-worktree for a release that says so",
+        )
+    return specs
 
 
 def plan_request(args: argparse.Namespace) -> PlanRequest:

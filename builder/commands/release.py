@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from builder.commands.common import add_build_options, add_repair, add_variant, build_request
+from builder.commands.common import (
+    add_allow_worktree,
+    add_build_options,
+    add_repair,
+    add_variant,
+    build_request,
+)
 from builder.commands.wheel import add_max_size
 
 
@@ -30,6 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_repair(parser)
     add_variant(parser)
     add_max_size(parser)
+    add_allow_worktree(parser)
     parser.add_argument(
         "--no-verify",
         dest="verify",

@@ -29,6 +29,23 @@ class PathSource:
         return f"path:{self.path}"
 
 
+@dataclass(frozen=True, kw_only=True)
+class WorktreeSource(PathSource):
+    """A local git working tree given with ``--worktree COMPONENT=DIR``: built in place like a
+    path source, keyed by its HEAD and a hash of its uncommitted changes."""
+
+    head: str  # the commit checked out
+    diff: str  # sha256 of the changes against HEAD (tracked and untracked); "" when clean
+
+    @property
+    def identity(self) -> str:
+        return f"worktree:{self.head}+{self.diff or 'clean'}"
+
+    @property
+    def dirty(self) -> bool:
+        return bool(self.diff)
+
+
 Source = GitSource | PathSource
 
 

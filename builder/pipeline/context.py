@@ -74,6 +74,10 @@ def open_context(request: StackRequest, *, wheel: bool = False) -> Context:
 
     stack = load_stack(request.manifest)
     vendor = resolve_vendor(stack, request.vendor)
+    if request.worktrees:
+        from builder.sources import worktree
+
+        stack = worktree.apply(stack, vendor, request.worktrees)
     layout = layout_for(request.home, request.store)
     mirrors = {**stack.mirrors, **parse_mirrors(request.mirrors)}
     host, report = preflighted_host(stack, vendor, layout, wheel=wheel)

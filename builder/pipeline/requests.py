@@ -24,6 +24,7 @@ class StackRequest:
     store: Path | None = None
     mirrors: tuple[str, ...] = ()  # URL=DIR, as --mirror takes them
     bundle: Path | None = None  # sources from this bundle only (no network)
+    worktrees: tuple[str, ...] = ()  # COMPONENT=DIR, as --worktree takes them
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from builder import __version__
 from builder.core import proc
 from builder.core.errors import UsageError
-from builder.manifest.model import GitSource, Source
+from builder.manifest.model import GitSource, Source, WorktreeSource
 from builder.pipeline.build import build_plan, launcher_for
 from builder.pipeline.built import Built, audit_or_keep, sbom_finisher
 from builder.pipeline.context import (
@@ -42,7 +42,7 @@ from wheels.assemble import (
     pack,
     wheel_epoch,
 )
-from wheels.naming import partner_local, wheel_name
+from wheels.naming import partner_local, wheel_name, worktree_local
 from wheels.policy import DistLib, load_vendor_policy
 
 
@@ -124,6 +124,8 @@ def wheel_inputs(ctx: Context, plan: Plan, epoch: int) -> WheelInputs:
     settings = ctx.stack.vendors[ctx.vendor].settings
     partners = abi_partners(ctx)
     local = partner_local(get_vendor(ctx.vendor).local_version(ctx.host, settings), partners)
+    trees = [c.source for c in plan.components if isinstance(c.source, WorktreeSource)]
+    local = worktree_local(local, any(t.dirty for t in trees) if trees else None)
     return WheelInputs(
         spec=spec,
         name=wheel_name(spec.name, spec.version, local),

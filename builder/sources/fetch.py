@@ -19,7 +19,7 @@ from builder.core import proc
 from builder.core.digest import file_digest, tree_digest
 from builder.core.errors import EXIT_SOURCES, CommandFailed, SourceError
 from builder.core.layout import Layout
-from builder.manifest.model import GitSource, PathSource, Stack
+from builder.manifest.model import GitSource, PathSource, Stack, WorktreeSource
 from builder.plan import ComponentPlan, Inputs
 from builder.sources import patches
 
@@ -33,7 +33,9 @@ def gather(stack: Stack, vendor: str, names: tuple[str, ...] | None = None) -> I
     for name in names or stack.names_for(vendor):
         component = stack.components[name]
         source = component.source_for(vendor)
-        if isinstance(source, PathSource):
+        if isinstance(source, WorktreeSource):
+            source_ids[name] = source.identity  # its HEAD and its changes, as git sees them
+        elif isinstance(source, PathSource):
             if not source.path.is_dir():
                 raise SourceError(f"component '{name}': path source {source.path} does not exist")
             source_ids[name] = f"path:{tree_digest(source.path)}"

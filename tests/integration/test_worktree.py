@@ -1,0 +1,90 @@
+"""`--worktree COMPONENT=DIR` builds a component from a local git working tree, keyed by its
+HEAD and its uncommitted changes; the wheel's local version says so; release refuses it unless
+asked; `--worktree infinicore=DIR` reports every submodule that is not as its gitlink says."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from builder.sources.worktree import source_of, submodule_trees
+from tests.gitrepos import PUBLIC, add_submodule, cmake_library, commit, git, init_repo
+
+
+def repo_of(directory: Path) -> str:
+    """``directory``'s files committed as a git repository on main."""
+    git(directory, "init", "-q", "-b", "main")
+    return commit(directory, {}, "the files as they are")
+
+
+@pytest.mark.integration
+def test_identity_follows_uncommitted_changes_and_untracked_files(tmp_path: Path) -> None:
+    tree = tmp_path / "lib"
+    head = init_repo(tree, cmake_library("lib"))
+    clean = source_of(tree)
+    assert (clean.head, clean.diff, clean.dirty) == (head, "", False)
+    (tree / "lib.c").write_text("int answer(void) { return 43; }\n")
+    edited = source_of(tree)
+    assert edited.dirty and edited.head == head
+    (tree / "new.c").write_text("int more(void) { return 1; }\n")
+    assert source_of(tree).diff not in ("", edited.diff)
+
+
+@pytest.mark.integration
+def test_worktree_with_an_uncommitted_change_builds_a_dirty_wheel_and_release_refuses_it(
+    tmp_path: Path,
+    home: Path,
+    mini: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    ops = mini.parent / "ops"
+    head = repo_of(ops)
+    source = next(
+        p for p in sorted(ops.rglob("*.c*")) if p.is_file() and p.suffix in (".c", ".cc", ".cpp")
+    )
+    source.write_text(source.read_text() + "\n// a local change\n")
+    out = tmp_path / "dist"
+    args = ("--manifest", mini, "--vendor", "cpu", "--worktree", f"miniops={ops}")
+    pinned = cli("plan", *args[:4], "--json")
+    plan = cli("plan", *args, "--json")
+    assert plan.code == 0, plan.err
+    keys = {c["name"]: c["key"] for c in json.loads(plan.out)["components"]}
+    before = {c["name"]: c["key"] for c in json.loads(pinned.out)["components"]}
+    assert [n for n in keys if keys[n] != before[n]] == ["miniops", "minilm"]  # it, dependants
+    ops_plan = next(c for c in json.loads(plan.out)["components"] if c["name"] == "miniops")
+    assert ops_plan["source_id"].startswith(f"worktree:{head}+")
+    result = cli("wheel", *args, "--out", out)
+    assert result.code == 0, result.err
+    (wheel,) = out.glob("*.whl")
+    assert ".dirty-" in wheel.name, wheel.name
+    refused = cli("release", *args, "--output", tmp_path / "release")
+    assert refused.code == 2
+    assert "a release is built from the pins" in refused.err
+    assert not (tmp_path / "release").exists()
+
+
+@pytest.mark.integration
+def test_infinicore_worktree_reports_every_submodule_problem_in_one_message(
+    tmp_path: Path,
+) -> None:
+    from builder.core.errors import SourceError
+
+    mirrors = tmp_path / "mirrors"
+    shas = {n: init_repo(mirrors / f"{n}.git", cmake_library(n)) for n in ("rt", "ops", "ccl")}
+    core = tmp_path / "core"
+    init_repo(core, {"README": "core\n"})
+    for name, sha in shas.items():
+        add_submodule(core, f"{PUBLIC}/{name}.git", f"submodules/{name}", sha, mirrors)
+    commit(core, {}, "submodules")
+    assert [p.name for _u, _g, p in submodule_trees(core)] == ["ccl", "ops", "rt"]
+    commit(core / "submodules" / "ops", {"ops.c": "int answer(void) { return 7; }\n"}, "moved")
+    (core / "submodules" / "ccl" / "ccl.c").write_text("int answer(void) { return 8; }\n")
+    git(core, "submodule", "deinit", "-q", "-f", "submodules/rt")
+    with pytest.raises(SourceError) as caught:
+        submodule_trees(core)
+    message = caught.value.message
+    assert "submodules/rt: not initialised" in message
+    assert "submodules/ops: HEAD" in message and "is not the gitlink" in message
+    assert "submodules/ccl: uncommitted changes" in message
