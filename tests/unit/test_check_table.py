@@ -282,6 +282,7 @@ def test_standin_children_take_main_through_every_case(
         if line.startswith("{")
     }
     assert seen["summary"]["ok"] is True and seen["summary"]["not_run"] == ["tp2"]
+    assert seen["summary"]["budget_seconds"] == 360.0 and seen["summary"]["within_budget"] is True
     assert seen["graph.paged.paged-attn"]["graph"] == "captured"
     assert seen["graph.static.default"]["graph"] == "eager (fallback: no device graph captured)"
     assert seen["graph"]["captured"] == ["paged.paged-attn"]
