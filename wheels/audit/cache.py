@@ -16,7 +16,7 @@ from wheels.audit.raw import Task
 from wheels.elf import from_record, to_record
 from wheels.record import record
 
-CACHE_VERSION = "infini-stack-audit-3"  # 3: each ELF's CUDA device code
+CACHE_VERSION = "infini-stack-audit-4"  # 4: tables read through PT_DYNAMIC (wheels.elf.loaderview)
 
 
 @record(frozen=True)

@@ -12,6 +12,7 @@ undefined ``_Z*`` symbol goes to the first object of the importer's load scope t
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -51,9 +52,12 @@ def check_cxx_runtimes(ctx: Elves, scopes: Mapping[str, Scope], f: Findings) -> 
     its report ("shared", "private (isolated)", ...)."""
     labels: dict[str, str] = {}
     names = {id(info): member for member, info in ctx.elfs.items()}
+    grafted = grafted_runtimes(ctx)
     for member, info in ctx.elfs.items():
         found = classify(info)
-        if found.runtime == "shared":
+        if member in grafted:
+            labels[member] = "shared (the wheel's one copy, grafted by auditwheel repair)"
+        elif found.runtime == "shared" or set(info.needed) & set(grafted.values()):
             labels[member] = "shared"
         elif found.private:
             crossings = [
@@ -62,6 +66,21 @@ def check_cxx_runtimes(ctx: Elves, scopes: Mapping[str, Scope], f: Findings) -> 
             ]
             labels[member] = _private(ctx, member, found, crossings, f)
     return labels
+
+
+_GRAFTED = re.compile(r"^lib(stdc\+\+|c\+\+)-[0-9a-f]{8}\.so\.")
+
+
+def grafted_runtimes(ctx: Elves) -> dict[str, str]:
+    """The C++ runtime ``auditwheel repair`` grafted into the wheel (``.libs/libstdc++-<hash>
+    .so.6``), by member, with the name ELFs need it by: one copy that every ELF needing it
+    loads, the shared runtime of the wheel, not a private one."""
+    out = {}
+    for member, info in ctx.elfs.items():
+        name = info.soname or posixpath.basename(member)
+        if _GRAFTED.match(name):
+            out[member] = name
+    return out
 
 
 def _private(

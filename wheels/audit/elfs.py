@@ -87,6 +87,15 @@ def check_elfs(ctx: Elves, archive: Archive, f: Findings) -> list[ElfReport]:
         _check_python(ctx, member, info, f)
         symbols = check_symbols(ctx, member, scopes[member], member in in_python, f)
         reports.append(_report(ctx, member, info, symbols, cxx.get(member)))
+    if ctx.musl_unchecked:
+        f.warning(
+            "musl-unverified",
+            None,
+            f"musl's C library is not on this host: "
+            f"{plural(sum(ctx.musl_unchecked.values()), 'undefined symbol')} of "
+            f"{plural(len(ctx.musl_unchecked), 'ELF file')} that only it can define are not "
+            "checked (musl has no symbol versions to check them by either)",
+        )
     return reports
 
 

@@ -60,6 +60,8 @@ class Elves:
     runpath_dirs: dict[str, list[str]] = field(default_factory=dict)
     groups: dict[str, Group] = field(default_factory=dict)
     definers: dict[tuple[str, str], ElfInfo] = field(default_factory=dict)
+    # ELF files whose undefined symbols only musl's C library could define, absent here.
+    musl_unchecked: dict[str, int] = field(default_factory=dict)
     # By the providers of a scope (their ids): symbols none of them defines.
     absent: dict[frozenset[int], set[tuple[str, str]]] = field(default_factory=dict)
 

@@ -287,6 +287,10 @@ def _why_unverifiable(ctx: Elves, scope: Scope) -> str:
     return "; ".join(p for p in parts if not p.startswith(" "))
 
 
+def _only_musl(ctx: Elves, scope: Scope) -> bool:
+    return ctx.libc == "musl" and all(is_musl_self(n) for n in scope.unverifiable)
+
+
 def check_symbols(
     ctx: Elves, member: str, scope: Scope, python_ok: bool, f: Findings
 ) -> SymbolCheck:
@@ -308,7 +312,9 @@ def check_symbols(
             f"binds {shorten(names, 4)} from {library} only because the interpreter loaded it; "
             f"{library} is not in its DT_NEEDED (link with -l{library[3:].split('.')[0]})",
         )
-    if b.unverified:
+    if b.unverified and _only_musl(ctx, scope):  # said once for the wheel (check_elfs)
+        ctx.musl_unchecked[member] = len(b.unverified)
+    elif b.unverified:
         f.warning(
             "unverified-symbols",
             member,
