@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "lock": "resolve COMPONENT=REF (a branch or tag) to a full SHA and pin it in stack.yaml",
     "ci": "CI support: `ci matrix` prints the vendor x Python job matrix as JSON",
     "sbom": "write a CycloneDX SBOM (JSON) of the vendor's stack as built",
+    "inspect": "print the stack-manifest.json a wheel carries: what it was built from",
     "check": "run the vendor's runtime check (stack.yaml vendors.V.check) against a built wheel",
     "smoke": "install a wheel into a fresh venv and import every extension with RTLD_NOW binding",
     "release": (

@@ -23,15 +23,22 @@ class Built:
 
 
 def sbom_finisher(plan: Plan, inputs: WheelInputs) -> Finisher | None:
-    """Puts the SBOM of exactly what was staged into ``.dist-info/sboms/`` (PEP 770)."""
+    """Puts the SBOM of exactly what was staged into ``.dist-info/sboms/`` (PEP 770), and the
+    build's ``stack-manifest.json`` (builder.manifest.build_manifest) into ``.dist-info``."""
+    from builder.manifest import build_manifest
     from builder.pipeline import sbom
 
+    manifest = {
+        build_manifest.NAME: build_manifest.render(
+            plan, wheel=inputs.name.filename, tool=inputs.generator
+        )
+    }
     if not sbom.available():
         print(f"warning: no SBOM in the wheel: {sbom.INSTALL_HINT}", file=sys.stderr)
-        return None
+        return lambda _root, _requires: manifest
 
     def finish(root: Path, requires: list[str]) -> dict[str, bytes]:
-        return {sbom.SBOM_PATH: sbom.document(plan, inputs, root, requires).encode()}
+        return {sbom.SBOM_PATH: sbom.document(plan, inputs, root, requires).encode(), **manifest}
 
     return finish
 

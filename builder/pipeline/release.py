@@ -348,7 +348,8 @@ class Gate:
         self, built: Path, build_report: RunReport, staging: Path, variant: Path | None = None
     ) -> None:
         """Wheel (and its variant with the variants.json index), SBOM (checked against
-        CycloneDX's schema), reports, then SHA256SUMS."""
+        CycloneDX's schema), the wheel's stack-manifest.json, reports, then SHA256SUMS."""
+        from builder.manifest import build_manifest
         from builder.pipeline import sbom
         from builder.pipeline.variant import write_index
 
@@ -367,6 +368,8 @@ class Gate:
         self.done(
             "sbom", ok=True, file=sbom_file.name, components=sbom.component_versions(document)
         )
+        manifest = build_manifest.read_from_wheel(wheel)
+        (staging / build_manifest.NAME).write_text(manifest, encoding="utf-8")
         (staging / BUILD_REPORT).write_text(
             json.dumps(build_report.to_json(), indent=2, default=str) + "\n", encoding="utf-8"
         )

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from builder.manifest.build_manifest import read_from_wheel
 from builder.pipeline import sbom
 from builder.pipeline.release import sbom_of
 from tests.standins import compile_library
@@ -42,6 +43,7 @@ def test_release_writes_the_wheel_its_sbom_sha256sums_and_the_run_reports(
         [
             wheel.name,
             f"{stem}.cdx.json",
+            "stack-manifest.json",
             "SHA256SUMS",
             "build-report.json",
             "release-report.json",
@@ -87,6 +89,11 @@ def test_release_writes_the_wheel_its_sbom_sha256sums_and_the_run_reports(
     # The SBOM beside the wheel is the one inside it, valid, naming each component's hash.
     document = (out / f"{stem}.cdx.json").read_text()
     assert document == sbom_of(wheel)
+    # So is the build's manifest: this wheel, from pins (the mini stack's path sources).
+    manifest = (out / "stack-manifest.json").read_text()
+    assert manifest == read_from_wheel(wheel)
+    assert json.loads(manifest)["wheel"] == wheel.name
+    assert json.loads(manifest)["worktrees"] == []
     assert sbom.validate(document) == []
     build = json.loads((out / "build-report.json").read_text())
     versions = sbom.component_versions(document)

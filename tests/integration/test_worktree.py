@@ -58,7 +58,21 @@ def test_worktree_with_an_uncommitted_change_builds_a_dirty_wheel_and_release_re
     result = cli("wheel", *args, "--out", out)
     assert result.code == 0, result.err
     (wheel,) = out.glob("*.whl")
-    assert ".dirty-" in wheel.name, wheel.name
+    assert wheel.name.startswith("infini_mini-0.1.0+cpu.dirty-"), wheel.name
+    shown = cli("inspect", wheel)
+    assert shown.code == 0, shown.err
+    manifest = json.loads(shown.out)
+    assert (manifest["vendor"], manifest["wheel"], manifest["worktrees"]) == (
+        "cpu",
+        wheel.name,
+        ["miniops"],
+    )
+    ops_source = manifest["components"]["miniops"]["source"]
+    assert (ops_source["kind"], ops_source["head"]) == ("worktree", head)
+    assert ops_source["diff"] == ops_plan["source_id"].split("+")[1]
+    assert manifest["components"]["minirt"]["source"]["kind"] == "path"
+    assert manifest["operators"] == {"miniops": {"MINI_OPS_OPS": "add,mul,gemm"}}
+    assert str(tmp_path) not in shown.out  # no path of this machine
     refused = cli("release", *args, "--output", tmp_path / "release")
     assert refused.code == 2
     assert "a release is built from the pins" in refused.err
