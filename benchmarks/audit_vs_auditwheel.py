@@ -52,6 +52,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.differential import measured  # noqa: E402
 from benchmarks.floors import (  # noqa: E402
     Verified,
     elf_raws,
@@ -121,12 +122,24 @@ def fresh_env(home: Path) -> dict[str, str]:
 
 
 def timed(argv: Sequence[str | Path], env: dict[str, str]) -> tuple[float, str]:
-    """Seconds and stdout of one run (in a directory outside the checkout)."""
+    """Seconds and stdout of one run (in a directory outside the checkout); its peak RSS (kB,
+    the largest of its processes) in :data:`LAST_PEAK`."""
     start = time.perf_counter()
     proc = subprocess.run(
         [str(a) for a in argv], capture_output=True, text=True, check=False, env=env, cwd="/"
     )
     return time.perf_counter() - start, proc.stdout
+
+
+LAST_PEAK: list[int] = [0]
+
+
+def timed_peak(argv: Sequence[str | Path], env: dict[str, str]) -> tuple[float, str]:
+    """:func:`timed`, through a wrapper that also reads the run's peak RSS (``RUSAGE_CHILDREN``)
+    into :data:`LAST_PEAK`; the wrapper's own start is not timed."""
+    proc, seconds, peak = measured([str(a) for a in argv], env, 3600)
+    LAST_PEAK[0] = peak
+    return seconds, proc.stdout if proc is not None else ""
 
 
 WARM_UP: list[Path] = []  # the small wheel each tool audits, untimed, before each timed run
@@ -150,7 +163,7 @@ def run_cli(tool: Path, wheel: Path, cache_dir: Path | None) -> tuple[float, dic
         timed([tool, "audit", "--no-cache", small], {**os.environ})
     page_cached(wheel)
     with tempfile.TemporaryDirectory(prefix="bench-home-") as home:
-        seconds, out = timed([tool, "audit", "--json", *cache, wheel], fresh_env(Path(home)))
+        seconds, out = timed_peak([tool, "audit", "--json", *cache, wheel], fresh_env(Path(home)))
     data: dict[str, object] = json.loads(out)["wheels"][0]
     return seconds, data
 
@@ -161,7 +174,7 @@ def run_auditwheel(tool: Path, wheel: Path) -> tuple[float, str | None]:
     for small in WARM_UP:
         timed([*show, small], {**os.environ})
     page_cached(wheel)
-    seconds, out = timed([*show, wheel], {**os.environ})
+    seconds, out = timed_peak([*show, wheel], {**os.environ})
     try:
         tag = json.loads(out).get("overall_tag")
     except ValueError:
@@ -327,20 +340,26 @@ class CorpusRow:
     theirs: float
     agree: bool
     floor: Verified  # every member inflated and hashed once, one thread
+    peak_ours: int = 0  # kB, the largest of its processes, the most of its runs
+    peak_theirs: int = 0
 
 
 def corpus_row(tool: Path, wheel: Path, runs: int) -> CorpusRow:
     n = runs if wheel.stat().st_size < REPEAT_BELOW else 1
     ours: list[float] = []
     theirs: list[float] = []
+    peaks = [0, 0]
     for _ in range(n):  # interleaved: a change of load weighs on both alike
         seconds, data = run_cli(tool, wheel, None)
         ours.append(seconds)
+        peaks[0] = max(peaks[0], LAST_PEAK[0])
         seconds, tag = run_auditwheel(tool, wheel)
         theirs.append(seconds)
+        peaks[1] = max(peaks[1], LAST_PEAK[0])
     agree = tag == data.get("auditwheel_tag")
     floor = verified_floor(wheel)
-    return CorpusRow(wheel, statistics.median(ours), statistics.median(theirs), agree, floor)
+    med = statistics.median
+    return CorpusRow(wheel, med(ours), med(theirs), agree, floor, peaks[0], peaks[1])
 
 
 def corpus(tool: Path, directory: Path, runs: int) -> bool:
@@ -353,7 +372,8 @@ def corpus(tool: Path, directory: Path, runs: int) -> bool:
         print(
             f"{wheel.name[:70]:70s} {wheel.stat().st_size / 1e6:8.2f} MB  auditwheel "
             f"{r.theirs:6.2f} s  ours {r.ours:5.2f} s  {r.theirs / r.ours:6.1f}x  floor "
-            f"{r.floor.total:5.2f} s  bound {r.floor.bound(cores, START[0]):5.2f} s"
+            f"{r.floor.total:5.2f} s  bound {r.floor.bound(cores, START[0]):5.2f} s  peak RSS "
+            f"auditwheel {r.peak_theirs / 1e3:5.0f} MB ours {r.peak_ours / 1e3:5.0f} MB"
             f"{'' if r.agree else '  TAGS DIFFER'}",
             flush=True,
         )
@@ -375,6 +395,14 @@ def corpus(tool: Path, directory: Path, runs: int) -> bool:
         f"{ours / least:.2f})\n"
         f"smallest: {smallest.wheel.name} {smallest.theirs / smallest.ours:.1f}x "
         f"(auditwheel {smallest.theirs * 1000:.0f} ms, ours {smallest.ours * 1000:.0f} ms)\n"
+        f"median per-wheel ratio {statistics.median(r.theirs / r.ours for r in rows):.1f}x, "
+        f"least {min(r.theirs / r.ours for r in rows):.1f}x "
+        f"({min(rows, key=lambda r: r.theirs / r.ours).wheel.name})\n"
+        f"peak RSS: ours {max(r.peak_ours for r in rows) / 1e3:.0f} MB "
+        f"({max(rows, key=lambda r: r.peak_ours).wheel.name}), auditwheel "
+        f"{max(r.peak_theirs for r in rows) / 1e3:.0f} MB "
+        f"({max(rows, key=lambda r: r.peak_theirs).wheel.name}); target ours <= 300 MB: "
+        f"{verdict(max(r.peak_ours for r in rows) <= 300e3)}\n"
         f"slower than auditwheel: {len(slower)} "
         f"({', '.join(f'{r.wheel.name} {r.theirs / r.ours:.2f}x' for r in slower) or 'none'}; "
         f"target none: {verdict(not slower)}); tags differ on "

@@ -14,7 +14,12 @@ wheel at a time, the file read once into the page cache first:
 
 - ``python -m auditwheel show --json WHEEL``: its overall platform tag;
 - ``python -m builder audit --json --no-cache WHEEL`` (this checkout) in a fresh, empty state
-  home: ``auditwheel_tag``, our mirror of ``auditwheel show``, and any internal error.
+  home: ``auditwheel_tag``, our mirror of ``auditwheel show``, any internal error, and the exit
+  status, which must be 0 where auditwheel's tag accepts the declared tags (of its libc family)
+  and 6 where it does not, unless the known-differences file lists ``FILE exit=N # reason``.
+
+Each tool runs under a wrapper that reports its time and peak RSS (``RUSAGE_CHILDREN``: the
+largest of its processes).
 
 Our bytecode is cached (in a temporary ``PYTHONPYCACHEPREFIX``, filled by one untimed audit)
 as an installed tool's and auditwheel's own are, although the environment may say
@@ -69,6 +74,10 @@ class Result:
     t_ours: float
     auditwheel_error: str | None = None
     internal: str | None = None  # our internal error or crash, if any
+    exit_ours: int | None = None  # our exit status
+    exit_expected: int | None = None  # 0 where auditwheel accepts the declared tags, else 6
+    rss_auditwheel: int = 0  # peak RSS of any one process, kB
+    rss_ours: int = 0
 
     @property
     def agree(self) -> bool | None:
@@ -108,7 +117,7 @@ def read_known(path: Path) -> dict[str, tuple[str, str, str]]:
     if not path.is_file():
         return known
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip() or line.lstrip().startswith("#"):
+        if not line.strip() or line.lstrip().startswith("#") or " exit=" in line:
             continue
         body, _, reason = line.partition("#")
         words = body.split()
@@ -117,6 +126,75 @@ def read_known(path: Path) -> dict[str, tuple[str, str, str]]:
             raise SystemExit(f"{path}:{number}: expected 'FILE auditwheel=TAG ours=TAG # reason'")
         known[words[0]] = (tags["auditwheel"], tags["ours"], reason.strip())
     return known
+
+
+def read_known_exits(path: Path) -> dict[str, tuple[int, str]]:
+    """FILE -> (our exit status, the reason it differs from auditwheel's acceptance), from the
+    lines ``FILE exit=N # reason``."""
+    known: dict[str, tuple[int, str]] = {}
+    if not path.is_file():
+        return known
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        body, _, reason = line.partition("#")
+        words = body.split()
+        if len(words) != 2 or not words[1].startswith("exit="):
+            continue
+        if not reason.strip() or not words[1][5:].isdigit():
+            raise SystemExit(f"{path}:{number}: expected 'FILE exit=N # reason'")
+        known[words[0]] = (int(words[1][5:]), reason.strip())
+    return known
+
+
+def expected_exit(file: str, auditwheel: str | None) -> int | None:
+    """0 when auditwheel's tag accepts every declared tag of its family (a wheel tagged for
+    both libcs is judged by the family auditwheel judged), 6 when it does not, None when
+    auditwheel gave no tag."""
+    if auditwheel is None:
+        return None
+    sys.path.insert(0, str(ROOT))
+    from wheels.policy.wheel_abi import pep600
+
+    theirs = pep600(auditwheel)
+    platforms = file[: -len(".whl")].rsplit("-", maxsplit=1)[-1].split(".")
+    if theirs is None:  # linux_<arch>: no manylinux or musllinux tag is right
+        return 6 if any(pep600(p) for p in platforms) else 0
+    mine = [t for p in platforms if (t := pep600(p)) is not None and t[0] == theirs[0]]
+    return 0 if mine and all(t[1] >= theirs[1] for t in mine) else 6
+
+
+def measured(
+    argv: Sequence[str], env: dict[str, str] | None, timeout: float
+) -> tuple[subprocess.CompletedProcess[str] | None, float, int]:
+    """(the run, None when it timed out; seconds; peak RSS in kB of any one process it ran,
+    its children included) of ``argv``, through a wrapper that reads ``RUSAGE_CHILDREN``."""
+    wrapper = (
+        "import resource, subprocess, sys, time\n"
+        "start = time.perf_counter()\n"
+        "code = subprocess.run(sys.argv[1:]).returncode\n"
+        "took = time.perf_counter() - start\n"
+        "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+        "print(f'@@MEASURED@@ {took} {peak}', file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", wrapper, *argv],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            env=env,
+        )
+    except subprocess.TimeoutExpired:
+        return None, time.perf_counter() - start, 0
+    lines = proc.stderr.splitlines()
+    mark = next((x for x in reversed(lines) if x.startswith("@@MEASURED@@")), None)
+    proc.stderr = "\n".join(x for x in lines if not x.startswith("@@MEASURED@@"))
+    if mark is None:
+        return proc, time.perf_counter() - start, 0
+    took, peak = mark.split()[1:]
+    return proc, float(took), int(peak)
 
 
 # --- getting the wheels ----------------------------------------------------------------------
@@ -203,23 +281,20 @@ def warm_page_cache(wheel: Path) -> None:
             pass
 
 
-def run_auditwheel(wheel: Path, timeout: float) -> tuple[str | None, str | None, float]:
-    """(tag, error, seconds) of ``auditwheel show --json``."""
+def run_auditwheel(wheel: Path, timeout: float) -> tuple[str | None, str | None, float, int]:
+    """(tag, error, seconds, peak RSS in kB) of ``auditwheel show --json``."""
     argv = [sys.executable, "-m", "auditwheel", "show", "--json", str(wheel)]
-    start = time.perf_counter()
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        return None, f"timed out after {timeout:.0f} s", time.perf_counter() - start
-    seconds = time.perf_counter() - start
+    proc, seconds, peak = measured(argv, None, timeout)
+    if proc is None:
+        return None, f"timed out after {timeout:.0f} s", seconds, peak
     try:
         tag = json.loads(proc.stdout).get("overall_tag") if proc.returncode == 0 else None
     except (ValueError, AttributeError):
         tag = None
     if tag:
-        return str(tag), None, seconds
+        return str(tag), None, seconds, peak
     tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-    return None, f"exit {proc.returncode}: {tail[0]}", seconds
+    return None, f"exit {proc.returncode}: {tail[0]}", seconds, peak
 
 
 def ours_env(pycache: Path) -> dict[str, str]:
@@ -230,30 +305,36 @@ def ours_env(pycache: Path) -> dict[str, str]:
     return env
 
 
-def run_ours(
-    wheel: Path, env: dict[str, str], timeout: float
-) -> tuple[str | None, str | None, float]:
-    """(our auditwheel_tag, internal error or crash, seconds) of ``audit --json --no-cache``."""
+@dataclass(frozen=True)
+class Ours:
+    """What one run of our audit said."""
+
+    tag: str | None
+    internal: str | None
+    seconds: float
+    exit: int | None = None
+    peak: int = 0
+
+
+def run_ours(wheel: Path, env: dict[str, str], timeout: float) -> Ours:
+    """Our auditwheel_tag, internal error or crash, seconds, exit status and peak RSS of
+    ``audit --json --no-cache``."""
     argv = [sys.executable, "-m", "builder", "audit", "--json", "--no-cache", str(wheel)]
     with tempfile.TemporaryDirectory(prefix="differential-home-") as home:
         fresh = {**env, "INFINI_STACK_HOME": home, "XDG_CACHE_HOME": home}
-        start = time.perf_counter()
-        try:
-            proc = subprocess.run(
-                argv, capture_output=True, text=True, timeout=timeout, check=False, env=fresh
-            )
-        except subprocess.TimeoutExpired:
-            return None, f"timed out after {timeout:.0f} s", time.perf_counter() - start
-        seconds = time.perf_counter() - start
+        proc, seconds, peak = measured(argv, fresh, timeout)
+    if proc is None:
+        return Ours(None, f"timed out after {timeout:.0f} s", seconds)
     tail = proc.stderr.strip().splitlines()[-1:] or ["no stderr"]
     try:
         report = json.loads(proc.stdout)["wheels"][0]
     except (ValueError, KeyError, IndexError, TypeError):
-        return None, f"exit {proc.returncode}, no JSON: {tail[0]}", seconds
+        return Ours(None, f"exit {proc.returncode}, no JSON: {tail[0]}", seconds, None, peak)
     internal = [e["message"] for e in report.get("errors", [])]
     if proc.returncode not in (AUDIT_OK, AUDIT_VIOLATIONS) or "Traceback" in proc.stderr:
         internal.append(f"exit {proc.returncode}: {tail[0]}")
-    return report.get("auditwheel_tag"), "; ".join(internal) or None, seconds
+    found = report.get("auditwheel_tag")
+    return Ours(found, "; ".join(internal) or None, seconds, proc.returncode, peak)
 
 
 # --- the run ---------------------------------------------------------------------------------
@@ -261,9 +342,22 @@ def run_ours(
 
 def audit_both(wheel: Path, env: dict[str, str], timeout: float) -> Result:
     warm_page_cache(wheel)
-    theirs, error, t_theirs = run_auditwheel(wheel, timeout)
-    ours, internal, t_ours = run_ours(wheel, env, timeout)
-    return Result(wheel.name, wheel.stat().st_size, theirs, ours, t_theirs, t_ours, error, internal)
+    theirs, error, t_theirs, rss_theirs = run_auditwheel(wheel, timeout)
+    ours = run_ours(wheel, env, timeout)
+    return Result(
+        wheel.name,
+        wheel.stat().st_size,
+        theirs,
+        ours.tag,
+        t_theirs,
+        ours.seconds,
+        error,
+        ours.internal,
+        ours.exit,
+        expected_exit(wheel.name, theirs),
+        rss_theirs,
+        ours.peak,
+    )
 
 
 def verdict(result: Result, known: dict[str, tuple[str, str, str]]) -> str:
@@ -276,6 +370,17 @@ def verdict(result: Result, known: dict[str, tuple[str, str, str]]) -> str:
     return "known" if listed and listed[:2] == (result.auditwheel, result.ours) else "NO"
 
 
+def exit_verdict(result: Result, known: dict[str, tuple[int, str]]) -> str:
+    """Our exit status against auditwheel's acceptance of the declared tags: ``yes``,
+    ``known`` (listed with its reason), ``n/a`` (no verdict of auditwheel's) or ``NO``."""
+    if result.exit_expected is None:
+        return "n/a"
+    if result.exit_ours == result.exit_expected:
+        return "yes"
+    listed = known.get(result.file)
+    return "known" if listed and listed[0] == result.exit_ours else "NO"
+
+
 def line(r: Result, said: str) -> str:
     """One wheel: both tags, the agreement, both times and auditwheel's over ours."""
     speedup = f"{r.speedup:6.1f}x" if r.speedup else "     -"
@@ -285,8 +390,35 @@ def line(r: Result, said: str) -> str:
     return (
         f"{r.file[:70]:70s} {r.size / 1e6:8.2f} MB  auditwheel={r.auditwheel or '-':24s} "
         f"ours={r.ours or '-':24s} agree={said:5s} t_auditwheel={r.t_auditwheel:6.2f} s "
-        f"t_ours={r.t_ours:5.2f} s {speedup}" + ("  " + " | ".join(notes) if notes else "")
+        f"t_ours={r.t_ours:5.2f} s {speedup} exit={r.exit_ours} (expected {r.exit_expected}) "
+        f"rss_auditwheel={r.rss_auditwheel / 1e3:5.0f} MB rss_ours={r.rss_ours / 1e3:5.0f} MB"
+        + ("  " + " | ".join(notes) if notes else "")
     )
+
+
+def exits_summary(results: Sequence[Result], exits: dict[str, str]) -> list[str]:
+    """The exit statuses against auditwheel's acceptance, and both tools' peak RSS."""
+    judged = [r for r in results if exits[r.file] != "n/a"]
+    out = [
+        f"exit status: ours as auditwheel's acceptance of the declared tags on "
+        f"{sum(exits[r.file] == 'yes' for r in judged)} of {len(judged)} judged, "
+        f"{sum(exits[r.file] == 'known' for r in judged)} known differences",
+        *(
+            f"  EXIT DIFFERS {r.file}: ours {r.exit_ours}, expected {r.exit_expected}"
+            for r in judged
+            if exits[r.file] == "NO"
+        ),
+    ]
+    if results:
+        top = max(results, key=lambda r: r.rss_ours)
+        theirs = max(results, key=lambda r: r.rss_auditwheel)
+        out.append(
+            f"peak RSS (any one process): ours {top.rss_ours / 1e3:.0f} MB ({top.file}), "
+            f"median {statistics.median(r.rss_ours for r in results) / 1e3:.0f} MB; auditwheel "
+            f"{theirs.rss_auditwheel / 1e3:.0f} MB ({theirs.file}), median "
+            f"{statistics.median(r.rss_auditwheel for r in results) / 1e3:.0f} MB"
+        )
+    return out
 
 
 def summary(results: Sequence[Result], said: dict[str, str], missing: Sequence[str]) -> list[str]:
@@ -354,10 +486,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         e for e in read_list(args.wheels) if not args.only or any(s in e.file for s in args.only)
     ]
     known = read_known(args.known)
+    known_exits = read_known_exits(args.known)
     wheels, missing = fetch_all(entries, args.cache or default_cache(), not args.no_download)
     print(f"# {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}", flush=True)
     results: list[Result] = []
     said: dict[str, str] = {}
+    exits: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="differential-pycache-") as pycache:
         env = ours_env(Path(pycache))
         if wheels:  # one untimed audit compiles every module it imports into the prefix
@@ -365,15 +499,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         for wheel in wheels:
             results.append(audit_both(wheel, env, args.timeout))
             said[wheel.name] = verdict(results[-1], known)
+            exits[wheel.name] = exit_verdict(results[-1], known_exits)
             print(line(results[-1], said[wheel.name]), flush=True)
     print(f"# load average {os.getloadavg()[0]:.2f} at the end\n")
-    print("\n".join(summary(results, said, missing)))
+    print("\n".join([*summary(results, said, missing), *exits_summary(results, exits)]))
     stale = sorted(set(known) & {r.file for r in results if said[r.file] == "yes"})
     print("".join(f"note: {s} is listed as a known difference but now agrees\n" for s in stale))
     if args.json_out:
-        rows = [asdict(r) | {"agree": said[r.file]} for r in results]
+        rows = [asdict(r) | {"agree": said[r.file], "exit": exits[r.file]} for r in results]
         args.json_out.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
-    failed = missing or any(said[r.file] == "NO" or r.internal for r in results)
+    failed = missing or any(
+        said[r.file] == "NO" or exits[r.file] == "NO" or r.internal for r in results
+    )
     return 1 if failed else 0
 
 
