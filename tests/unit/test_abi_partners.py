@@ -6,6 +6,12 @@ from __future__ import annotations
 import pytest
 from packaging.specifiers import SpecifierSet
 
+from builder.manifest.loader import load_stack
+from builder.pipeline.context import Context
+from builder.pipeline.wheel import abi_partners, wheel_inputs
+from builder.preflight import PreflightReport
+from builder.providers.probe import ProviderResult
+from tests.planning import CUDA, LAYOUT, ROOT, host, plan_for
 from wheels.assemble import pinned
 from wheels.audit.abi_partners import abi_range, one_abi
 from wheels.naming import partner_local, vendor_of_local, with_local
@@ -68,3 +74,28 @@ def test_requires_dist_pins_each_partner_and_keeps_the_rest() -> None:
     (marked,) = pinned(['torch>=2.0; platform_machine == "x86_64"'], partners)
     assert marked == 'torch>=2.0,>=2.11,<2.12; platform_machine == "x86_64"'
     assert pinned(["torch"], {}) == ["torch"]
+
+
+def preflighted(*results: ProviderResult) -> Context:
+    """The real stack for nvidia, with a preflight that found ``results``."""
+    stack = load_stack(ROOT / "stack.yaml")
+    report = PreflightReport(
+        vendor="nvidia", purpose="wheel", manifest="stack.yaml", python="python3",
+        components=(), results=results, seconds=0.0,
+    )  # fmt: skip
+    return Context(stack, "nvidia", LAYOUT, host(CUDA), {}, preflight=report)
+
+
+def test_the_partners_are_what_preflight_read_of_the_supplying_distributions() -> None:
+    ctx = preflighted(
+        ProviderResult(name="torch", status="found", version="2.11.0+cu130"),
+        ProviderResult(name="linked:flash-attn", status="found", version="2.8.3"),
+        ProviderResult(name="nccl", status="found", version="2.27.7"),  # no distribution's name
+        ProviderResult(name="cmake", status="found", version="4.1.0"),
+    )
+    assert abi_partners(ctx) == {"torch": "2.11.0+cu130", "flash-attn": "2.8.3"}
+    inputs = wheel_inputs(ctx, plan_for("nvidia", CUDA), 0)
+    assert inputs.name.version == "0.1.0+cu130.torch2.11"
+    assert inputs.partners == {"torch": "2.11.0+cu130", "flash-attn": "2.8.3"}
+    missing = preflighted(ProviderResult(name="torch", status="missing"))
+    assert abi_partners(missing) == {}
