@@ -25,6 +25,7 @@ from builder.core.layout import Layout
 from builder.engine.component import Builder, Cancelled
 from builder.engine.report import ComponentResult, Progress, RunReport
 from builder.engine.store import Store
+from builder.manifest.model import WorktreeSource
 from builder.plan import (
     ComponentPlan,
     Plan,
@@ -96,7 +97,12 @@ def execute(
         verify_sources=verify_sources,
     )
     results = {
-        c.name: ComponentResult(name=c.name, key=c.key, prefix=str(c.prefix))
+        c.name: ComponentResult(
+            name=c.name,
+            key=c.key,
+            prefix=str(c.prefix),
+            worktree=c.source.describe() if isinstance(c.source, WorktreeSource) else {},
+        )
         for c in plan.components
     }
     report.components = list(results.values())

@@ -47,6 +47,8 @@ class ComponentResult:
     # The remote cache: where a pulled entry came from (cache, manifest, signer, bytes), or
     # what became of pushing a built one (pushed, bytes; or why it was not).
     cache: dict[str, Any] = field(default_factory=dict)
+    # Built from a --worktree tree: its path, HEAD and the sha256 of its changes ("": clean).
+    worktree: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

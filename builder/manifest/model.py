@@ -45,6 +45,10 @@ class WorktreeSource(PathSource):
     def dirty(self) -> bool:
         return bool(self.diff)
 
+    def describe(self) -> dict[str, str]:
+        """What the run report says of it."""
+        return {"path": str(self.path), "head": self.head, "diff": self.diff}
+
 
 Source = GitSource | PathSource
 

@@ -25,7 +25,7 @@ from packaging.utils import canonicalize_name
 from builder import __version__
 from builder.core.errors import StackError
 from builder.core.redact import strip_userinfo
-from builder.manifest.model import GitSource
+from builder.manifest.model import GitSource, WorktreeSource
 from builder.plan import ComponentPlan, Plan
 from wheels.assemble import WheelInputs, read_dynamic
 from wheels.naming import WheelName
@@ -217,6 +217,9 @@ def _stack_component(c: ComponentPlan) -> Any:
         )
     digest = c.source_id.removeprefix("path:")
     props["source"] = "path"
+    if isinstance(source, WorktreeSource):  # --worktree: HEAD and the hash of its changes
+        props.update(source="worktree", head=source.head, diff=source.diff or "clean")
+        digest = hashlib.sha256(source.identity.encode()).hexdigest()
     return Component(
         name=c.name,
         version=f"sha256:{digest}",

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from builder.pipeline.release import sbom_of
 from builder.sources.worktree import source_of, submodule_trees
 from tests.gitrepos import PUBLIC, add_submodule, cmake_library, commit, git, init_repo
 
@@ -73,6 +74,22 @@ def test_worktree_with_an_uncommitted_change_builds_a_dirty_wheel_and_release_re
     assert manifest["components"]["minirt"]["source"]["kind"] == "path"
     assert manifest["operators"] == {"miniops": {"MINI_OPS_OPS": "add,mul,gemm"}}
     assert str(tmp_path) not in shown.out  # no path of this machine
+    # The run report and the SBOM say which component came from a working tree, and which.
+    run = {c["name"]: c for c in json.loads(cli("report", "--json").out)["components"]}
+    assert run["miniops"]["worktree"] == {
+        "path": str(ops),
+        "head": head,
+        "diff": ops_source["diff"],
+    }
+    assert run["minirt"]["worktree"] == {}
+    bom = json.loads(sbom_of(wheel))
+    props = {
+        p["name"].rsplit(":", 1)[1]: p["value"]
+        for c in bom["components"]
+        if c["name"] == "miniops"
+        for p in c["properties"]
+    }
+    assert (props["source"], props["head"], props["diff"]) == ("worktree", head, ops_source["diff"])
     refused = cli("release", *args, "--output", tmp_path / "release")
     assert refused.code == 2
     assert "a release is built from the pins" in refused.err
