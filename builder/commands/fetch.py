@@ -27,4 +27,7 @@ def run(args: argparse.Namespace) -> int:
     for c in plan.components:
         what = c.source.rev if isinstance(c.source, GitSource) else "path source"
         print(f"{c.name:<12} {what}  {trees[c.name]}")
+    contract = plan.stack.contract
+    if contract is not None:
+        print(f"{contract.name:<12} {contract.rev}  (the contract: fetched, not built)")
     return 0

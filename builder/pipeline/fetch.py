@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from builder.manifest.model import GitSource
 from builder.pipeline.context import fetcher_for, open_context, plan_for
 from builder.pipeline.requests import PlanRequest, StackRequest
 from builder.plan import Plan
@@ -21,6 +22,12 @@ def fetch_sources(stack: StackRequest, selection: PlanRequest) -> tuple[Plan, di
         fetcher = fetcher_for(ctx)
         bundle.needed_pins(plan, fetcher)
         offline = fetcher.offline
+    contract = ctx.stack.contract
+    if contract is not None and offline is None:  # pinned and fetched, never built
+        source = GitSource(url=contract.url, rev=contract.rev)
+        Fetcher(ctx.layout, ctx.mirrors).ensure_commit(
+            contract.name, source, label=f"contract '{contract.name}'"
+        )
     return plan, prepare(plan.components, ctx.layout, ctx.mirrors, offline=offline)
 
 

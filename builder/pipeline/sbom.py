@@ -25,7 +25,7 @@ from packaging.utils import canonicalize_name
 from builder import __version__
 from builder.core.errors import StackError
 from builder.core.redact import strip_userinfo
-from builder.manifest.model import GitSource, WorktreeSource
+from builder.manifest.model import Contract, GitSource, WorktreeSource
 from builder.plan import ComponentPlan, Plan
 from wheels.assemble import WheelInputs, read_dynamic
 from wheels.naming import WheelName
@@ -167,8 +167,9 @@ def make_bom(inputs: SbomInputs) -> Any:
             for f in files
         ),
     ]
+    contract = [_contract_component(plan.stack.contract)] if plan.stack.contract else []
     bom = Bom(
-        components=[*stack_components, *files, *tools, *python_deps],
+        components=[*stack_components, *contract, *files, *tools, *python_deps],
         metadata=BomMetaData(
             component=root,
             timestamp=datetime.fromtimestamp(inputs.epoch, tz=timezone.utc),
@@ -228,6 +229,29 @@ def _stack_component(c: ComponentPlan) -> Any:
         hashes=[HashType(alg=HashAlgorithm.SHA_256, content=digest)],
         purl=PackageURL(type="generic", name=c.name, version=f"sha256:{digest}"),
         properties=_properties(props),
+    )
+
+
+def _contract_component(contract: Contract) -> Any:
+    """The superproject whose gitlinks the pins follow (InfiniCore): pinned, never built."""
+    from cyclonedx.model import HashAlgorithm, HashType
+    from cyclonedx.model.component import Component, ComponentType
+    from packageurl import PackageURL
+
+    url = strip_userinfo(contract.url)
+    return Component(
+        name=contract.name,
+        version=contract.rev,
+        type=ComponentType.LIBRARY,
+        bom_ref=f"contract:{contract.name}",
+        hashes=[HashType(alg=HashAlgorithm.SHA_1, content=contract.rev)],
+        purl=PackageURL(
+            type="generic",
+            name=contract.name,
+            version=contract.rev,
+            qualifiers={"vcs_url": f"git+{url}@{contract.rev}"},
+        ),
+        properties=_properties({"role": "contract", "built": "false", "source": "git"}),
     )
 
 

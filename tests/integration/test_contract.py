@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from builder.pipeline import sbom
+from builder.pipeline.context import open_context, plan_for
+from builder.pipeline.requests import PlanRequest, StackRequest
 from tests.gitrepos import PUBLIC, add_submodule, cmake_library, commit, git, init_repo, mirror
 
 NAMES = ("infinirt", "infiniops", "infiniccl")
@@ -164,3 +167,33 @@ def test_strict_check_fails_on_an_undeclared_departure_from_another_contract_rev
     strict = lock(cli, stack, tmp_path, "--check", "--strict", "--from", "infinicore=main")
     assert strict.code == 2
     assert "1 undeclared departures from the contract: infiniops" in strict.err
+
+
+@pytest.mark.integration
+def test_the_contract_is_fetched_never_built_and_named_in_the_sbom(
+    tmp_path: Path,
+    home: Path,
+    upstream: dict[str, str],
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    stack = manifest(tmp_path / "s", {n: upstream[n] for n in NAMES})
+    assert lock(cli, stack, tmp_path, "--from", "infinicore=main").code == 0
+    args = ("--manifest", stack, "--vendor", "cpu", "--mirror", mirror(tmp_path / "mirrors"))
+    fetched = cli("fetch", *args)
+    assert fetched.code == 0, fetched.err
+    assert f"infinicore   {upstream['core']}  (the contract: fetched, not built)" in fetched.out
+    built = cli("build", *args)
+    assert built.code == 0, built.err
+    run = json.loads(cli("report", "--json").out)
+    assert sorted(c["name"] for c in run["components"]) == sorted(NAMES)
+    request = StackRequest(vendor="cpu", manifest=stack, mirrors=(mirror(tmp_path / "mirrors"),))
+    plan = plan_for(open_context(request), PlanRequest())
+    text = sbom.render(
+        sbom.SbomInputs(plan=plan, wheel=None, files={}, owners={}, requires=[], epoch=0)
+    )
+    assert sbom.validate(text) == []
+    bom = json.loads(text)
+    (core,) = [c for c in bom["components"] if c["name"] == "infinicore"]
+    assert core["version"] == upstream["core"]
+    props = {p["name"].rsplit(":", 1)[1]: p["value"] for p in core["properties"]}
+    assert (props["role"], props["built"]) == ("contract", "false")
