@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from builder.core import proc
+from builder.core import proc, termwrap
 from builder.core.errors import ManifestError, PreflightError, StackError
 from builder.core.fs import atomic_write
 from builder.core.host import HostFacts, Toolkit
@@ -164,8 +164,8 @@ class PreflightReport:
             "hints": self.hints(),
         }
 
-    def table(self) -> str:
-        return render_table(self)
+    def table(self, width: int | None = None) -> str:
+        return render_table(self, width)
 
 
 # -- what the selection needs ----------------------------------------------------------------------
@@ -394,8 +394,12 @@ def record(report: PreflightReport, layout: Layout) -> Path:
 COLUMNS = ("provider", "wanted", "found", "where", "status", "hint")
 
 
-def render_table(report: PreflightReport) -> str:
-    """One row per checked provider (details indented below it); unchecked ones summed up."""
+def render_table(report: PreflightReport, width: int | None = None) -> str:
+    """One row per checked provider (details indented below it); unchecked ones summed up.
+
+    ``width`` (a terminal's): when the table is wider, each provider gets a line of its own
+    (name, status, what was found) with where it was found, what was wanted, the hint and the
+    details below it, every line wrapped to ``width``. ``None``: whole lines, the table."""
     rows = [COLUMNS]
     notes: dict[int, tuple[str, ...]] = {}
     skipped: dict[str, list[str]] = {}
@@ -410,14 +414,34 @@ def render_table(report: PreflightReport) -> str:
         f"preflight for {report.vendor} ({report.purpose}) from {report.manifest}; "
         f"target python {report.python}"
     ]
+    table = []
     for index, row in enumerate(rows):
         cells = [row[i].ljust(widths[i]) for i in range(len(widths))]
-        lines.append("  ".join([*cells, row[-1]]).rstrip())
-        lines.extend(f"    - {d}" for d in notes.get(index, ()))
+        table.append("  ".join([*cells, row[-1]]).rstrip())
+        table.extend(f"    - {d}" for d in notes.get(index, ()))
+    if width is None or max(len(line) for line in table) <= width:
+        lines += table
+    else:
+        lines += _stacked(rows[1:], [notes.get(i, ()) for i in range(1, len(rows))])
     lines.extend(f"not checked: {', '.join(names)} ({why})" for why, names in skipped.items())
     verdict = "ok" if report.ok else f"FAILED: {', '.join(r.name for r in report.failures)}"
     lines.append(f"{report.vendor} ({report.purpose}): {verdict} ({report.seconds:.2f}s)")
-    return "\n".join(lines)
+    return termwrap.fit("\n".join(lines), width)
+
+
+def _stacked(
+    rows: Sequence[tuple[str, str, str, str, str, str]], notes: Sequence[tuple[str, ...]]
+) -> list[str]:
+    """The table's rows for a narrow terminal: a head line per provider, the rest below it."""
+    name_width = max((len(row[0]) for row in rows), default=0)
+    lines = []
+    for (name, wanted, found, where, status, hint), details in zip(rows, notes, strict=True):
+        lines.append(f"{name.ljust(name_width)}  {status}  {found}".rstrip())
+        lines += [f"    at {where}"] if where != "-" else []
+        lines += [f"    wanted {wanted}"] if wanted != "-" else []
+        lines += [f"    hint: {hint}"] if hint else []
+        lines += [f"    - {d}" for d in details]
+    return lines
 
 
 def _row(result: ProviderResult) -> tuple[str, str, str, str, str, str]:

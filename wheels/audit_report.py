@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from builder.core import termwrap
 from wheels.devicecode import summary as device_summary
 from wheels.fatbin import DeviceCode
 from wheels.record import record
@@ -180,13 +181,16 @@ class WheelAudit:
 # text
 
 
-def render_text(audits: list[WheelAudit]) -> str:
-    """Per wheel: verdict and tags, violations first, then each ELF's needs and where they go."""
+def render_text(audits: list[WheelAudit], width: int | None = None) -> str:
+    """Per wheel: verdict and tags, violations first, then each ELF's needs and where they go.
+
+    ``width`` (a terminal's): every line wrapped to it with a hanging indent, paths broken after
+    a ``/``; ``None`` (logs, pipes, files): whole lines."""
     blocks = [_wheel_text(a) for a in audits]
     if len(audits) > 1:
         bad = sum(not a.ok for a in audits)
         blocks.append(f"{len(audits)} wheels audited: {len(audits) - bad} passed, {bad} failed")
-    return "\n\n".join(blocks)
+    return termwrap.fit("\n\n".join(blocks), width)
 
 
 def _wheel_text(audit: WheelAudit) -> str:

@@ -83,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
     # Imported here, and only what this run needs: a small wheel's audit takes less time than
     # most of the tool's modules take to import (the vendor registry alone, for one name).
     from builder import noop
+    from builder.core.termwrap import terminal_width
     from wheels.audit import audit_wheel, default_cache_dir, infer_vendor
     from wheels.audit_report import render_text, to_json
     from wheels.policy import load_vendor_policy
@@ -111,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(to_json(audits, symbols=args.symbols), indent=2))
     else:
-        print(render_text(audits))
+        print(render_text(audits, terminal_width(sys.stdout)))
     broken = [a for a in audits if a.errors]
     if broken:
         names = ", ".join(a.path.name for a in broken)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from builder.commands.common import (
     add_json,
@@ -11,8 +12,9 @@ from builder.commands.common import (
     print_json,
     stack_request,
 )
+from builder.core import termwrap
 from builder.core.proc import quote
-from builder.plan import Plan, source_label, to_json
+from builder.plan import Plan, Step, source_label, to_json
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -27,11 +29,14 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(to_json(plan))
     else:
-        print(render(plan))
+        print(render(plan, termwrap.terminal_width(sys.stdout)))
     return 0
 
 
-def render(plan: Plan) -> str:
+def render(plan: Plan, width: int | None = None) -> str:
+    """The plan as comments and shell commands. ``width`` (a terminal's): a command wider than
+    it shows one CMake option (``-D``) a line, continued with ``\\`` and indented, and every
+    line is wrapped to ``width``; ``None`` (pipes, files): one whole line per command."""
     lines = [f"# plan for vendor {plan.vendor} from {plan.stack.label} ({plan.jobs} jobs)"]
     for c in plan.components:
         lines.append("")
@@ -46,10 +51,27 @@ def render(plan: Plan) -> str:
         if c.env:
             lines.append("#  env: " + " ".join(f"{k}={v}" for k, v in c.env.items()))
         for step in c.steps:
-            prefix = f"(cd {quote([str(step.cwd)])} && " if step.cwd else ""
-            suffix = ")" if step.cwd else ""
-            lines.append(f"{prefix}{quote(step.argv)}{suffix}")
-    return "\n".join(lines)
+            lines += _command(step, width)
+    return termwrap.fit("\n".join(lines), width)
+
+
+def _command(step: Step, width: int | None) -> list[str]:
+    """``step`` as one shell line, or, when wider than ``width``, one CMake option a line."""
+    prefix = f"(cd {quote([str(step.cwd)])} && " if step.cwd else ""
+    suffix = ")" if step.cwd else ""
+    whole = f"{prefix}{quote(step.argv)}{suffix}"
+    if width is None or len(whole) <= width:
+        return [whole]
+    groups: list[list[str]] = [[]]
+    for arg in step.argv:
+        if arg.startswith("-D") and groups[-1]:
+            groups.append([])
+        groups[-1].append(arg)
+    if len(groups) == 1:
+        return [whole]
+    parts = [quote(group) for group in groups]
+    lines = [prefix + parts[0], *(f"    {part}" for part in parts[1:])]
+    return [f"{line} \\" for line in lines[:-1]] + [lines[-1] + suffix]
 
 
 def _departure(plan: Plan, name: str) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from builder.commands.common import (
@@ -13,6 +14,7 @@ from builder.commands.common import (
     print_json,
     stack_request,
 )
+from builder.core.termwrap import terminal_width
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -64,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report.to_json())
     else:
-        print(report.table())
+        print(report.table(terminal_width(sys.stdout)))
     if not report.ok:
         raise report.error()
     return 0

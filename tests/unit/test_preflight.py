@@ -271,6 +271,20 @@ def test_table_has_the_columns_and_sums_up_unchecked_providers(
     assert "not checked: mpi (needed only by infiniccl with WITH_OMPI or WITH_MPICH ON)" in text
 
 
+def test_a_narrow_terminal_gets_a_line_per_provider_and_its_path_below_it(
+    stack: Stack, clean_python: str
+) -> None:
+    report = nvidia(stack, clean_python)
+    whole = report.table()
+    narrow = report.table(60)
+    assert max(len(line) for line in narrow.splitlines()) <= 60 < max(map(len, whole.split("\n")))
+    assert report.table(None) == whole
+    for result in report.results:
+        if result.path and result.status != "not checked":
+            shown = "".join(f"at {result.path} [{result.origin}]".split())
+            assert "".join(narrow.split()).count(shown) == 1
+
+
 # -- bad inputs ------------------------------------------------------------------------------------
 
 
