@@ -26,7 +26,7 @@ from wheels.audit.ldso import Elves, classify_extensions
 from wheels.audit.members import MemberScan
 from wheels.audit.musl import musl_host
 from wheels.audit.pool import Children, cores, scan_members, start_children
-from wheels.audit.raw import task_for
+from wheels.audit.raw import Task, task_for
 from wheels.audit.size import check_size
 from wheels.audit.tags import check_tags, manylinux_whitelist, tag_verdicts
 from wheels.audit.variants import check_variant
@@ -161,8 +161,7 @@ def _audit_archive(
     host.symbols_later = sum(len(e.undefined) for e in elfs.values()) <= FEW_UNDEFINED
     verdicts = tag_verdicts(archive, by_name, policy, host)
     arch = verdicts[0].arch or _first_arch(elfs.values())
-    libc = verdicts[0].libc or "glibc"
-    ctx = _context(archive, policy, elfs, arch, musl_host() if libc == "musl" else host, f, libc)
+    ctx = _context(archive, policy, elfs, arch, host, f, verdicts[0].libc or "glibc")
     reports, cuda = _check_elfs(ctx, archive, by_name, archs, f)
     check_abi_partners(ctx, f)
     check_tags(archive, verdicts[1], bool(elfs), f)
@@ -170,15 +169,7 @@ def _audit_archive(
     check_variant(archive, elfs, devices, policy, f)
     size = check_size(archive, devices, max_size, f)
     check_record(archive, rehash(archive, path, complete()), f)  # last: a digest may be coming
-    stats = AuditStats(
-        members=len(archive.infos),
-        elf_members=len(elfs),
-        compressed_bytes=sum(t.compress_size for t in tasks),
-        uncompressed_bytes=sum(t.file_size for t in tasks),
-        cached_batches=hits,
-        batches=batches,
-        seconds=time.perf_counter() - start,
-    )
+    stats = _stats(archive, tasks, len(elfs), hits, batches, start)
     return WheelAudit(
         path=path,
         vendor=policy.name,
@@ -194,6 +185,20 @@ def _audit_archive(
         stats=stats,
         cuda=cuda,
         size=size,
+    )
+
+
+def _stats(
+    archive: Archive, tasks: Sequence[Task], elfs: int, hits: int, batches: int, start: float
+) -> AuditStats:
+    return AuditStats(
+        members=len(archive.infos),
+        elf_members=elfs,
+        compressed_bytes=sum(t.compress_size for t in tasks),
+        uncompressed_bytes=sum(t.file_size for t in tasks),
+        cached_batches=hits,
+        batches=batches,
+        seconds=time.perf_counter() - start,
     )
 
 
@@ -247,6 +252,7 @@ def _context(
     f: Findings,
     libc: str = "glibc",
 ) -> Elves:
+    """What the per-ELF checks need; a musl wheel's host libraries are musl's (never glibc's)."""
     install_of = {
         i.filename: install_path(archive, i.filename) for i in archive.infos if is_member_file(i)
     }
@@ -258,7 +264,7 @@ def _context(
         installed=installed,
         requires=requirements(archive),
         whitelist=manylinux_whitelist(arch, libc),
-        host=host,
+        host=musl_host() if libc == "musl" else host,
         arch=arch,
         libc=libc,
     )
