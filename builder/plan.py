@@ -17,7 +17,7 @@ from builder import __version__
 from builder.core.host import HostFacts
 from builder.core.layout import Layout
 from builder.core.redact import redact
-from builder.manifest.model import Component, GitSource, PathSource, Source, Stack
+from builder.manifest.model import Component, GitSource, PathSource, Source, Stack, WorktreeSource
 from builder.vendors import get as get_vendor
 
 StepKind = Literal["configure", "build", "test", "install"]
@@ -392,6 +392,9 @@ def launcher_defines(launcher: str) -> dict[str, str]:
 def source_label(source: Source) -> str:
     if isinstance(source, GitSource):
         return f"{redact(source.url)} @ {source.rev}"
+    if isinstance(source, WorktreeSource):
+        changes = f"changes sha256 {source.diff[:12]}" if source.dirty else "clean"
+        return f"working tree {source.path} (HEAD {source.head[:12]}, {changes})"
     return str(source.path)
 
 

@@ -56,6 +56,8 @@ def test_worktree_with_an_uncommitted_change_builds_a_dirty_wheel_and_release_re
     assert [n for n in keys if keys[n] != before[n]] == ["miniops", "minilm"]  # it, dependants
     ops_plan = next(c for c in json.loads(plan.out)["components"] if c["name"] == "miniops")
     assert ops_plan["source_id"].startswith(f"worktree:{head}+")
+    text = cli("plan", *args).out
+    assert f"#  source: working tree {ops} (HEAD {head[:12]}, changes sha256 " in text
     result = cli("wheel", *args, "--out", out)
     assert result.code == 0, result.err
     (wheel,) = out.glob("*.whl")
