@@ -36,7 +36,10 @@ COMMANDS: dict[str, str] = {
         "RECORD and platform tag (exit 6 on any violation)"
     ),
     "bundle": "write every pinned source of a vendor's stack (with submodules) into one file",
-    "lock": "resolve COMPONENT=REF (a branch or tag) to a full SHA and pin it in stack.yaml",
+    "lock": (
+        "pin COMPONENT=REF (a branch or tag) to its SHA in stack.yaml; --from infinicore=REF "
+        "takes InfiniCore's gitlinks as the contract; --check reports drift"
+    ),
     "ci": "CI support: `ci matrix` prints the vendor x Python job matrix as JSON",
     "sbom": "write a CycloneDX SBOM (JSON) of the vendor's stack as built",
     "inspect": "print the stack-manifest.json a wheel carries: what it was built from",

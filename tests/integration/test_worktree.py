@@ -121,3 +121,29 @@ def test_infinicore_worktree_reports_every_submodule_problem_in_one_message(
     assert "submodules/rt: not initialised" in message
     assert "submodules/ops: HEAD" in message and "is not the gitlink" in message
     assert "submodules/ccl: uncommitted changes" in message
+
+
+@pytest.mark.integration
+def test_infinicore_worktree_gives_each_submodule_to_the_component_of_its_repository(
+    tmp_path: Path,
+) -> None:
+    from builder.manifest.loader import load_stack
+    from builder.manifest.model import WorktreeSource
+    from builder.sources.worktree import apply
+    from tests.gitrepos import public_stack
+
+    mirrors = tmp_path / "mirrors"
+    shas = {n: init_repo(mirrors / f"{n}.git", cmake_library(n)) for n in ("rt", "ops", "ccl")}
+    core = tmp_path / "core"
+    init_repo(core, {"README": "core\n"})
+    for name, sha in shas.items():
+        add_submodule(core, f"{PUBLIC}/{name}.git", f"submodules/{name}", sha, mirrors)
+    commit(core, {}, "submodules")
+    stack = load_stack(public_stack(tmp_path / "s", {"rt": shas["rt"], "ops": shas["ops"]}))
+    local = apply(stack, "cpu", (f"infinicore={core}",))
+    sources = {n: c.source_for("cpu") for n, c in local.components.items()}
+    assert sources == {
+        n: WorktreeSource(path=core / "submodules" / n, head=shas[n], diff="")
+        for n in ("rt", "ops")
+    }
+    assert stack.components["rt"].source_for("cpu").rev == shas["rt"]  # the stack is unchanged
