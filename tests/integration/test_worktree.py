@@ -98,12 +98,9 @@ def test_worktree_with_an_uncommitted_change_builds_a_dirty_wheel_and_release_re
     assert not (tmp_path / "release").exists()
 
 
-@pytest.mark.integration
-def test_infinicore_worktree_reports_every_submodule_problem_in_one_message(
-    tmp_path: Path,
-) -> None:
-    from builder.core.errors import SourceError
-
+def superproject(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A checkout of an InfiniCore-like superproject with submodules rt, ops and ccl at their
+    repositories' first commits (which are returned)."""
     mirrors = tmp_path / "mirrors"
     shas = {n: init_repo(mirrors / f"{n}.git", cmake_library(n)) for n in ("rt", "ops", "ccl")}
     core = tmp_path / "core"
@@ -111,6 +108,16 @@ def test_infinicore_worktree_reports_every_submodule_problem_in_one_message(
     for name, sha in shas.items():
         add_submodule(core, f"{PUBLIC}/{name}.git", f"submodules/{name}", sha, mirrors)
     commit(core, {}, "submodules")
+    return core, shas
+
+
+@pytest.mark.integration
+def test_infinicore_worktree_reports_every_submodule_problem_in_one_message(
+    tmp_path: Path,
+) -> None:
+    from builder.core.errors import SourceError
+
+    core, _shas = superproject(tmp_path)
     assert [p.name for _u, _g, p in submodule_trees(core)] == ["ccl", "ops", "rt"]
     commit(core / "submodules" / "ops", {"ops.c": "int answer(void) { return 7; }\n"}, "moved")
     (core / "submodules" / "ccl" / "ccl.c").write_text("int answer(void) { return 8; }\n")
@@ -132,13 +139,7 @@ def test_infinicore_worktree_gives_each_submodule_to_the_component_of_its_reposi
     from builder.sources.worktree import apply
     from tests.gitrepos import public_stack
 
-    mirrors = tmp_path / "mirrors"
-    shas = {n: init_repo(mirrors / f"{n}.git", cmake_library(n)) for n in ("rt", "ops", "ccl")}
-    core = tmp_path / "core"
-    init_repo(core, {"README": "core\n"})
-    for name, sha in shas.items():
-        add_submodule(core, f"{PUBLIC}/{name}.git", f"submodules/{name}", sha, mirrors)
-    commit(core, {}, "submodules")
+    core, shas = superproject(tmp_path)
     stack = load_stack(public_stack(tmp_path / "s", {"rt": shas["rt"], "ops": shas["ops"]}))
     local = apply(stack, "cpu", (f"infinicore={core}",))
     sources = {n: c.source_for("cpu") for n, c in local.components.items()}
