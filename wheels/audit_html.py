@@ -131,7 +131,16 @@ def _legend() -> str:
         f"<span><span class='badge' style='background:{c}'>{_e(KIND_WORDS[k])}</span></span>"
         for k, c in KIND_COLOURS.items()
     )
-    return f"<p class='legend'>{spans}</p>"
+    outlines = "".join(
+        f"<span class='outline-{sev}'><svg width='22' height='12'><rect x='1' y='1' width='20' "
+        f"height='10' rx='3' fill='{fill}' stroke='{colour}' stroke-width='2.5'/></svg> "
+        f"{_e(words)}</span>"
+        for sev, colour, fill, words in (
+            ("violation", SEVERITY_COLOURS["violation"], "#fff5f5", "outlined in red: a violation"),
+            ("warning", SEVERITY_COLOURS["warning"], "#fffaf0", "outlined in orange: a warning"),
+        )
+    )
+    return f"<p class='legend'>{spans}{outlines}</p>"
 
 
 def device_archs(elfs: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, list[str]]]:
@@ -166,11 +175,20 @@ def _elf_table(elfs: Sequence[Mapping[str, Any]], archs: Mapping[str, Any]) -> s
         rows.append(
             f"<tr><td><code>{_e(elf['member'])}</code></td><td>{_e(elf['kind'])}</td>"
             f"<td><code>{_e(elf.get('soname') or '')}</code></td>"
-            f"<td><code>{_e(elf.get('runpath') or '')}</code></td><td>{needs}</td>"
+            f"<td>{_search_path(elf)}</td><td>{needs}</td>"
             f"<td>{cuda_text}</td></tr>"
         )
-    head = "<tr><th>ELF</th><th>kind</th><th>SONAME</th><th>RUNPATH</th><th>needs</th>"
+    head = "<tr><th>ELF</th><th>kind</th><th>SONAME</th><th>RUNPATH / RPATH</th><th>needs</th>"
     return f"<table class='elfs'>{head}<th>CUDA</th></tr>{''.join(rows)}</table>"
+
+
+def _search_path(elf: Mapping[str, Any]) -> str:
+    """The ELF's DT_RUNPATH, or its DT_RPATH named as such (the loader reads RPATH only when
+    there is no RUNPATH); both when both are there."""
+    runpath, rpath = elf.get("runpath"), elf.get("rpath")
+    shown = [f"<code>{_e(runpath)}</code>"] if runpath is not None else []
+    shown += [f"RPATH: <code>{_e(rpath)}</code>"] if rpath is not None else []
+    return "<br>".join(shown)
 
 
 # --- the graph ----------------------------------------------------------------------------------
@@ -285,49 +303,56 @@ def _columns(
     ]
 
 
+CHAR = 7.5  # pixels per character of a 12px monospace label, a little over what fonts use
+LONGEST = 64  # characters of a label a box shows; a longer one ends in "…" (the tooltip has it)
+
+
 def _plain_svg(
     nodes: Mapping[str, tuple[str, str, str]], edges: Sequence[tuple[str, str, str]]
 ) -> str:
     columns = _columns(nodes, edges)
-    box_w, box_h, gap_x, gap_y = 300, 26, 120, 12
-    where: dict[str, tuple[int, int]] = {}
+    box_h, gap_x, gap_y = 26, 120, 12
+    widths = [16 + CHAR * min(max(len(nodes[n][0]) for n in column), LONGEST) for column in columns]
+    where: dict[str, tuple[float, int, float]] = {}
+    left = 20.0
     for ci, column in enumerate(columns):
         for ri, n in enumerate(column):
-            where[n] = (20 + ci * (box_w + gap_x), 20 + ri * (box_h + gap_y))
-    width = 40 + len(columns) * (box_w + gap_x) - gap_x
+            where[n] = (left, 20 + ri * (box_h + gap_y), widths[ci])
+        left += widths[ci] + gap_x
+    width = round(left - gap_x + 20)
     height = 40 + max(len(c) for c in columns) * (box_h + gap_y)
     parts = [
         f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
-        f"viewBox='0 0 {width} {height}' font-family='sans-serif' font-size='12'>"
+        f"viewBox='0 0 {width} {height}' font-family='monospace' font-size='12'>"
     ]
     for a, b, kind in edges:
-        (x1, y1), (x2, y2) = where[a], where[b]
-        sx, sy, ex, ey = x1 + box_w, y1 + box_h / 2, x2, y2 + box_h / 2
+        (x1, y1, w1), (x2, y2, w2) = where[a], where[b]
+        sx, sy, ex, ey = x1 + w1, y1 + box_h / 2, x2, y2 + box_h / 2
         if x2 <= x1:  # a library loading one in its own column: around the right side
-            ex = x2 + box_w
+            ex = x2 + w2
         mid = (sx + ex) / 2 if ex > sx else sx + 60
         colour = KIND_COLOURS.get(kind, "#718096")
         parts.append(
-            f"<path d='M{sx},{sy} C{mid},{sy} {mid},{ey} {ex},{ey}' fill='none' "
+            f"<path d='M{sx:g},{sy:g} C{mid:g},{sy:g} {mid:g},{ey:g} {ex:g},{ey:g}' fill='none' "
             f"stroke='{colour}' stroke-width='1.3'/>"
         )
-    for n, (x, y) in where.items():
-        parts.append(_plain_box(nodes[n], x, y, box_w, box_h))
+    for n, (x, y, w) in where.items():
+        parts.append(_plain_box(nodes[n], x, y, w, box_h))
     return "".join(parts) + "</svg>"
 
 
-def _plain_box(spec: tuple[str, str, str], x: int, y: int, w: int, h: int) -> str:
+def _plain_box(spec: tuple[str, str, str], x: float, y: int, w: float, h: int) -> str:
     label, kind, sev = spec
     base = KIND_COLOURS["wheel"] if kind.startswith("elf:") else KIND_COLOURS.get(kind, "#718096")
     stroke = SEVERITY_COLOURS.get(sev, base)
     fill = "#fff5f5" if sev == "violation" else ("#fffaf0" if sev else "#ffffff")
-    shown = label if len(label) <= 44 else "…" + label[-43:]
+    shown = label if len(label) <= LONGEST else "…" + label[-(LONGEST - 1) :]
     what = KIND_WORDS.get(kind, kind.removeprefix("elf:"))
     return (
-        f"<g><title>{_e(label)} ({_e(what)})</title>"
-        f"<rect x='{x}' y='{y}' width='{w}' height='{h}' rx='6' fill='{fill}' "
+        f"<g class='node'><title>{_e(label)} ({_e(what)})</title>"
+        f"<rect x='{x:g}' y='{y}' width='{w:g}' height='{h}' rx='6' fill='{fill}' "
         f"stroke='{stroke}' stroke-width='{2.5 if sev else 1.2}'/>"
-        f"<text x='{x + 8}' y='{y + 17}'>{_e(shown)}</text></g>"
+        f"<text x='{x + 8:g}' y='{y + 17}'>{_e(shown)}</text></g>"
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,9 @@ STEP_COLOURS = {
 }
 STATUS_COLOURS = {"built": "#3182ce", "failed": "#c53030", "pulled": "#805ad5", "hit": "#a0aec0"}
 LEFT, ROW, WIDTH = 130, 34, 1100
+NAME_WIDTH = 7.5  # pixels per character of a 12px sans-serif name, generously
+TARGET = 8  # the narrowest bar a pointer can rest on, in pixels
+SETTLED = 11  # characters of a name on a store hit's or pull's box
 
 
 def _e(text: object) -> str:
@@ -102,11 +106,28 @@ def timeline_svg(components: Sequence[Mapping[str, Any]]) -> str:
         *_settled(settled),
     ]
     critical = set(critical_components(components))
-    for slot, ((start, stop), c) in zip(slots, timed, strict=True):
+    parts += [
+        f"<text class='lane' x='8' y='{20 + (slot + 1) * ROW + ROW * 0.6}'>slot {slot + 1}</text>"
+        for slot in sorted(set(slots))
+    ]
+    for index, (slot, ((start, stop), c)) in enumerate(zip(slots, timed, strict=True)):
         y = 20 + (slot + 1) * ROW
-        parts.append(f"<text x='8' y='{y + ROW * 0.6}'>slot {slot + 1}</text>")
-        parts += _bar(c, LEFT + start * scale, y + 4, (stop - start) * scale, scale, critical)
+        later = zip(timed[index + 1 :], slots[index + 1 :], strict=True)
+        edge = min((LEFT + t[0] * scale for (t, _), lane in later if lane == slot), default=WIDTH)
+        x, width = LEFT + start * scale, (stop - start) * scale
+        bar = Bar(x, y + 4, width, room=edge - 4 - x - max(width, 2))  # to the next bar or edge
+        parts += _bar(c, bar, scale, critical)
     return f"<div class='timeline'>{''.join(parts)}</svg></div>{_timeline_legend()}"
+
+
+@dataclass(frozen=True)
+class Bar:
+    """Where a component's bar is drawn, and how much free room its lane has after it."""
+
+    x: float
+    y: float
+    width: float
+    room: float
 
 
 def _axis(end: float, scale: float, height: int) -> list[str]:
@@ -132,21 +153,27 @@ def _settled(settled: Sequence[Mapping[str, Any]]) -> list[str]:
             f"<g class='settled'><title>{_e(c['name'])}: {_e(c['status'])} "
             f"({_e(c['key'][:12])})</title><rect x='{x}' y='{20 + 5}' width='86' "
             f"height='{ROW - 10}' rx='4' fill='{colour}'/><text x='{x + 5}' y='{20 + ROW * 0.6}' "
-            f"fill='#fff'>{_e(c['name'][:11])}</text></g>"
+            f"fill='#fff'>{_e(_clip(c['name'], SETTLED))}</text></g>"
         )
     return parts
 
 
-def _bar(
-    c: Mapping[str, Any], x: float, y: float, width: float, scale: float, critical: set[str]
-) -> list[str]:
+def _clip(name: str, most: int) -> str:
+    """``name``, or its start and an ellipsis when longer than ``most`` (the tooltip has it)."""
+    return name if len(name) <= most else name[: most - 1] + "…"
+
+
+def _bar(c: Mapping[str, Any], bar: Bar, scale: float, critical: set[str]) -> list[str]:
+    """A component's bar and steps, its name inside it, or after it where its lane has room,
+    else only in the tooltip; a bar too narrow to point at gets a wider transparent target."""
     colour = STATUS_COLOURS.get(c["status"], "#718096")
     on_path = c["name"] in critical
+    x, y, width = bar.x, bar.y, max(bar.width, 2)
     parts = [
         f"<g class='component{' critical' * on_path}' data-component='{_e(c['name'])}'>"
         f"<title>{_e(c['name'])}: {_e(c['status'])} in {float(c.get('seconds', 0)):.2f} s"
         f"{' (critical path)' * on_path}</title>"
-        f"<rect x='{x:.1f}' y='{y}' width='{max(width, 2):.1f}' height='{ROW - 8}' "
+        f"<rect x='{x:.1f}' y='{y}' width='{width:.1f}' height='{ROW - 8}' "
         f"fill='{colour}' opacity='0.25'/>"
     ]
     at = float(c["started"])
@@ -161,11 +188,22 @@ def _bar(
         at += float(took)
     if on_path:
         parts.append(
-            f"<rect x='{x:.1f}' y='{y}' width='{max(width, 2):.1f}' height='{ROW - 8}' "
+            f"<rect x='{x:.1f}' y='{y}' width='{width:.1f}' height='{ROW - 8}' "
             "fill='none' stroke='#c53030' stroke-width='2.5'/>"
         )
-    if width >= 7 * len(c["name"]) + 8:  # a name that does not fit is in the tooltip only
+    if width < TARGET:  # something a pointer can rest on, for the tooltip
+        parts.append(
+            f"<rect class='target' x='{x + width / 2 - TARGET / 2:.1f}' y='{y}' width='{TARGET}' "
+            f"height='{ROW - 8}' fill='transparent'/>"
+        )
+    label = NAME_WIDTH * len(c["name"]) + 8
+    if width >= label:
         parts.append(f"<text x='{x + 4:.1f}' y='{y + ROW * 0.55:.1f}'>{_e(c['name'])}</text>")
+    elif bar.room >= label:
+        parts.append(
+            f"<text class='outside' x='{x + width + 4:.1f}' y='{y + ROW * 0.55:.1f}' "
+            f"fill='#4a5568'>{_e(c['name'])}</text>"
+        )
     parts.append("</g>")
     return parts
 
