@@ -114,6 +114,16 @@ def test_piped_the_same_text_comes_in_whole_lines(
     assert not any(line.endswith(" \\") or line.startswith("    -D") for line in pipe.split("\n"))
 
 
+def test_plan_on_a_terminal_shows_one_cmake_option_a_line(
+    outputs: dict[str, tuple[str, str]],
+) -> None:
+    terminal, pipe = outputs["plan"]
+    options = [w for w in pipe.split() if w.lstrip("'").startswith("-D")]
+    starts = [line for line in terminal.splitlines() if re.match(r"    '?-D", line)]
+    assert len(options) > 10 and len(starts) == len(options)
+    assert all(sum(w.lstrip("'").startswith("-D") for w in line.split()) == 1 for line in starts)
+
+
 def test_piped_preflight_is_the_table(outputs: dict[str, tuple[str, str]]) -> None:
     terminal, pipe = outputs["preflight"]
     header = pipe.splitlines()[1].split()
