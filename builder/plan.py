@@ -310,7 +310,12 @@ def cuda_path_maps(maps: list[str], cuda_flags: str | None) -> dict[str, str]:
     at all, with or without maps)."""
     if cuda_flags is None:
         return {}
-    return {"INFINI_STACK_CUDA_PREFIX_MAPS": ";".join(f"-Xcompiler={_sh_double(f)}" for f in maps)}
+    return {
+        "INFINI_STACK_CUDA_PREFIX_MAPS": ";".join(f"-Xcompiler={_sh_double(f)}" for f in maps),
+        # cudafe++ names anonymous namespaces after the source's path: it is given the mapped
+        # one (builder/cmake/nvcc_source_name.sh).
+        "INFINI_STACK_SOURCE_MAPS": ";".join(m.removeprefix("-ffile-prefix-map=") for m in maps),
+    }
 
 
 def _sh_double(text: str) -> str:

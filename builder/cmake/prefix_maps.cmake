@@ -23,3 +23,12 @@ foreach(_infini_stack_lang IN ITEMS C_CXX CUDA)
     add_compile_options("$<$<COMPILE_LANGUAGE:${_infini_stack_when}>:${_infini_stack_map}>")
   endforeach()
 endforeach()
+
+# nvcc: the source's own name as the prefix maps name it (INFINI_STACK_SOURCE_MAPS, FROM=TO
+# pairs), through a launcher put before any other (nvcc_source_name.sh says why), once however
+# many project() calls include this file.
+if(INFINI_STACK_SOURCE_MAPS AND NOT CMAKE_CUDA_COMPILER_LAUNCHER MATCHES "nvcc_source_name")
+  set(CMAKE_CUDA_COMPILER_LAUNCHER
+    sh "${CMAKE_CURRENT_LIST_DIR}/nvcc_source_name.sh" ${INFINI_STACK_SOURCE_MAPS} --
+    ${CMAKE_CUDA_COMPILER_LAUNCHER})
+endif()

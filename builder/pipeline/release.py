@@ -33,7 +33,7 @@ from builder.pipeline.context import Context, open_context, plan_for, require_pr
 from builder.pipeline.requests import PlanRequest, ReleaseRequest
 from builder.pipeline.wheel import (
     assemble,
-    epoch_for,
+    epoch_once,
     inputs_maker,
     pending_dir,
     record_wheels,
@@ -133,12 +133,13 @@ def run_release(request: ReleaseRequest) -> Path:
     staging: Path | None = None
     work: Path | None = None
     try:
-        inputs_for = inputs_maker(gate.ctx, plan_for(gate.ctx, selection))
+        epoch = epoch_once(gate.ctx, plan_for(gate.ctx, selection))
+        inputs_for = inputs_maker(epoch)
         with rebuild.beside(gate.ctx, selection, inputs_for, enabled=request.verify) as early:
             plan, build_report = gate.build(selection)
             with pending_dir(gate.ctx) as work, staged_output(out) as staging:
                 try:
-                    built = gate.package(selection, plan, work, early)
+                    built = gate.package(selection, plan, work, early, epoch())
                     gate.smoke(built.path)
                     gate.check(built.path, staging)
                     made = gate.variant(plan, built, work)
@@ -241,12 +242,16 @@ class Gate:
         return plan, built
 
     def package(
-        self, selection: PlanRequest, plan: Plan, work: Path, early: rebuild.Rebuild | None
+        self,
+        selection: PlanRequest,
+        plan: Plan,
+        work: Path,
+        early: rebuild.Rebuild | None,
+        epoch: int,
     ) -> Built:
         """The wheel, audited; built twice and compared (the second build beside the first
-        when it was cold); repaired and audited again if asked."""
+        when it was cold, both with ``epoch``); repaired and audited again if asked."""
         self.begin("wheel")
-        epoch = epoch_for(self.ctx, plan)
         built = assemble(self.ctx, plan, work / "first", epoch=epoch)
         self.done("wheel", ok=True, wheel=built.path.name, epoch=epoch, audit="passed")
         if self.request.verify:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import shutil
 import sys
@@ -56,12 +57,13 @@ def run_wheel(request: WheelRequest) -> list[Path]:
     require_preflight(ctx, selection.components, wheel=True)
     plan = plan_for(ctx, selection)
     launcher = launcher_for(request.build.launcher)
-    early_rebuild = rebuild.beside(ctx, selection, inputs_maker(ctx, plan), enabled=request.verify)
+    epoch = epoch_once(ctx, plan)
+    early_rebuild = rebuild.beside(ctx, selection, inputs_maker(epoch), enabled=request.verify)
     with early_rebuild as early, pending_dir(ctx) as work:
         report = build_plan(
             ctx, plan, launcher=launcher, command="wheel", cache=request.build.cache
         )
-        built = assemble(ctx, plan, work / "first", epoch=epoch_for(ctx, plan))
+        built = assemble(ctx, plan, work / "first", epoch=epoch())
         second = None
         if early is not None:
             second = early.finish(built.path, work / "second")
@@ -80,12 +82,18 @@ def run_wheel(request: WheelRequest) -> list[Path]:
     return [*paths, *([index] if index else [])]
 
 
-def inputs_maker(ctx: Context, plan: Plan) -> Callable[[Context, Plan], WheelInputs]:
+def epoch_once(ctx: Context, plan: Plan) -> Callable[[], int]:
+    """:func:`epoch_for`, read once and then remembered: both wheels of ``--verify`` take the
+    same epoch whenever each asks for it (before or after the first build)."""
+    return functools.cache(lambda: epoch_for(ctx, plan))
+
+
+def inputs_maker(epoch: Callable[[], int]) -> Callable[[Context, Plan], WheelInputs]:
     """How ``--verify``'s second build (beside the first) makes its wheel's inputs: as the
     first does, with the first's epoch (the fresh home's sources are the same commits)."""
 
     def inputs_for(again: Context, fresh: Plan) -> WheelInputs:
-        return wheel_inputs(again, fresh, epoch_for(ctx, plan))
+        return wheel_inputs(again, fresh, epoch())
 
     return inputs_for
 
@@ -325,5 +333,7 @@ def commit_time(source: Source, git_dir: Path | None) -> int | None:
         argv = ["git", "log", "-1", "--format=%ct", "--", "."]
         cwd = source.path
     result = proc.run(argv, cwd=cwd, check=False, timeout=60, env={**os.environ, "LC_ALL": "C"})
-    text = result.output.strip()
+    # The last line: git may warn before it on the same (combined) output.
+    lines = result.output.strip().splitlines()
+    text = lines[-1].strip() if lines else ""
     return int(text) if result.returncode == 0 and text.isdigit() else None

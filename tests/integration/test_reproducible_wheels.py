@@ -218,3 +218,52 @@ def test_a_cold_verify_builds_the_second_time_beside_the_first_and_still_catches
     assert result.code == 6, result.err
     assert "minicore/_stamp.py: contents differ" in result.err
     assert {p.name for p in home.parent.iterdir()} <= before | {"d", "home"}  # no fresh home left
+
+
+ANONYMOUS_KERNEL = """\
+namespace {
+__device__ int counter;
+__global__ void bump(int* out) { out[0] = ++counter; }
+}  // namespace
+extern "C" void launch(int* out) { bump<<<1, 1>>>(out); }
+"""
+CUDA_PROJECT = """\
+cmake_minimum_required(VERSION 3.18)
+project(anon LANGUAGES CXX CUDA)
+add_library(anon SHARED anon.cu)
+install(TARGETS anon LIBRARY DESTINATION lib)
+"""
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed on this host")
+def test_nvcc_builds_of_one_pin_in_two_homes_are_byte_identical(
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    """A git pin is checked out into each home's own source tree, and cudafe++ names anonymous
+    namespaces after the source's absolute path: without the source named as the prefix maps
+    name it, the two libraries' symbol tables and device code differ."""
+    repo = tmp_path / "anon"
+    sha = init_repo(repo, {"CMakeLists.txt": CUDA_PROJECT, "anon.cu": ANONYMOUS_KERNEL})
+    stack = tmp_path / "s" / "stack.yaml"
+    (stack.parent / "components").mkdir(parents=True)
+    stack.write_text(
+        'vendors:\n  nvidia: {cuda_architectures: ["90"]}\n'
+        f"components:\n  anon:\n    git: {repo}\n    rev: {sha}\n"
+    )
+    (stack.parent / "components" / "anon.yaml").write_text(
+        "vendors:\n  nvidia: {}\noutputs: [lib/libanon.so]\n"
+    )
+    libraries = []
+    for home in ("homeA", "homeB"):  # two homes, paths of one length
+        result = cli(
+            "build", "--manifest", stack, "--vendor", "nvidia", "--home", tmp_path / home,
+            "--launcher", "none", "--no-memo",
+        )  # fmt: skip
+        assert result.code == 0, result.err
+        (library,) = (tmp_path / home / "store").glob("*/prefix/lib/libanon.so")
+        libraries.append(library.read_bytes())
+    assert b"_GLOBAL__N__" in libraries[0]  # an anonymous namespace's name is in there
+    assert section_bytes(libraries[0], ".nv_fatbin")
+    assert libraries[0] == libraries[1], elf_difference(*libraries)
