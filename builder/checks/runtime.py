@@ -10,12 +10,11 @@ sampling statistics must reject. ``NCCL_NVLS_ENABLE=0`` always (NVLink multicast
 
 A script prints one JSON line per case. Lines that name a case's engine (``cache``, ``backend``,
 ``graph``, ``batch``) or its ids (``expected``, ``got``) make the table :func:`table` draws for
-``check.log`` and :func:`table_html` for ``report --html``.
+``check.log`` and, in the release's report, the rows ``report --html`` draws as a table.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import tempfile
@@ -157,16 +156,6 @@ def table(rows: Sequence[CaseRow]) -> str:
     text = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in cells]
     text.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(line.rstrip() for line in text)
-
-
-def table_html(rows: Sequence[Mapping[str, str]]) -> str:
-    """The cases (as :func:`asdict` of :class:`CaseRow` gives them) as an HTML table."""
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row.values()) + "</tr>"
-        for row in rows
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def run_check(

@@ -60,6 +60,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --json: list every ELF's defined and undefined symbols",
     )
+    _add_work_options(parser)
+
+
+def _add_work_options(parser: argparse.ArgumentParser) -> None:
+    """How the audit reads: its processes and its cache."""
     parser.add_argument(
         "--jobs",
         "-j",

@@ -14,7 +14,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from builder.manifest.build_manifest import read_from_wheel
+    from builder.pipeline.build_manifest import read_from_wheel
 
     sys.stdout.write(read_from_wheel(args.wheel))
     return 0

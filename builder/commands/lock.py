@@ -20,6 +20,7 @@ from builder.core.layout import Layout
 from builder.manifest.contract import departures, undeclared_message
 from builder.manifest.loader import default_manifest, load_stack, resolve_vendor
 from builder.manifest.model import Contract, GitSource, Stack
+from builder.sources import contract as superproject
 from builder.sources import fetch as sources
 from builder.sources import lock
 
@@ -104,7 +105,7 @@ def contract_source(stack: Stack, spec: str, url: str | None, mirrors: dict[str,
     if url is None and stack.contract is not None and stack.contract.name == name:
         url = stack.contract.url
     if url is None and name == "infinicore":
-        url = lock.INFINICORE_URL
+        url = superproject.INFINICORE_URL
     if url is None:
         raise UsageError(f"where is '{name}'?", hint="give its repository with --from-git URL")
     return GitSource(url=url, rev=lock.resolve_ref(url, ref, mirrors))
@@ -116,7 +117,7 @@ def lock_from(
     name = lock.parse_request(args.contract)[0]
     source = contract_source(stack, args.contract, args.from_git, mirrors)
     fetcher = sources.Fetcher(layout, mirrors)
-    links = lock.gitlinks(stack, fetcher, source, name)
+    links = superproject.gitlinks(stack, fetcher, source, name)
     text = manifest.read_text(encoding="utf-8")
     pins: dict[str, str] = {}
     for link in links:
@@ -130,7 +131,7 @@ def lock_from(
         print(f"{link.component}: {name} {source.rev[:12]} {sub.path} -> {sub.rev}")
     if not pins:
         raise SourceError(f"{name} at {source.rev} pins none of this manifest's components")
-    text = lock.set_contract(text, lock.contract_block(name, source.url, source.rev, pins))
+    text = lock.set_contract(text, superproject.contract_block(name, source.url, source.rev, pins))
     atomic_write(manifest, text)
     print(f"contract: {name} {source.rev} (recorded in {manifest})")
     contract = Contract(name=name, url=source.url, rev=source.rev, pins=pins)
@@ -156,7 +157,7 @@ def contract_pins(
     fetcher = sources.Fetcher(layout, mirrors)
     found = {
         link.component: link.submodule.rev
-        for link in lock.gitlinks(stack, fetcher, source, name)
+        for link in superproject.gitlinks(stack, fetcher, source, name)
         if link.component
     }
     stale: list[str] = []

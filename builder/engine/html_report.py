@@ -59,12 +59,24 @@ def render(report: Mapping[str, Any]) -> str:
 
 
 def check_section(report: Mapping[str, Any]) -> str:
-    """The runtime check's cases, where a release ran it (its stage records their rows)."""
-    from builder.checks.runtime import table_html
-
+    """The runtime check's cases, where a release ran it (its stage records their rows and the
+    columns' names)."""
     check = ((report.get("release") or {}).get("stages") or {}).get("check") or {}
     rows = check.get("rows")
-    return f"<section id='check'><h2>Check</h2>{table_html(rows)}</section>" if rows else ""
+    if not rows:
+        return ""
+    columns = check.get("columns") or list(rows[0])
+    return f"<section id='check'><h2>Check</h2>{table_html(rows, columns)}</section>"
+
+
+def table_html(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    """The check's cases as an HTML table, every cell escaped."""
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row.values()) + "</tr>"
+        for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def audits(report: Mapping[str, Any]) -> list[dict[str, Any]]:

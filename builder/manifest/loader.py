@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Collection
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
 
 from builder import vendors as vendor_registry
 from builder.core.errors import UsageError
@@ -30,9 +28,8 @@ from builder.manifest.model import (
 )
 from builder.manifest.recipes import load_recipe
 from builder.manifest.schema import Doc, Key, Problems, Reader, load_doc, unknown_message
+from builder.manifest.wheel_reader import read_wheel
 from builder.vendors.base import FATBIN_COMPRESSION, VendorSettings
-from wheels.sizes import parse_size
-from wheels.spec import WheelSpec
 
 MANIFEST_ENV = "INFINI_STACK_MANIFEST"
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -64,20 +61,6 @@ VENDOR_KEYS = (
 CI_KEYS = ("runs-on", "image")
 COMPONENT_KEYS = ("git", "rev", "path", "options", "recipe", "vendors", "only", "reason")
 OVERRIDE_KEYS = ("git", "rev", "path", "options", "reason")
-WHEEL_KEYS = (
-    "name",
-    "version",
-    "component",
-    "python_dir",
-    "packages",
-    "library_dir",
-    "bundle",
-    "requires",
-    "requires_python",
-    "summary",
-    "variant",
-    "max_size",
-)
 BUILD_TYPES = ("Release", "Debug", "RelWithDebInfo", "MinSizeRel")
 
 
@@ -138,7 +121,7 @@ def _read_stack(path: Path, doc: Doc, problems: Problems) -> Stack | None:
             components[name] = component
     _check_references(r, components, vendor_configs, recipe_docs)
     order = _order(r, components)
-    wheel = _read_wheel(r, components, vendor_configs)
+    wheel = read_wheel(r, components, vendor_configs)
     contract = read_contract(r)
     check_reasons(r, contract, components)
     return Stack(
@@ -445,67 +428,6 @@ def _order(r: Reader, components: dict[str, Component]) -> tuple[str, ...]:
     while len(order) < len(graph):
         order.append(next(n for n in graph if n not in order and set(graph[n]) <= set(order)))
     return tuple(order)
-
-
-def _read_wheel(
-    r: Reader, components: dict[str, Component], vendors: Collection[str]
-) -> WheelSpec | None:
-    if not r.has(("wheel",)):
-        return None
-    key: Key = ("wheel",)
-    r.mapping(key)
-    r.check_keys(key, WHEEL_KEYS)
-    version = r.string((*key, "version"), required=True) or "0"
-    try:
-        Version(version)
-    except InvalidVersion:
-        r.error((*key, "version"), f"'{version}' is not a PEP 440 version")
-    component = r.string((*key, "component"), required=True) or ""
-    if component and component not in components:
-        r.error((*key, "component"), unknown_message("component", component, components))
-    elif component and not all(components[component].in_stack(v) for v in vendors):
-        r.error((*key, "component"), f"the wheel's component '{component}' is not in every stack")
-    bundle = r.strings((*key, "bundle"))
-    for i, name in enumerate(bundle):
-        if name not in components:
-            r.error((*key, "bundle", i), unknown_message("component", name, components))
-        elif not all(components[name].in_stack(v) for v in vendors):
-            r.error((*key, "bundle", i), f"bundled component '{name}' is not in every stack")
-    requires_python = r.string((*key, "requires_python"), default=">=3.10") or ">=3.10"
-    try:
-        SpecifierSet(requires_python)
-    except InvalidSpecifier:
-        r.error((*key, "requires_python"), f"'{requires_python}' is not a version specifier")
-    packages = r.strings((*key, "packages"))
-    default_libdir = f"{packages[0]}/lib" if packages else "lib"
-    if not packages:
-        r.error(key, "a wheel needs at least one entry in 'packages'")
-    return WheelSpec(
-        name=r.string((*key, "name"), required=True) or "",
-        version=version,
-        component=component,
-        python_dir=r.string((*key, "python_dir"), default="python") or "python",
-        packages=packages,
-        library_dir=r.string((*key, "library_dir"), default=default_libdir) or "lib",
-        bundle=bundle,
-        requires=r.strings((*key, "requires")),
-        requires_python=requires_python,
-        summary=r.string((*key, "summary"), default="") or "",
-        variant=r.boolean((*key, "variant")),
-        max_size=_read_size(r, (*key, "max_size")),
-    )
-
-
-def _read_size(r: Reader, key: Key) -> int | None:
-    """A size in bytes: a number, or a string such as ``100MB`` or ``95 MiB``."""
-    text = r.string(key)
-    if text is None:
-        return None
-    try:
-        return parse_size(text)
-    except ValueError as exc:
-        r.error(key, str(exc))
-        return None
 
 
 def resolve_vendor(stack: Stack, name: str) -> str:

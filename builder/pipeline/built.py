@@ -24,9 +24,8 @@ class Built:
 
 def sbom_finisher(plan: Plan, inputs: WheelInputs) -> Finisher | None:
     """Puts the SBOM of exactly what was staged into ``.dist-info/sboms/`` (PEP 770), and the
-    build's ``stack-manifest.json`` (builder.manifest.build_manifest) into ``.dist-info``."""
-    from builder.manifest import build_manifest
-    from builder.pipeline import sbom
+    build's ``stack-manifest.json`` (builder.pipeline.build_manifest) into ``.dist-info``."""
+    from builder.pipeline import build_manifest, sbom
 
     manifest = {
         build_manifest.NAME: build_manifest.render(

@@ -324,7 +324,7 @@ class Gate:
 
     def check(self, wheel: Path, staging: Path) -> None:
         """The vendor's runtime check where its device is present; never a silent pass."""
-        from builder.checks.runtime import find_device, run_check
+        from builder.checks.runtime import COLUMNS, find_device, run_check
         from builder.pipeline.check import failed
         from builder.vendors import get as get_vendor
 
@@ -346,7 +346,13 @@ class Gate:
             raise failed(result)
         rows = result.row_dicts()  # report --html draws them as the check's table
         self.done(
-            "check", ran=True, ok=True, script=config.check.name, device=device.what, rows=rows
+            "check",
+            ran=True,
+            ok=True,
+            script=config.check.name,
+            device=device.what,
+            rows=rows,
+            columns=list(COLUMNS),
         )
 
     def write(
@@ -354,8 +360,7 @@ class Gate:
     ) -> None:
         """Wheel (and its variant with the variants.json index), SBOM (checked against
         CycloneDX's schema), the wheel's stack-manifest.json, reports, then SHA256SUMS."""
-        from builder.manifest import build_manifest
-        from builder.pipeline import sbom
+        from builder.pipeline import build_manifest, sbom
         from builder.pipeline.variant import write_index
 
         self.begin("sbom")

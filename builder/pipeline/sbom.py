@@ -168,15 +168,13 @@ def make_bom(inputs: SbomInputs) -> Any:
         ),
     ]
     contract = [_contract_component(plan.stack.contract)] if plan.stack.contract else []
-    bom = Bom(
-        components=[*stack_components, *contract, *files, *tools, *python_deps],
-        metadata=BomMetaData(
-            component=root,
-            timestamp=datetime.fromtimestamp(inputs.epoch, tz=timezone.utc),
-            properties=_properties({"generator": f"infini-stack {__version__}"}),
-        ),
-        dependencies=dependencies,
+    metadata = BomMetaData(
+        component=root,
+        timestamp=datetime.fromtimestamp(inputs.epoch, tz=timezone.utc),
+        properties=_properties({"generator": f"infini-stack {__version__}"}),
     )
+    components = [*stack_components, *contract, *files, *tools, *python_deps]
+    bom = Bom(components=components, metadata=metadata, dependencies=dependencies)
     bom.serial_number = _serial(inputs)
     return bom
 

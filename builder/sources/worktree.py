@@ -87,7 +87,7 @@ def submodule_trees(top: Path) -> list[tuple[str, str, Path]]:
 def expand(stack: Stack, requested: Mapping[str, Path]) -> dict[str, Path]:
     """Component -> tree; ``infinicore=DIR`` becomes its submodules, each given to the
     component whose repository it is."""
-    from builder.sources.lock import same_repository
+    from builder.sources.contract import same_repository
 
     out: dict[str, Path] = {}
     for name, tree in requested.items():

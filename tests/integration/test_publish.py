@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import subprocess
 import sys
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +19,7 @@ pytestmark = pytest.mark.integration
 
 USER = "uploader"
 PASSWORD = "pw-7f3a9c1e"
+SERVER = ("pypiserver>=2.3", "passlib>=1.7")
 
 
 @pytest.fixture(scope="module")
@@ -30,23 +31,46 @@ def release_dir(built_cpu_store: Path, tmp_path_factory: pytest.TempPathFactory)
     return base / "release"
 
 
-@contextlib.contextmanager
-def pypiserver(base: Path) -> Iterator[tuple[str, Path, Path]]:
-    """pypiserver on loopback, uploads allowed to USER only: its URL, packages dir and log."""
-    with warnings.catch_warnings():
-        # passlib 1.7.4 imports the stdlib's crypt, deprecated since Python 3.11; it is what
-        # pypiserver checks passwords with, so it is the right writer of the file
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from passlib.apache import HtpasswdFile
+@pytest.fixture(scope="module")
+def server_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv of its own holding pypiserver and passlib: pypiserver requires a pip newer than
+    the one the tests' venv keeps (and upgrades pip wherever it is installed)."""
+    venv = tmp_path_factory.mktemp("pypiserver") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+    python = venv / "bin" / "python"
+    done = subprocess.run(
+        [python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *SERVER],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot pip install {' '.join(SERVER)}: {done.stderr.strip()[-300:]}")
+    return python
 
-    passwords = HtpasswdFile(str(base / "htpasswd"), new=True)
-    passwords.set_password(USER, PASSWORD)
-    passwords.save()
+
+# passlib 1.7.4 imports the stdlib's crypt (deprecated since Python 3.11); it is what pypiserver
+# checks passwords with, so it is the right writer of the file.
+HTPASSWD = """\
+import sys, warnings
+warnings.simplefilter("ignore", DeprecationWarning)
+from passlib.apache import HtpasswdFile
+passwords = HtpasswdFile(sys.argv[1], new=True)
+passwords.set_password(sys.argv[2], sys.argv[3])
+passwords.save()
+"""
+
+
+@contextlib.contextmanager
+def pypiserver(base: Path, python: Path) -> Iterator[tuple[str, Path, Path]]:
+    """pypiserver on loopback, uploads allowed to USER only: its URL, packages dir and log."""
+    htpasswd = base / "htpasswd"
+    subprocess.run([python, "-c", HTPASSWD, str(htpasswd), USER, PASSWORD], check=True)
     packages = base / "packages"
     packages.mkdir()
     port = free_port()
-    argv = [sys.executable, "-m", "pypiserver", "run", "-i", "127.0.0.1", "-p", str(port)]
-    argv += ["-P", str(base / "htpasswd"), "-a", "update", str(packages)]
+    argv = [str(python), "-m", "pypiserver", "run", "-i", "127.0.0.1", "-p", str(port)]
+    argv += ["-P", str(htpasswd), "-a", "update", str(packages)]
     log = base / "pypiserver.log"
     with listening(argv, port, log) as url:
         yield f"{url}/", packages, log
@@ -69,11 +93,12 @@ def no_credentials(credentials: None, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_publish_uploads_the_release_then_a_second_run_skips_what_is_there(
     release_dir: Path,
     tmp_path: Path,
+    server_python: Path,
     credentials: None,
     cli,  # type: ignore[no-untyped-def]
 ) -> None:
     (wheel,) = release_dir.glob("*.whl")
-    with pypiserver(tmp_path) as (url, packages, _):
+    with pypiserver(tmp_path, server_python) as (url, packages, _):
         first = cli("publish", release_dir, "--repository", url)
         assert first.code == 0, first.err
         assert f"uploaded      {wheel.name}" in first.err
@@ -87,10 +112,11 @@ def test_publish_uploads_the_release_then_a_second_run_skips_what_is_there(
 def test_publish_reads_the_repository_and_credentials_from_pypirc(
     release_dir: Path,
     tmp_path: Path,
+    server_python: Path,
     no_credentials: None,
     cli,  # type: ignore[no-untyped-def]
 ) -> None:
-    with pypiserver(tmp_path) as (url, packages, _):
+    with pypiserver(tmp_path, server_python) as (url, packages, _):
         home = tmp_path / "home"
         home.mkdir()
         (home / ".pypirc").write_text(
@@ -106,6 +132,7 @@ def test_publish_reads_the_repository_and_credentials_from_pypirc(
 def test_a_wrong_password_fails_per_file_with_exit_2_and_no_secret_in_output(
     release_dir: Path,
     tmp_path: Path,
+    server_python: Path,
     credentials: None,
     monkeypatch: pytest.MonkeyPatch,
     cli,  # type: ignore[no-untyped-def]
@@ -113,7 +140,7 @@ def test_a_wrong_password_fails_per_file_with_exit_2_and_no_secret_in_output(
     wrong = "not-the-password-41d2"
     monkeypatch.setenv("TWINE_PASSWORD", wrong)
     (wheel,) = release_dir.glob("*.whl")
-    with pypiserver(tmp_path) as (url, packages, _):
+    with pypiserver(tmp_path, server_python) as (url, packages, _):
         done = cli("publish", release_dir, "--repository", url)
         assert list(packages.iterdir()) == []
     assert done.code == 2
@@ -127,6 +154,7 @@ def test_a_wrong_password_fails_per_file_with_exit_2_and_no_secret_in_output(
 def test_a_tampered_release_is_refused_before_any_upload(
     release_dir: Path,
     tmp_path: Path,
+    server_python: Path,
     credentials: None,
     cli,  # type: ignore[no-untyped-def]
 ) -> None:
@@ -134,7 +162,7 @@ def test_a_tampered_release_is_refused_before_any_upload(
     shutil.copytree(release_dir, tampered)
     (wheel,) = tampered.glob("*.whl")
     wheel.write_bytes(wheel.read_bytes() + b"\0")
-    with pypiserver(tmp_path) as (url, packages, log):
+    with pypiserver(tmp_path, server_python) as (url, packages, log):
         done = cli("publish", tampered, "--repository", url)
         assert list(packages.iterdir()) == []
         assert "POST" not in log.read_text()
@@ -155,10 +183,11 @@ def test_publish_refuses_a_directory_without_sha256sums(
 def test_publish_without_credentials_says_where_to_put_them_without_a_traceback(
     release_dir: Path,
     tmp_path: Path,
+    server_python: Path,
     no_credentials: None,
     cli,  # type: ignore[no-untyped-def]
 ) -> None:
-    with pypiserver(tmp_path) as (url, packages, _):
+    with pypiserver(tmp_path, server_python) as (url, packages, _):
         done = cli("publish", release_dir, "--repository", url)
         assert list(packages.iterdir()) == []
     assert done.code == 2

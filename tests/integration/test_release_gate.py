@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.manifest.build_manifest import read_from_wheel
+from builder.pipeline.build_manifest import read_from_wheel
 from builder.pipeline import sbom
 from builder.pipeline.release import sbom_of
 from tests.standins import compile_library

@@ -12,8 +12,8 @@ from builder.pipeline.wheel import abi_partners, wheel_inputs
 from builder.preflight import PreflightReport
 from builder.providers.probe import ProviderResult
 from tests.planning import CUDA, LAYOUT, ROOT, host, plan_for
-from wheels.assemble import pinned
 from wheels.audit.abi_partners import abi_range, one_abi
+from wheels.distinfo import pinned
 from wheels.naming import partner_local, vendor_of_local, with_local
 
 

@@ -12,8 +12,8 @@ from types import ModuleType
 
 import pytest
 
-from builder.checks.runtime import COLUMNS, CheckResult, case_rows, table, table_html
-from builder.engine.html_report import check_section
+from builder.checks.runtime import COLUMNS, CheckResult, case_rows, table
+from builder.engine.html_report import check_section, table_html
 from tests.conftest import ROOT
 
 CHECKS = ROOT / "components" / "checks"
@@ -123,10 +123,10 @@ def test_the_html_table_escapes_its_cells_and_the_report_shows_it_only_with_rows
         ok=True, script=Path("n.py"), output=OUTPUT, seconds=1.0, returncode=0
     ).row_dicts()
     rows[0]["got"] = "<b>"
-    cells = table_html(rows)
+    cells = table_html(rows, COLUMNS)
     assert cells.count("<tr>") == 1 + 3 and "&lt;b&gt;" in cells
     assert all(f"<th>{c}</th>" in cells for c in COLUMNS)
-    report = {"release": {"stages": {"check": {"ran": True, "rows": rows}}}}
+    report = {"release": {"stages": {"check": {"ran": True, "rows": rows, "columns": COLUMNS}}}}
     assert "<section id='check'><h2>Check</h2><table>" in check_section(report)
     assert check_section({"release": {"stages": {"check": {"ran": False}}}}) == ""
     assert check_section({}) == ""
