@@ -6,7 +6,10 @@
 # symbol table and its device code: two builds of one source in two directories differ. This
 # runs the command with the source (the argument after -c) named as the prefix maps name it,
 # /infini-stack/src/<component>/..., through cudafe++'s --orig_src_path_name and
-# --orig_src_file_name. A source under no map is compiled as it is.
+# --orig_src_file_name. A translation unit with no external definition of its own to anchor such
+# a name to (only explicit instantiations, say) gets one drawn from cudafe++'s process id, as
+# GCC's without -frandom-seed; cudafe++ takes the same option, and the mapped name is the seed.
+# A source under no map is compiled as it is.
 maps=""
 while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do
   maps="$maps
@@ -37,4 +40,5 @@ fi
 if [ -z "$named" ]; then
   exec "$@"
 fi
-exec "$@" -Xcudafe "--orig_src_path_name=$named" -Xcudafe "--orig_src_file_name=$named"
+exec "$@" -Xcudafe "--orig_src_path_name=$named" -Xcudafe "--orig_src_file_name=$named" \
+  -Xcudafe "--frandom-seed=$named"

@@ -227,10 +227,22 @@ __global__ void bump(int* out) { out[0] = ++counter; }
 }  // namespace
 extern "C" void launch(int* out) { bump<<<1, 1>>>(out); }
 """
+# A translation unit with no external definition of its own, only an explicit instantiation (as
+# InfiniOps' generated operator_call_instantiations_*.cc): cudafe++ has no name to anchor its
+# anonymous namespaces to (libcu++'s cuda::std::ignore) and draws one from its process id.
+UNANCHORED_INSTANTIATION = """\
+#include <cuda/std/tuple>
+template <class T> int first(T t) {
+  int a;
+  cuda::std::tie(a, cuda::std::ignore) = cuda::std::make_tuple(1, t);
+  return a;
+}
+template int first<int>(int);
+"""
 CUDA_PROJECT = """\
 cmake_minimum_required(VERSION 3.18)
 project(anon LANGUAGES CXX CUDA)
-add_library(anon SHARED anon.cu)
+add_library(anon SHARED anon.cu inst.cu)
 install(TARGETS anon LIBRARY DESTINATION lib)
 """
 
@@ -243,9 +255,18 @@ def test_nvcc_builds_of_one_pin_in_two_homes_are_byte_identical(
 ) -> None:
     """A git pin is checked out into each home's own source tree, and cudafe++ names anonymous
     namespaces after the source's absolute path: without the source named as the prefix maps
-    name it, the two libraries' symbol tables and device code differ."""
+    name it, the two libraries' symbol tables and device code differ. A translation unit with no
+    name of its own to anchor them to gets a name drawn from cudafe++'s process id unless the
+    launcher gives it a seed."""
     repo = tmp_path / "anon"
-    sha = init_repo(repo, {"CMakeLists.txt": CUDA_PROJECT, "anon.cu": ANONYMOUS_KERNEL})
+    sha = init_repo(
+        repo,
+        {
+            "CMakeLists.txt": CUDA_PROJECT,
+            "anon.cu": ANONYMOUS_KERNEL,
+            "inst.cu": UNANCHORED_INSTANTIATION,
+        },
+    )
     stack = tmp_path / "s" / "stack.yaml"
     (stack.parent / "components").mkdir(parents=True)
     stack.write_text(
@@ -265,5 +286,6 @@ def test_nvcc_builds_of_one_pin_in_two_homes_are_byte_identical(
         (library,) = (tmp_path / home / "store").glob("*/prefix/lib/libanon.so")
         libraries.append(library.read_bytes())
     assert b"_GLOBAL__N__" in libraries[0]  # an anonymous namespace's name is in there
+    assert b"_7_inst_cu_" in libraries[0]  # and the unanchored one's
     assert section_bytes(libraries[0], ".nv_fatbin")
     assert libraries[0] == libraries[1], elf_difference(*libraries)
