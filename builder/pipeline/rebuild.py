@@ -25,6 +25,7 @@ import dataclasses
 import json
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import time
@@ -80,11 +81,12 @@ class Rebuild:
                 f"the second build of --verify failed: {result['error']}\n" + _tail(self.log),
                 hint=f"its log: {self.log}",
             )
-            error.exit_code = int(result.get("exit_code", BuildError.exit_code))
+            error.exit_code = int(str(result.get("exit_code", BuildError.exit_code)))
             raise error
         keep_in.mkdir(parents=True, exist_ok=True)
-        second = keep_in / Path(result["wheel"]).name
-        second.write_bytes(Path(result["wheel"]).read_bytes())
+        made = Path(str(result["wheel"]))
+        second = keep_in / made.name
+        shutil.copyfile(made, second)
         difference = first_difference(first, second)
         if difference is not None:
             raise ReproducibilityError(

@@ -33,11 +33,10 @@ from builder.pipeline.context import Context, open_context, plan_for, require_pr
 from builder.pipeline.requests import PlanRequest, ReleaseRequest
 from builder.pipeline.wheel import (
     assemble,
-    epoch_once,
-    inputs_maker,
     pending_dir,
     record_wheels,
     repair_and_audit,
+    second_build,
     verify_rebuild,
     wheel_selection,
     with_max_size,
@@ -45,6 +44,7 @@ from builder.pipeline.wheel import (
 
 if TYPE_CHECKING:
     from builder.checks.requirements import Unmet
+    from builder.checks.runtime import Device
     from builder.engine.report import RunReport
     from builder.plan import Plan
 
@@ -133,9 +133,9 @@ def run_release(request: ReleaseRequest) -> Path:
     staging: Path | None = None
     work: Path | None = None
     try:
-        epoch = epoch_once(gate.ctx, plan_for(gate.ctx, selection))
-        inputs_for = inputs_maker(epoch)
-        with rebuild.beside(gate.ctx, selection, inputs_for, enabled=request.verify) as early:
+        planned = plan_for(gate.ctx, selection)
+        epoch, early_rebuild = second_build(gate.ctx, selection, planned, verify=request.verify)
+        with early_rebuild as early:
             plan, build_report = gate.build(selection)
             with pending_dir(gate.ctx) as work, staged_output(out) as staging:
                 try:
@@ -170,6 +170,7 @@ class Gate:
         self.stage = "preflight"  # the stage under way: the one a failure names
         self.run: RunReport | None = None
         self.kept: Path | None = None
+        self._device: Device | None = None
 
     def done(self, step: str, **data: Any) -> None:
         now = time.monotonic()
@@ -223,13 +224,20 @@ class Gate:
 
     def check_skipped(self) -> str | None:
         """Why the runtime check will not run on this host, or None when it will."""
+        if self.ctx.stack.vendors[self.ctx.vendor].check is None:
+            return f"no check declared in vendors.{self.ctx.vendor}.check"
+        device = self.device()
+        return None if device.present else device.what
+
+    def device(self) -> Device:
+        """The vendor's device on this host, by its listing command (nvidia-smi -L, ...), run
+        once per release."""
         from builder.checks.runtime import find_device
         from builder.vendors import get as get_vendor
 
-        if self.ctx.stack.vendors[self.ctx.vendor].check is None:
-            return f"no check declared in vendors.{self.ctx.vendor}.check"
-        device = find_device(get_vendor(self.ctx.vendor))
-        return None if device.present else device.what
+        if self._device is None:
+            self._device = find_device(get_vendor(self.ctx.vendor))
+        return self._device
 
     def build(self, selection: PlanRequest) -> tuple[Plan, RunReport]:
         self.begin("build")
@@ -324,9 +332,8 @@ class Gate:
 
     def check(self, wheel: Path, staging: Path) -> None:
         """The vendor's runtime check where its device is present; never a silent pass."""
-        from builder.checks.runtime import COLUMNS, find_device, run_check
+        from builder.checks.runtime import COLUMNS, run_check
         from builder.pipeline.check import failed
-        from builder.vendors import get as get_vendor
 
         self.begin("check")
         config = self.ctx.stack.vendors[self.ctx.vendor]
@@ -338,7 +345,7 @@ class Gate:
             self.done("check", ran=False, reason=why)
             return
         assert config.check is not None
-        device = find_device(get_vendor(self.ctx.vendor))
+        device = self.device()
         result = run_check(wheel, self.ctx.vendor, config.check, self.ctx.host.python)
         (staging / CHECK_LOG).write_text(result.log(), encoding="utf-8")
         print(result.render(), file=sys.stderr)

@@ -36,6 +36,7 @@ from builder.plan import Plan
 
 if TYPE_CHECKING:
     from builder.engine.report import RunReport
+    from builder.pipeline.rebuild import Rebuild
 from builder.vendors import get as get_vendor
 from wheels.assemble import (
     WheelInputs,
@@ -50,15 +51,14 @@ from wheels.policy import DistLib, load_vendor_policy
 def run_wheel(request: WheelRequest) -> list[Path]:
     """Build, assemble, audit (verify, repair), then write the wheel to ``request.out``; with
     a variant, its variant wheel and the release's variants.json too. Returns what it wrote."""
-    from builder.pipeline import rebuild, variant
+    from builder.pipeline import variant
 
     ctx = with_max_size(open_context(request.build.stack, wheel=True), request.max_size)
     selection = wheel_selection(ctx, request.build.plan)
     require_preflight(ctx, selection.components, wheel=True)
     plan = plan_for(ctx, selection)
     launcher = launcher_for(request.build.launcher)
-    epoch = epoch_once(ctx, plan)
-    early_rebuild = rebuild.beside(ctx, selection, inputs_maker(epoch), enabled=request.verify)
+    epoch, early_rebuild = second_build(ctx, selection, plan, verify=request.verify)
     with early_rebuild as early, pending_dir(ctx) as work:
         report = build_plan(
             ctx, plan, launcher=launcher, command="wheel", cache=request.build.cache
@@ -82,13 +82,24 @@ def run_wheel(request: WheelRequest) -> list[Path]:
     return [*paths, *([index] if index else [])]
 
 
+def second_build(
+    ctx: Context, selection: PlanRequest, plan: Plan, *, verify: bool
+) -> tuple[Callable[[], int], contextlib.AbstractContextManager[Rebuild | None]]:
+    """The wheels' epoch (read once, shared by both builds of ``--verify``) and the block in
+    which ``--verify``'s second build runs beside the first (:func:`rebuild.beside`)."""
+    from builder.pipeline import rebuild
+
+    epoch = epoch_once(ctx, plan)
+    return epoch, rebuild.beside(ctx, selection, _inputs_maker(epoch), enabled=verify)
+
+
 def epoch_once(ctx: Context, plan: Plan) -> Callable[[], int]:
     """:func:`epoch_for`, read once and then remembered: both wheels of ``--verify`` take the
     same epoch whenever each asks for it (before or after the first build)."""
     return functools.cache(lambda: epoch_for(ctx, plan))
 
 
-def inputs_maker(epoch: Callable[[], int]) -> Callable[[Context, Plan], WheelInputs]:
+def _inputs_maker(epoch: Callable[[], int]) -> Callable[[Context, Plan], WheelInputs]:
     """How ``--verify``'s second build (beside the first) makes its wheel's inputs: as the
     first does, with the first's epoch (the fresh home's sources are the same commits)."""
 

@@ -27,14 +27,14 @@ status 0 only when every required check passed.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import children  # beside this script
+from children import FAILED, GAPS, emit
 
 CHILD_TIMEOUT = 300.0
 # The operators with a CPU implementation, each with its tolerance against torch (float32).
@@ -53,49 +53,16 @@ NEEDED_ELSEWHERE = ("embedding", "random_sample")
 VOCAB = 256
 PROMPT_IDS = [5, 17, 42, 99, 7, 123, 64, 200]
 NEW_TOKENS = 8
-FAILED: list[str] = []
-GAPS: list[str] = []
-
-
-def emit(check: str, ok: bool, *, gap: str | None = None, **info: Any) -> None:
-    """One check's line; a failure counts unless ``gap`` names it as a known gap."""
-    if not ok:
-        (GAPS if gap else FAILED).append(check)
-    extra = {"required": False, "gap": gap} if gap and not ok else {}
-    print(json.dumps({"check": check, "ok": ok, **extra, **info}, default=str), flush=True)
 
 
 def run_child(mode: str, spec: dict[str, Any]) -> dict[str, Any]:
-    """``python THIS --child MODE SPEC``: its last RESULT line, or how it died."""
-    argv = [sys.executable, str(Path(__file__).resolve()), "--child", mode, json.dumps(spec)]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
-    try:
-        done = subprocess.run(
-            argv, capture_output=True, text=True, timeout=CHILD_TIMEOUT, env=env, check=False
-        )
-    except subprocess.TimeoutExpired:
-        return {"outcome": f"timed out after {CHILD_TIMEOUT:g}s"}
-    results = [json.loads(x[7:]) for x in done.stdout.splitlines() if x.startswith("RESULT ")]
-    if done.returncode < 0:
-        outcome = f"killed by {signal.Signals(-done.returncode).name}"
-    else:
-        outcome = "ok" if done.returncode == 0 else f"exit status {done.returncode}"
-    out = {"outcome": outcome, **(results[-1] if results else {})}
-    if outcome != "ok" or "exception" in out:
-        out["stderr_tail"] = done.stderr[-800:]
-    return out
+    """``python THIS --child MODE SPEC`` (:func:`children.run_child`)."""
+    return children.run_child(str(Path(__file__).resolve()), mode, spec, timeout=CHILD_TIMEOUT)
 
 
 def child(mode: str, spec: dict[str, Any]) -> int:
-    def result(data: dict[str, Any]) -> None:
-        print("RESULT " + json.dumps(data, default=str), flush=True)
-
-    try:
-        {"import": child_import, "op": child_op, "llm": child_llm}[mode](spec, result)
-    except BaseException as exc:  # everything is reported: the parent decides
-        result({"exception": type(exc).__name__, "message": str(exc)[:800]})
-        return 3
-    return 0
+    modes = {"import": child_import, "op": child_op, "llm": child_llm}
+    return children.serve(modes, mode, spec)
 
 
 def child_import(spec: dict[str, Any], result: Callable[[dict[str, Any]], None]) -> None:

@@ -60,8 +60,6 @@ import gc
 import json
 import math
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -69,7 +67,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import goodness  # beside this script
+import children  # beside this script
+import goodness
+from children import FAILED, GAPS, NOT_RUN, emit, not_run
 
 SUPPORTED = (("static", "default"), ("static", "static-attn"), ("paged", "paged-attn"))
 REJECTED = (("static", "flash-attn"), ("paged", "flash-attn"), ("paged", "flashinfer"))
@@ -99,24 +99,10 @@ GRAPH_CAPTURED = "Using InfiniRT C++ graph runtime API"
 GRAPH_FAILURES = ("device graph", "Falling back to eager", "using eager decode")
 LOGIT_SLACK = 0.05  # fp16 kernels on both sides: a rank decided by less than this is a tie
 PROB_SLACK = 0.02  # the same, for the nucleus' cumulative probability
-FAILED: list[str] = []
-GAPS: list[str] = []  # reported, not required: what is known not to run yet (none now)
-NOT_RUN: list[str] = []  # cases this host cannot run (tp2 on one GPU): never a pass
-
-
-def emit(check: str, ok: bool, *, gap: str | None = None, **info: Any) -> None:
-    """One check's line; a failure counts unless ``gap`` names it as a known gap."""
-    if not ok:
-        (GAPS if gap else FAILED).append(check)
-    extra = {"required": False, "gap": gap} if gap and not ok else {}
-    print(json.dumps({"check": check, "ok": ok, **extra, **info}, default=str), flush=True)
-
-
-def not_run(check: str, why: str) -> None:
-    """A case this host cannot run: its plain line, and a JSON line that is no pass."""
-    NOT_RUN.append(check)
-    print(f"{check}: not run ({why})", flush=True)
-    print(json.dumps({"check": check, "ok": False, "required": False, "not_run": why}), flush=True)
+CHILD_ENV = {
+    "NCCL_NVLS_ENABLE": "0",
+    "INFINICORE_LOG_LEVEL": "info",  # the graph runtime's messages are at info
+}
 
 
 def forced_argmax() -> bool:
@@ -127,35 +113,17 @@ def forced_argmax() -> bool:
 
 
 def run_child(mode: str, spec: dict[str, Any]) -> dict[str, Any]:
-    """``python THIS --child MODE SPEC``: its last RESULT line, or how it died."""
-    argv = [sys.executable, str(Path(__file__).resolve()), "--child", mode, json.dumps(spec)]
-    env = {
-        **os.environ,
-        "PYTHONUNBUFFERED": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-        "NCCL_NVLS_ENABLE": "0",
-        "INFINICORE_LOG_LEVEL": "info",  # the graph runtime's messages are at info
-    }
-    start = time.monotonic()
-    try:
-        done = subprocess.run(
-            argv, capture_output=True, text=True, timeout=CHILD_TIMEOUT, env=env, check=False
-        )
-    except subprocess.TimeoutExpired:
-        return {"outcome": f"timed out after {CHILD_TIMEOUT:g}s"}
-    lines = done.stdout.splitlines()
-    results = [json.loads(line[7:]) for line in lines if line.startswith("RESULT ")]
-    if done.returncode < 0:
-        outcome = f"killed by {signal.Signals(-done.returncode).name}"
-    else:
-        outcome = "ok" if done.returncode == 0 else f"exit status {done.returncode}"
-    out = {"outcome": outcome, **(results[-1] if results else {})}
-    out["seconds"] = round(time.monotonic() - start, 1)
-    if spec.get("graph"):
-        out["graph_log"] = graph_log(done.stdout + "\n" + done.stderr)
-    if outcome != "ok":
-        out["stderr_tail"] = done.stderr[-1500:]
-    return out
+    """``python THIS --child MODE SPEC`` (:func:`children.run_child`); for a graph case, with
+    what infinicore logged about device graphs."""
+    return children.run_child(
+        str(Path(__file__).resolve()),
+        mode,
+        spec,
+        timeout=CHILD_TIMEOUT,
+        env=CHILD_ENV,
+        tail=1500,
+        annotate=(lambda output: {"graph_log": graph_log(output)}) if spec.get("graph") else None,
+    )
 
 
 def graph_log(text: str) -> dict[str, Any]:
@@ -166,22 +134,14 @@ def graph_log(text: str) -> dict[str, Any]:
 
 
 def child(mode: str, spec: dict[str, Any]) -> int:
-    def result(data: dict[str, Any]) -> None:
-        print("RESULT " + json.dumps(data, default=str), flush=True)
-
-    try:
-        modes = {
-            "import": child_import,
-            "ops": child_ops,
-            "llm": child_llm,
-            "draws": child_draws,
-            "seed": child_seed,
-        }
-        modes[mode](spec, result)
-    except BaseException as exc:  # everything is reported: the parent decides
-        result({"exception": type(exc).__name__, "message": str(exc)[:1500]})
-        return 3
-    return 0
+    modes = {
+        "import": child_import,
+        "ops": child_ops,
+        "llm": child_llm,
+        "draws": child_draws,
+        "seed": child_seed,
+    }
+    return children.serve(modes, mode, spec, tail=1500)
 
 
 def child_import(spec: dict[str, Any], result: Callable[[dict[str, Any]], None]) -> None:

@@ -81,15 +81,20 @@ def test_the_check_sees_the_packages_of_a_target_interpreter_that_is_itself_a_ve
     assert plain.returncode != 0
 
 
-def no_devices(vendor: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def no_devices(vendor: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """``vendor``'s device listing made a real program that finds none, so that a test of the
-    not-run path holds on a machine that has such a device too."""
+    not-run path holds on a machine that has such a device too. Returns the file it appends a
+    line to each time it runs."""
     from builder.vendors import REGISTRY
 
     lister = tmp_path / "list-devices"
-    lister.write_text("#!/bin/sh\necho 'No devices were found' >&2\nexit 6\n")
+    runs = tmp_path / "listings"
+    lister.write_text(
+        f"#!/bin/sh\necho run >> '{runs}'\necho 'No devices were found' >&2\nexit 6\n"
+    )
     lister.chmod(0o755)
     monkeypatch.setitem(REGISTRY, vendor, replace(REGISTRY[vendor], device_command=(str(lister),)))
+    return runs
 
 
 def test_check_of_a_vendor_without_its_device_here_says_so_and_exits_3(
@@ -117,10 +122,12 @@ def test_check_of_a_vendor_with_no_declared_check_is_a_usage_error(
 
 @pytest.mark.nvcc
 @pytest.mark.skipif(not HAVE_NVCC, reason="needs nvcc to build the nvidia mini stack")
-def test_release_without_the_vendors_device_prints_the_not_run_line(
+def test_release_without_the_vendors_device_prints_the_not_run_line_and_lists_devices_once(
     home: Path, mini: Path, tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
-    no_devices("nvidia", tmp_path, monkeypatch)
+    """Preflight asks whether the check will run, and the check stage again: the device is
+    listed once for both."""
+    listings = no_devices("nvidia", tmp_path, monkeypatch)
     out = tmp_path / "release"
     result = cli("release", "--manifest", mini, "--vendor", "nvidia", "--no-verify", "-o", out)
     assert result.code == 0, result.err
@@ -128,6 +135,7 @@ def test_release_without_the_vendors_device_prints_the_not_run_line(
     report = json.loads((out / "release-report.json").read_text())
     assert report["steps"]["check"]["ran"] is False
     assert not (out / "check.log").exists()
+    assert listings.read_text().splitlines() == ["run"]
 
 
 def test_release_strict_refuses_when_the_check_cannot_run(
