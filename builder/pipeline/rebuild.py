@@ -72,7 +72,7 @@ class Rebuild:
     def finish(self, first: Path, keep_in: Path) -> Path:
         """Wait for the child; the second wheel (copied into ``keep_in``), compared with
         ``first`` (raises ReproducibilityError when they differ)."""
-        from builder.pipeline.reproduce import ReproducibilityError, first_difference
+        from builder.pipeline.reproduce import require_identical
 
         self.process.wait()
         result = self._result()
@@ -87,14 +87,7 @@ class Rebuild:
         made = Path(str(result["wheel"]))
         second = keep_in / made.name
         shutil.copyfile(made, second)
-        difference = first_difference(first, second)
-        if difference is not None:
-            raise ReproducibilityError(
-                f"{first.name} is not reproducible: two builds from the same inputs differ: "
-                f"{difference}",
-                hint="something in the build depends on the time, the path or the machine "
-                "(timestamps, random values, absolute paths)",
-            )
+        require_identical(first, second)
         print(
             f"verify: {first.name}: two builds are byte-identical (the second, built beside "
             f"the first, took {result['seconds']:.1f}s)",

@@ -34,28 +34,55 @@ class ReproducibilityError(StackError):
     exit_code = EXIT_AUDIT
 
 
-def first_difference(a: Path, b: Path) -> str | None:
-    """None when the two wheels are byte-identical, else which member differs first, and how."""
+BUILD_HINT = (
+    "something in the build depends on the time, the path or the machine "
+    "(timestamps, random values, absolute paths)"
+)
+_MEMBERS = 8  # differing members named in the error (the rest counted)
+
+
+def require_identical(first: Path, second: Path, *, hint: str = BUILD_HINT) -> None:
+    """Raise ReproducibilityError naming every member in which the two wheels differ (the
+    first :data:`_MEMBERS` of them, and how) unless they are the same bytes."""
+    found = differences(first, second)
+    if not found:
+        return
+    shown = found[:_MEMBERS]
+    more = f"\n  and {len(found) - len(shown)} more" if len(found) > len(shown) else ""
+    members = "member" if len(found) == 1 else "members"
+    raise ReproducibilityError(
+        f"{first.name} is not reproducible: two builds from the same inputs differ in "
+        f"{len(found)} {members}:\n  " + "\n  ".join(shown) + more,
+        hint=hint,
+    )
+
+
+def differences(a: Path, b: Path) -> list[str]:
+    """Nothing when the two wheels are byte-identical; else each member that differs and how
+    (contents, with the ELF sections and symbols; zip attributes; presence; order)."""
     if a.read_bytes() == b.read_bytes():
-        return None
+        return []
     with zipfile.ZipFile(a) as za, zipfile.ZipFile(b) as zb:
-        left, right = za.infolist(), zb.infolist()
-        for i, (x, y) in enumerate(zip(left, right, strict=False)):
-            if x.filename != y.filename:
-                return (
-                    f"member {i + 1}: {x.filename} in the first wheel, {y.filename} in the second"
-                )
-            if za.read(x) != zb.read(y):
-                return f"{x.filename}: contents differ ({_content_note(za.read(x), zb.read(y))})"
+        left = {info.filename: info for info in za.infolist()}
+        right = {info.filename: info for info in zb.infolist()}
+        found = [f"{name}: only in the first wheel" for name in left if name not in right]
+        found += [f"{name}: only in the second wheel" for name in right if name not in left]
+        common = [name for name in left if name in right]
+        if common != [name for name in right if name in left]:
+            found.append("the members are in another order")
+        for name in common:
+            x, y = left[name], right[name]
+            data_x, data_y = za.read(x), zb.read(y)
+            if data_x != data_y:
+                found.append(f"{name}: contents differ ({_content_note(data_x, data_y)})")
+                continue
             for attr in ("date_time", "external_attr", "compress_type", "create_system"):
                 if getattr(x, attr) != getattr(y, attr):
-                    return (
-                        f"{x.filename}: {attr} differs ({getattr(x, attr)} vs {getattr(y, attr)})"
+                    found.append(
+                        f"{name}: {attr} differs ({getattr(x, attr)} vs {getattr(y, attr)})"
                     )
-        if len(left) != len(right):
-            longer, which = (left, "first") if len(left) > len(right) else (right, "second")
-            return f"{longer[min(len(left), len(right))].filename}: only in the {which} wheel"
-    return "the zip archives differ outside their members (headers or comments)"
+                    break
+    return found or ["the zip archives differ outside their members (headers or comments)"]
 
 
 def _content_note(x: bytes, y: bytes) -> str:

@@ -98,16 +98,14 @@ def verify(ctx: Context, plan: Plan, first: Built, second_wheel: Built, work: Pa
     """The variant of the second, fresh build's wheel must be the same bytes as the first's."""
     import sys
 
-    from builder.pipeline.reproduce import ReproducibilityError, first_difference
+    from builder.pipeline.reproduce import require_identical
 
     again = variant_of(ctx, plan, second_wheel, work / "variant-again")
-    difference = first_difference(first.path, again.path)
-    if difference is not None:
-        raise ReproducibilityError(
-            f"{first.path.name} is not reproducible: two builds from the same inputs differ: "
-            f"{difference}",
-            hint="the variant metadata depends on something besides what was built",
-        )
+    require_identical(
+        first.path,
+        again.path,
+        hint="the variant metadata depends on something besides what was built",
+    )
     print(f"verify: {first.path.name}: two builds are byte-identical", file=sys.stderr)
 
 

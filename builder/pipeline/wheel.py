@@ -237,12 +237,7 @@ def verify_rebuild(
 ) -> Path:
     """Build stack and wheel again under a fresh home; raise unless the wheels are identical."""
     from builder.engine.store import Store
-    from builder.pipeline.reproduce import (
-        ReproducibilityError,
-        built_under,
-        first_difference,
-        fresh_layout,
-    )
+    from builder.pipeline.reproduce import built_under, fresh_layout, require_identical
 
     spec = ctx.stack.wheel
     assert spec is not None
@@ -259,14 +254,7 @@ def verify_rebuild(
         build_plan(again, fresh, launcher=None, command="wheel-verify")
         inputs = wheel_inputs(again, fresh, built.inputs.epoch)
         second = build_wheel(inputs, work, sbom_finisher(fresh, inputs))
-        difference = first_difference(built.path, second)
-    if difference is not None:
-        raise ReproducibilityError(
-            f"{built.path.name} is not reproducible: two builds from the same inputs differ: "
-            f"{difference}",
-            hint="something in the build depends on the time, the path or the machine "
-            "(timestamps, random values, absolute paths)",
-        )
+    require_identical(built.path, second)
     print(f"verify: {built.path.name}: two builds are byte-identical", file=sys.stderr)
     return second
 
