@@ -7,7 +7,10 @@ own while the first one builds. The two are still independent builds from the sa
 child gets its own home and store (paths as long as the first build's), its own build
 directories and source checkouts, and no compiler launcher; only the git caches are shared, as
 the sequential proof shares them. Much of a stack's build is serial (CMake's configure, code
-generators, the final links), so the two overlap well even on a loaded machine.
+generators, the final links), so the two overlap well even on a loaded machine. The child runs
+at a lower CPU priority (``NICE``): the first build, which the smoke test and the runtime check
+wait for, gets the cores it can use, and the second takes the rest, then all of them while the
+wheel is checked (a release proves reproducibility after its check).
 
 When the wheel's component is already in the store, the first build costs nothing and the proof
 runs after it, as :func:`builder.pipeline.wheel.verify_rebuild` does (its store record says which
@@ -45,6 +48,7 @@ JOB = "job.pickle"
 RESULT = "result.json"
 LOG = "verify.log"
 TAIL = 40  # lines of the child's log a failure shows
+NICE = 10  # the second build's CPU priority below the first's (os.nice increment)
 # INFINI_STACK_VERIFY=after: the second build runs after the first, as on a warm store
 # (benchmarks/verify_overlap.py times the two orders against each other).
 ORDER_VAR = "INFINI_STACK_VERIFY"
@@ -186,6 +190,8 @@ def main(argv: list[str]) -> int:
     from builder.pipeline.built import sbom_finisher
     from wheels.assemble import build_wheel
 
+    with contextlib.suppress(OSError):
+        os.nice(NICE)  # inherited by CMake, Ninja and the compilers
     path = Path(argv[0])
     job: Job = pickle.loads(path.read_bytes())
     result = path.parent / RESULT

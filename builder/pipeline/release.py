@@ -1,7 +1,9 @@
-"""The release gate: preflight, build, a reproducible wheel, its audit, the import smoke test,
-the vendor's runtime check (where its device is present; ``check: not run (...)`` otherwise),
-the SBOM, then the release directory (the wheel, its SBOM, the check's output, SHA256SUMS and
-the reports).
+"""The release gate: preflight, build, the wheel and its audit, the import smoke test, the
+vendor's runtime check (where its device is present; ``check: not run (...)`` otherwise), the
+proof that a second build gives the same bytes, the SBOM, then the release directory (the wheel,
+its SBOM, the check's output, SHA256SUMS and the reports). The proof comes after the check: a
+second build started beside a cold first one (at a lower CPU priority) runs on while the wheel
+is smoke-tested and checked.
 
 Everything is assembled in a temporary directory beside the output and renamed into place at the
 end: when any step fails, nothing is written to the output directory, and what the run made (its
@@ -119,9 +121,9 @@ class ReleaseReport:
 
 
 def run_release(request: ReleaseRequest) -> Path:
-    """Preflight, build, wheel (verified reproducible), audit, smoke, the runtime check, the
-    variant wheel (when asked), SBOM, SHA256SUMS -> the request's output directory, written
-    whole at the end or not at all."""
+    """Preflight, build, wheel (audited), smoke, the runtime check, the proof that a second
+    build gives the same wheel, the variant wheel (when asked), SBOM, SHA256SUMS -> the
+    request's output directory, written whole at the end or not at all."""
     from builder.pipeline import sbom
 
     out = request.output
@@ -139,9 +141,11 @@ def run_release(request: ReleaseRequest) -> Path:
             plan, build_report = gate.build(selection)
             with pending_dir(gate.ctx) as work, staged_output(out) as staging:
                 try:
-                    built = gate.package(selection, plan, work, early, epoch())
+                    first = gate.package(plan, work, epoch())
+                    built = gate.repair(plan, first, work)
                     gate.smoke(built.path)
                     gate.check(built.path, staging)
+                    gate.verify(selection, plan, first, work, early)
                     made = gate.variant(plan, built, work)
                     gate.write(built.path, build_report, staging, variant=made)
                 except StackError as exc:
@@ -249,31 +253,41 @@ class Gate:
         self.done("build", ok=True, components={c.name: c.status for c in built.components})
         return plan, built
 
-    def package(
-        self,
-        selection: PlanRequest,
-        plan: Plan,
-        work: Path,
-        early: rebuild.Rebuild | None,
-        epoch: int,
-    ) -> Built:
-        """The wheel, audited; built twice and compared (the second build beside the first
-        when it was cold, both with ``epoch``); repaired and audited again if asked."""
+    def package(self, plan: Plan, work: Path, epoch: int) -> Built:
+        """The wheel, with ``epoch`` (the second build's too), audited."""
         self.begin("wheel")
         built = assemble(self.ctx, plan, work / "first", epoch=epoch)
         self.done("wheel", ok=True, wheel=built.path.name, epoch=epoch, audit="passed")
-        if self.request.verify:
-            self.begin("verify")
-            if early is not None:
-                early.finish(built.path, work / "second")
-            else:
-                verify_rebuild(self.ctx, selection, plan, built, work / "second")
-            self.done("verify", ok=True, identical=True, beside=early is not None)
-        if self.request.repair:
-            self.begin("repair")
-            built = repair_and_audit(self.ctx, plan, built, work / "repaired")
-            self.done("repair", ok=True, wheel=built.path.name, audit="passed")
         return built
+
+    def repair(self, plan: Plan, built: Built, work: Path) -> Built:
+        """The wheel repaired and audited again, when asked; else ``built``."""
+        if not self.request.repair:
+            return built
+        self.begin("repair")
+        repaired = repair_and_audit(self.ctx, plan, built, work / "repaired")
+        self.done("repair", ok=True, wheel=repaired.path.name, audit="passed")
+        return repaired
+
+    def verify(
+        self,
+        selection: PlanRequest,
+        plan: Plan,
+        first: Built,
+        work: Path,
+        early: rebuild.Rebuild | None,
+    ) -> None:
+        """The first wheel built again and compared. After the check: a second build started
+        beside the first (cold) has run on through the smoke test and the check, at a lower
+        priority; otherwise it is built now."""
+        if not self.request.verify:
+            return
+        self.begin("verify")
+        if early is not None:
+            early.finish(first.path, work / "second")
+        else:
+            verify_rebuild(self.ctx, selection, plan, first, work / "second")
+        self.done("verify", ok=True, identical=True, beside=early is not None)
 
     def record(self, run: RunReport) -> None:
         """The release's stages in the run report (``report`` and ``report --trace`` show

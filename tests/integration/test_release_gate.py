@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from builder.pipeline.build_manifest import read_from_wheel
 from builder.pipeline import sbom
+from builder.pipeline.build_manifest import read_from_wheel
 from builder.pipeline.release import sbom_of
 from tests.standins import compile_library
 
@@ -66,9 +66,9 @@ def test_release_writes_the_wheel_its_sbom_sha256sums_and_the_run_reports(
         "preflight",
         "build",
         "wheel",
-        "verify",
         "smoke",
         "check",
+        "verify",
         "sbom",
     ]
     assert report["steps"]["smoke"]["complete"] is True
@@ -104,6 +104,31 @@ def test_release_writes_the_wheel_its_sbom_sha256sums_and_the_run_reports(
             (shared_home / "store" / component["key"][:32] / "record.json").read_text()
         )
         assert versions[name] == "sha256:" + record["source_id"].removeprefix("path:")
+
+
+def test_a_cold_release_checks_the_wheel_while_its_second_build_runs_then_proves_it(
+    home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    """Cold, the second build starts beside the first; the proof is the stage after the check,
+    so the smoke test and the check do not wait for the second build."""
+    out = tmp_path / "release"
+    result = cli("release", "--manifest", mini, "--vendor", "cpu", "-o", out)
+    assert result.code == 0, result.err
+    assert "beside the first build" in result.err
+    report = json.loads((out / "release-report.json").read_text())
+    stages = list(report["steps"])
+    assert stages.index("check") < stages.index("verify") < stages.index("sbom")
+    assert report["steps"]["verify"] == {
+        **report["steps"]["verify"],
+        "ok": True,
+        "identical": True,
+        "beside": True,
+    }
+    began = {name: step["at"] for name, step in report["steps"].items()}
+    assert began["wheel"] <= began["smoke"] <= began["check"] <= began["verify"]
 
 
 def test_release_leaves_the_output_directory_empty_when_the_audit_fails(
