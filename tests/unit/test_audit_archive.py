@@ -241,30 +241,31 @@ def test_big_member_read_from_saved_inflater_states_equals_reading_it_whole(
     assert to_json([pieces])["wheels"][0]["elfs"][0]["exports"] == read_elf(data).export_count
 
 
-def test_big_member_mapped_from_the_wheel_equals_reading_it(
+def test_big_member_read_in_steps_from_the_wheel_equals_reading_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from wheels.audit import pool, raw
+    from wheels.audit import members, pool, raw
 
     wheel, _ = libstdcxx_wheel(tmp_path)
     read = audit_wheel(wheel, CPU)
-    mapped_calls: list[int] = []
-    real_mapped = raw._mapped
+    opened: list[int] = []
 
-    def spy(fd: int, start: int, size: int) -> memoryview:
-        mapped_calls.append(size)
-        return real_mapped(fd, start, size)
+    class Spy(raw.RawFile):
+        def __init__(self, fd: int, start: int, size: int) -> None:
+            opened.append(size)
+            super().__init__(fd, start, size)
 
     monkeypatch.setattr(pool, "BATCH_BYTES", 1)  # each member alone, as a big one is
-    monkeypatch.setattr(raw, "STREAM_READ_ABOVE", 1)  # a big member: mapped, kept whole
-    monkeypatch.setattr(raw, "_mapped", spy)
-    mapped = audit_wheel(wheel, CPU)
-    assert mapped_calls  # the library was mapped, not read
-    assert not mapped.violations and mapped.findings == read.findings
-    assert mapped.elfs == read.elfs
-    mapped_calls.clear()
-    filling = audit_wheel(wheel, CPU, cache_dir=tmp_path / "cache")  # the mapped bytes key it
-    assert mapped_calls and filling.elfs == read.elfs and filling.stats.cached_batches == 0
+    monkeypatch.setattr(raw, "STREAM_READ_ABOVE", 1)  # a big member: left in the wheel,
+    monkeypatch.setattr(members, "SPARSE_ABOVE", 1)  # streamed and kept where it is read
+    monkeypatch.setattr(raw, "RawFile", Spy)
+    stepped = audit_wheel(wheel, CPU)
+    assert opened  # the library was read in steps, not whole
+    assert not stepped.violations and stepped.findings == read.findings
+    assert stepped.elfs == read.elfs
+    opened.clear()
+    filling = audit_wheel(wheel, CPU, cache_dir=tmp_path / "cache")  # its steps key it
+    assert opened and filling.elfs == read.elfs and filling.stats.cached_batches == 0
     again = audit_wheel(wheel, CPU, cache_dir=tmp_path / "cache")
     assert again.stats.cached_batches == again.stats.batches and again.elfs == read.elfs
 

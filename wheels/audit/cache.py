@@ -12,7 +12,7 @@ from pathlib import Path
 
 from wheels import devicecode
 from wheels.audit.members import MemberScan
-from wheels.audit.raw import Task
+from wheels.audit.raw import RawFile, Task
 from wheels.elf import from_record, to_record
 from wheels.record import record
 
@@ -27,13 +27,16 @@ class Cache:
 
     # hashlib and json are imported by the methods: an audit run without the cache (a cold
     # benchmark, ``--no-cache``) imports neither for a small wheel.
-    def key(self, batch: Sequence[Task], raws: Sequence[bytes | memoryview]) -> str:
+    def key(self, batch: Sequence[Task], raws: Sequence[bytes | memoryview | RawFile]) -> str:
         import hashlib
 
         h = hashlib.sha256(CACHE_VERSION.encode())
         for task, raw in zip(batch, raws, strict=True):
             h.update(f"\0{task.name}\0{task.method}\0{task.file_size}\0{task.algo}\0".encode())
-            h.update(hashlib.sha256(raw).digest())
+            raw_hash = hashlib.sha256()
+            for part in raw.steps() if isinstance(raw, RawFile) else (raw,):
+                raw_hash.update(part)
+            h.update(raw_hash.digest())
         return h.hexdigest()
 
     def get(self, key: str, batch: Sequence[Task]) -> list[MemberScan] | None:

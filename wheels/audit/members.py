@@ -25,7 +25,6 @@ from wheels.audit.inflate import (
     inflate_one_call,
     new_stream,
     stream_errors,
-    streams_fast,
 )
 from wheels.audit.raw import (
     ONE_SHOT_BELOW,
@@ -36,7 +35,7 @@ from wheels.audit.raw import (
     SizeMismatch,
     Task,
 )
-from wheels.audit.sparse import SPARSE_ABOVE, Keeper
+from wheels.audit.sparse import SPARSE_ABOVE, Keeper, Sparse, Spooled
 from wheels.elf import ELF_MAGIC, Chunks, ElfError, ElfInfo, looks_like_elf, read_elf
 from wheels.fatbin import DeviceCode
 from wheels.record import record, replace
@@ -141,7 +140,7 @@ def inflate(
         raise MemberError("encrypted member")
     if task.file_size > MAX_MEMBER:
         raise MemberError(f"states {task.file_size} bytes, more than this audit inflates")
-    sparse = hash_whole and _sparse(task) and not isinstance(raw, RawFile)
+    sparse = _sparse(task)  # (hashed now, whatever ``hash_whole`` asks: never kept whole)
     whole = None
     if not isinstance(raw, RawFile) and not sparse:
         whole = _inflate_whole(task, raw, path)
@@ -168,14 +167,9 @@ def _mismatch(found: int, stated: int) -> SizeMismatch:
 
 
 def _sparse(task: Task) -> bool:
-    """Is the member streamed and kept only where it is read (:mod:`wheels.audit.sparse`),
-    unless its hash is to wait? A big deflated one, when ISA-L is installed to stream it (see
-    wheels.audit.inflate)."""
-    return (
-        task.method == DEFLATED
-        and SPARSE_ABOVE <= task.file_size < SNAPSHOT_ABOVE
-        and streams_fast()
-    )
+    """Is the member streamed and kept only where it is read (:mod:`wheels.audit.sparse`), not
+    inflated whole into memory? A big deflated one (see also wheels.audit.inflate)."""
+    return task.method == DEFLATED and SPARSE_ABOVE <= task.file_size < SNAPSHOT_ABOVE
 
 
 def digest_of(task: Task, content: bytes | bytearray) -> str:
@@ -407,11 +401,12 @@ def _inflate_stream(
 
 
 def _again(task: Task, raw: Raw | RawFile) -> ByteSource:
-    """The whole content of a member kept sparse, for a read outside what was kept."""
-    fast = None if isinstance(raw, RawFile) else _inflate_fast(task, raw)
-    if fast is not None:
-        return Chunks([fast])
-    return _inflate_stream(task, raw, _Digest(task.algo, task.file_size, background=False))
+    """A member kept sparse, for a read outside what was kept: inflated again in steps into a
+    temporary file, never whole into memory."""
+    try:
+        return Spooled(p for p, _ in _steps(new_stream(copyable=False), raw, 0, task.file_size))
+    except stream_errors() as exc:  # (it inflated well once: only a wheel changed meanwhile)
+        raise MemberError(f"corrupt deflate data: {exc}") from None
 
 
 def _tap(code_too: bool) -> FatbinTap:
@@ -429,16 +424,8 @@ def _inflate_other(task: Task, path: Path) -> bytes:
             info = zf.infolist()[task.index]
             with zf.open(info) as member:
                 data = member.read(task.file_size + 1)
-    except (
-        zipfile.BadZipFile,
-        NotImplementedError,
-        OSError,
-        EOFError,
-        ValueError,
-        RuntimeError,
-        IndexError,
-        zlib.error,
-    ) as exc:
+    except (zipfile.BadZipFile, NotImplementedError, OSError, EOFError, ValueError, RuntimeError,
+            IndexError, zlib.error) as exc:  # fmt: skip
         raise MemberError(f"cannot read (compression method {task.method}): {exc}") from None
     return data
 
@@ -486,6 +473,14 @@ def _scan(
     if head != ELF_MAGIC:
         return with_changes(base, not_elf_but_named=True)
     content = Chunks([inflated]) if isinstance(inflated, bytes | bytearray) else inflated
+    try:
+        return _read(base, content)
+    finally:
+        if isinstance(content, Sparse):
+            content.close()
+
+
+def _read(base: MemberScan, content: ByteSource) -> MemberScan:
     try:
         elf = read_elf(content)
     except ElfError as exc:

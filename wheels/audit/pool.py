@@ -24,7 +24,6 @@ from wheels.audit.raw import (
     Task,
     largest_member,
     open_raw,
-    read_in_steps,
     read_raw,
 )
 from wheels.audit.sparse import SPARSE_ABOVE
@@ -96,11 +95,10 @@ def _run_batch(
     spare_core: bool = False,
     defer: bool = False,
 ) -> Result:
-    # A big member alone: mapped; over a gigabyte read in steps, unless its bytes make the
-    # cache key (then read whole, as the small ones are).
-    alone = len(batch) == 1 and (cache is None or not read_in_steps(batch[0]))
+    # A member alone: a big one left in the wheel and read in steps (its cache key too).
+    alone = len(batch) == 1
     raws = [_open_raw(path, batch[0])] if alone else _read_raws(path, batch)
-    good = [r for r in raws if isinstance(r, bytes | memoryview)]
+    good = [r for r in raws if not isinstance(r, MemberError)]
     key = cache.key(batch, good) if cache is not None and len(good) == len(raws) else None
     if key is not None and cache is not None:
         hit = cache.get(key, batch)

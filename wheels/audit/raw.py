@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import stat
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 
 from wheels.audit.directory import CENTRAL, DEFLATED, ZIP64, Entry, plain_directory
@@ -14,8 +15,8 @@ from wheels.record import record
 
 ONE_SHOT_BELOW = 1 << 20  # members this small are read with their header, and inflated, in one call
 SNAPSHOT_ABOVE = ONE_CALL_BELOW  # members this big are not kept inflated (members._Inflated)
-STREAM_READ_ABOVE = 64 << 20  # members this big (inflated) are mapped from the wheel, not read;
-# above SNAPSHOT_ABOVE read in steps (RawFile)
+STREAM_READ_ABOVE = 64 << 20  # deflated members this big (inflated) are left in the wheel and
+# read in steps (RawFile), neither read whole nor mapped: a mapping's pages count in the peak RSS
 
 Raw = bytes | memoryview  # a member's compressed bytes, read or mapped
 
@@ -92,11 +93,12 @@ def _data_start(task: Task, head: bytes) -> int:
 
 
 class RawFile:
-    """The compressed bytes of a member too big to keep (:data:`SNAPSHOT_ABOVE`), left in the
-    wheel and read in steps as they are inflated: steps of a few hundred kilobytes reuse the
-    same memory, where one read would fault in a fresh page for every 4 kB. The ranges the ELF
-    reader later asks for are read again from their saved states. Used while its member is
-    scanned, then closed.
+    """The compressed bytes of a big member (:data:`STREAM_READ_ABOVE`), left in the wheel and
+    read in steps as they are inflated: steps of a few hundred kilobytes reuse the same memory,
+    where one read would fault in a fresh page for every 4 kB and a mapping would hold all of
+    them (TensorFlow 2.21's 172 MB ``libtensorflow_cc.so.2``). The ranges the ELF reader later
+    asks for are read again from what was kept (:mod:`wheels.audit.sparse`) or, over
+    :data:`SNAPSHOT_ABOVE`, from saved states. Used while its member is scanned, then closed.
     """
 
     def __init__(self, fd: int, start: int, size: int) -> None:
@@ -108,45 +110,32 @@ class RawFile:
     def read(self, pos: int, size: int) -> bytes:
         return _pread(self.fd, min(size, self.size - pos), self.start + pos)
 
+    def steps(self, size: int = 1 << 20) -> Iterator[bytes]:
+        """All its bytes, ``size`` at a time."""
+        for pos in range(0, self.size, size):
+            yield self.read(pos, size)
+
     def close(self) -> None:
         os.close(self.fd)
 
 
 def read_in_steps(task: Task) -> bool:
     """Does :func:`open_raw` give this member's bytes as a :class:`RawFile`?"""
-    return task.method == DEFLATED and task.file_size >= SNAPSHOT_ABOVE
+    return task.method == DEFLATED and task.file_size >= STREAM_READ_ABOVE
 
 
 def open_raw(path: Path, task: Task) -> Raw | RawFile:
-    """The member's compressed bytes (:func:`read_raw`); for a big deflated member, a view of
-    them mapped from the wheel (:func:`_mapped`), or above :data:`SNAPSHOT_ABOVE` a
+    """The member's compressed bytes (:func:`read_raw`); for a big deflated member a
     :class:`RawFile` reading them in steps."""
     with path.open("rb") as fh:
-        if task.method != DEFLATED or task.file_size < STREAM_READ_ABOVE:
+        if not read_in_steps(task):
             return read_raw(fh.fileno(), task)
         start = task.offset + _data_start(
             task, _pread(fh.fileno(), 30 + len(task.raw_name) + 64, task.offset)
         )
         if start + task.compress_size > os.fstat(fh.fileno()).st_size:
             raise MemberError(f"truncated: the wheel ends before its {task.compress_size} bytes")
-        if not read_in_steps(task):
-            return _mapped(fh.fileno(), start, task.compress_size)
         return RawFile(os.dup(fh.fileno()), start, task.compress_size)
-
-
-def _mapped(fd: int, start: int, size: int) -> memoryview:
-    """``size`` bytes at ``start`` of the file, mapped rather than copied: reading NCCL's 179 MB
-    into a fresh buffer costs 0.11-0.15 s in page faults, mapping them from the page cache
-    (``MAP_POPULATE``) 0.015 s. The mapping goes with the last view of it."""
-    import mmap
-
-    base = start - start % mmap.ALLOCATIONGRANULARITY
-    flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
-    try:
-        mapping = mmap.mmap(fd, start - base + size, flags=flags, prot=mmap.PROT_READ, offset=base)
-    except (OSError, ValueError, OverflowError) as exc:
-        raise MemberError(f"cannot map {size} bytes at offset {start}: {exc}") from None
-    return memoryview(mapping)[start - base :]
 
 
 def task_for(index: int, entry: Entry, algo: str) -> Task:

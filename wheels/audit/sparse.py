@@ -9,14 +9,18 @@ at the end). The fat binary reader reads only headers, which :mod:`wheels.fatbin
 as they stream past. So a member of :data:`SPARSE_ABOVE` bytes or more is kept in the ranges
 :func:`wanted` names, decided from its program headers as soon as they have streamed past.
 
-A read outside them inflates the member again, whole (:class:`Sparse`): the answer is the same,
-only slower, as keeping it whole had been.
+A read outside them inflates the member again, whole, into an unnamed temporary file
+(:class:`Spooled`), never into memory: the answer is the same, only slower. That happens when
+the dynamic string table runs past the first :data:`PREFIX` bytes, as TensorFlow 2.21's
+``libtensorflow_cc.so.2`` does (82 MB of names from offset 15 MB): kept in memory instead, its
+751 MB had made the audit's peak RSS 1.43 GB.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable
 
 from wheels.elf import ElfError
 from wheels.elf.reader import HEAD, PT_LOAD, head_layout
@@ -24,6 +28,8 @@ from wheels.fatbin import Seen
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    from typing import BinaryIO
+
     from wheels.elf import ByteSource
 
 SPARSE_ABOVE = 64 << 20  # members this big (inflated) may be kept only where they are read
@@ -145,7 +151,44 @@ class Sparse:
                     return memoryview(data)[offset - start : offset - start + size]
             self.misses += 1
             self._whole = self._again()
+            self.spans, self.starts = [], []  # (the whole file answers from now on)
         return self._whole.range(offset, size)
 
     def head(self, size: int) -> bytes:
         return bytes(self.range(0, min(size, self.size)))
+
+    def close(self) -> None:
+        """Gives back the temporary file of a read outside what was kept."""
+        if isinstance(self._whole, Spooled):
+            self._whole.close()
+
+
+class Spooled:
+    """A file's bytes written once to an unnamed temporary file and read back range by range:
+    the whole of a big member for the reads :class:`Sparse` did not keep, in the page cache
+    rather than in this process's memory. The file goes when this object does."""
+
+    def __init__(self, parts: Iterable[bytes | bytearray]) -> None:
+        import tempfile  # (only for a read outside the kept ranges)
+
+        # Open past this call, closed by close() (or with this object).
+        self._file: BinaryIO = tempfile.TemporaryFile(prefix="infini-stack-audit-")  # noqa: SIM115
+        try:
+            for part in parts:
+                self._file.write(part)
+            self._file.flush()
+        except BaseException:
+            self._file.close()
+            raise
+        self.size = self._file.tell()
+
+    def range(self, offset: int, size: int) -> memoryview:
+        if size <= 0:
+            return memoryview(b"")
+        return memoryview(os.pread(self._file.fileno(), min(size, self.size - offset), offset))
+
+    def head(self, size: int) -> bytes:
+        return bytes(self.range(0, min(size, self.size)))
+
+    def close(self) -> None:
+        self._file.close()

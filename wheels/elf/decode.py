@@ -105,11 +105,11 @@ def symbol_fields(
 ) -> dict[str, Any]:
     """The fields of :class:`ElfInfo` that its dynamic symbols make (:data:`SYMBOL_FIELDS`)."""
     syms = read_symbols(r, sections, dynsym, table, versions)
-    all_unversioned = len(syms.exports_unversioned) == len(syms.exports)
+    names = syms.export_names()
     return {
-        "export_names": "\0".join(syms.exports),
+        "export_names": names,
         "exports_versioned": frozenset(syms.exports_versioned),
-        "exports_unversioned": None if all_unversioned else frozenset(syms.exports_unversioned),
+        "exports_unversioned": syms.exports_unversioned(names),
         "undefined": tuple(syms.undefined),
         "undefined_versions": tuple(syms.undefined_versions),
         "undefined_weak": tuple(syms.undefined_weak),

@@ -144,7 +144,8 @@ class Reader:
         # latin-1 keeps one character per byte, so string offsets stay valid in the text.
         key = (offset, size)
         if key not in self._strings:
-            self._strings[key] = bytes(self.span(offset, size, what)).decode("latin-1")
+            # (decoded from the view: a copy of 82 MB of names first would double them)
+            self._strings[key] = str(self.span(offset, size, what), "latin-1")
         return self._strings[key]
 
 
