@@ -94,7 +94,10 @@ def classify(info: ElfInfo) -> CxxRuntime:
 
 def cxx_interface(info: ElfInfo) -> bool:
     """Whether C++ symbols (Itanium-mangled names) are at the ELF's dynamic interface."""
-    return "\0_Z" in "\0" + info.export_names or any(n.startswith("_Z") for n in info.undefined)
+    names = info.export_names  # (not "\0" + names: a copy of 80 MB for TensorFlow's library)
+    return (
+        names.startswith("_Z") or "\0_Z" in names or any(n.startswith("_Z") for n in info.undefined)
+    )
 
 
 def cxx_exports(info: ElfInfo) -> frozenset[str]:

@@ -69,6 +69,20 @@ def test_big_calls_and_results_cross_full_pipes_without_a_deadlock() -> None:
         pool.shutdown()
 
 
+def _strings(count: int) -> tuple[str, list[str], bytes]:
+    return "\xe9" + "n" * (4 << 20), [f"s{i}" for i in range(count)], b"z" * (2 << 20)
+
+
+def test_a_result_written_in_parts_comes_back_whole_after_small_ones() -> None:
+    pool = ForkPool(1)
+    try:
+        # A big string and bytes are handed to the pipe as the pickler gave them, in parts.
+        jobs = [pool.submit(_echo, "small"), pool.submit(_strings, 20000), pool.submit(_echo, 1)]
+        assert [j.result() for j in jobs] == ["small", _strings(20000), 1]
+    finally:
+        pool.shutdown()
+
+
 def test_asking_whether_a_big_result_is_done_reads_all_that_has_begun_to_come() -> None:
     import select
 

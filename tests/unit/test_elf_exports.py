@@ -21,20 +21,22 @@ def test_lookups_through_an_export_index_answer_as_the_set_of_names(
     plain = read_elf(data)
     asked = queries(plain)
     expected = [plain.defines(n, v) for n, v in asked]
-    assert not isinstance(plain._exported, ExportIndex)  # (a short list: the set)
+    assert not isinstance(plain._versions, ExportIndex)  # (a short list: a dict)
     monkeypatch.setattr(info_module, "INDEX_ABOVE", 0)
     indexed = read_elf(data)
-    assert isinstance(indexed._exported, ExportIndex)
+    assert isinstance(indexed._versions, ExportIndex)
     assert [indexed.defines(n, v) for n, v in asked] == expected
     assert True in expected and False in expected
 
 
-def test_an_export_index_finds_exactly_the_names_of_its_list() -> None:
+def test_an_export_index_finds_exactly_the_versions_of_the_names_of_its_list() -> None:
     names = ["f", "ff", "", "g@x", "f", "\xe9t\xe9"]
-    index = ExportIndex("\0".join(names))
-    for probe in [*names, "fff", "g", "x", "f\0ff", "\xe9t", 3]:
-        assert (probe in index) == (probe in set(names)), probe
-    assert "" not in ExportIndex("") and "a" not in ExportIndex("")
+    versions = "\2\0\0\3\4\5"
+    index = ExportIndex("\0".join(names), versions)
+    for probe in [*names, "fff", "g", "x", "f\0ff", "\xe9t"]:
+        expected = "".join(v for n, v in zip(names, versions, strict=True) if n == probe)
+        assert index.get(probe, "") == expected, probe
+    assert ExportIndex("", "").get("", "") == "" and ExportIndex("", "").get("a", "") == ""
 
 
 @pytest.mark.parametrize("name", HOST_LIBRARIES)

@@ -114,11 +114,14 @@ def fake_elf(**changes: object) -> ElfInfo:
 
 def test_versioned_reference_binds_to_an_unversioned_definition_in_a_versioned_library() -> None:
     lib = fake_elf(
-        export_names="f",
-        exports_versioned=frozenset({"g@V2"}),
-        exports_unversioned=frozenset({"f"}),
+        export_names="f\0k",
+        export_versions="\0\2",
+        def_versions=("", "", "V4"),
+        hidden_versioned=frozenset({"g@V2"}),
         has_versym=True,
     )
+    assert lib.exports_versioned == {"k@V4", "g@V2"} and lib.exports_unversioned == {"f"}
+    assert lib.defines("k", "V4") and not lib.defines("k", "V2")
     assert lib.defines("f", "V1")  # ld.so accepts a base definition for a versioned need
     assert lib.defines("g", "V2") and not lib.defines("g", "V3")
     assert not lib.defines("h", "")
@@ -126,8 +129,13 @@ def test_versioned_reference_binds_to_an_unversioned_definition_in_a_versioned_l
 
 def test_library_without_version_table_binds_any_version_by_name() -> None:
     lib = fake_elf(
-        export_names="f", exports_versioned=frozenset(), exports_unversioned=None, has_versym=False
+        export_names="f",
+        export_versions="\0",
+        def_versions=(),
+        hidden_versioned=frozenset(),
+        has_versym=False,
     )
+    assert lib.exports_versioned == frozenset() and lib.exports_unversioned is None
     assert lib.defines("f", "ANY_1.0")
 
 

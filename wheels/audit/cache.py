@@ -16,7 +16,7 @@ from wheels.audit.raw import RawFile, Task
 from wheels.elf import from_record, to_record
 from wheels.record import record
 
-CACHE_VERSION = "infini-stack-audit-4"  # 4: tables read through PT_DYNAMIC (wheels.elf.loaderview)
+CACHE_VERSION = "infini-stack-audit-5"  # 5: export versions as indices (ElfInfo.export_versions)
 
 
 @record(frozen=True)

@@ -90,26 +90,31 @@ def _read_elf(image: Image, symbols_later: bool = False) -> ElfInfo:
     if later is not None:
 
         def decode() -> dict[str, object]:
-            return symbol_fields(r, sections, dynsym, table, versions)
+            return symbol_fields(r, sections, dynsym, versions)
 
         return ElfInfo.symbols_later(fields, later, decode)
-    return ElfInfo(**fields, **symbol_fields(r, sections, dynsym, table, versions))
+    del table  # (symbol_fields lets go of it before it joins the exported names)
+    return ElfInfo(**fields, **symbol_fields(r, sections, dynsym, versions))
 
 
 def symbol_fields(
-    r: Reader,
-    sections: Sequence[Section],
-    dynsym: Section | None,
-    table: str | None,
-    versions: Versions,
+    r: Reader, sections: Sequence[Section], dynsym: Section | None, versions: Versions
 ) -> dict[str, Any]:
-    """The fields of :class:`ElfInfo` that its dynamic symbols make (:data:`SYMBOL_FIELDS`)."""
+    """The fields of :class:`ElfInfo` that its dynamic symbols make (:data:`SYMBOL_FIELDS`).
+
+    The string table goes before the exported names are joined: for TensorFlow 2.21's
+    ``libtensorflow_cc.so.2`` the table (82 MB), the names in chunks and joined (80 MB each)
+    would otherwise be held at once."""
+    table = linked_strtab(r, sections, dynsym) if dynsym is not None else None
     syms = read_symbols(r, sections, dynsym, table, versions)
-    names = syms.export_names()
+    del table
+    r.forget_strings()
+    by_index = versions.def_by_index
     return {
-        "export_names": names,
-        "exports_versioned": frozenset(syms.exports_versioned),
-        "exports_unversioned": syms.exports_unversioned(names),
+        "export_names": syms.export_names(),
+        "export_versions": syms.export_versions(),
+        "def_versions": tuple(by_index.get(i, "") for i in range(max(by_index, default=-1) + 1)),
+        "hidden_versioned": frozenset(syms.hidden_versioned),
         "undefined": tuple(syms.undefined),
         "undefined_versions": tuple(syms.undefined_versions),
         "undefined_weak": tuple(syms.undefined_weak),

@@ -10,7 +10,7 @@ import bisect
 import functools
 import re
 from array import array
-from collections.abc import Callable, Container, Mapping
+from collections.abc import Callable, Mapping
 
 from wheels.record import fields, record
 
@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 SYMBOL_FIELDS = frozenset(
     {
         "export_names",
-        "exports_versioned",
-        "exports_unversioned",
+        "export_versions",
+        "def_versions",
+        "hidden_versioned",
         "undefined",
         "undefined_versions",
         "undefined_weak",
@@ -73,8 +74,9 @@ class ElfInfo:
     has_symbols: bool
     has_versym: bool
     export_names: str  # names of non-hidden definitions, NUL-separated (see ``exports``)
-    exports_versioned: frozenset[str]
-    exports_unversioned: frozenset[str] | None
+    export_versions: str  # each one's version: chr(its index in def_versions), NUL for none
+    def_versions: tuple[str, ...]  # the version defined at each index ("" where none is)
+    hidden_versioned: frozenset[str]  # ``name@version`` of hidden definitions with a version
     undefined: tuple[str, ...]
     undefined_versions: tuple[str, ...]
     undefined_weak: tuple[str, ...]
@@ -123,20 +125,51 @@ class ElfInfo:
         return frozenset(self.export_names.split("\0")) if self.export_names else frozenset()
 
     @functools.cached_property
-    def _exported(self) -> Container[str]:
-        """What :meth:`defines` asks whether a name is exported: :attr:`exports`, or for a long
-        list of names an :class:`ExportIndex` of it (a fifteenth of the memory)."""
-        if len(self.export_names) < INDEX_ABOVE:
-            return self.exports
-        return ExportIndex(self.export_names)
+    def exports_versioned(self) -> frozenset[str]:
+        """``name@version`` of every definition with a version, hidden or not."""
+        names = self.export_names.split("\0") if self.export_versions else []
+        found = {
+            f"{n}@{self.def_versions[ord(v)]}"
+            for n, v in zip(names, self.export_versions, strict=True)
+            if v != "\0"
+        }
+        return frozenset(found) | self.hidden_versioned
+
+    @property
+    def exports_unversioned(self) -> frozenset[str] | None:
+        """The exported names without a version; None when that is all of them."""
+        if self.export_versions.count("\0") == len(self.export_versions):
+            return None
+        names = self.export_names.split("\0")
+        return frozenset(n for n, v in zip(names, self.export_versions, strict=True) if v == "\0")
+
+    @functools.cached_property
+    def _versions(self) -> Mapping[str, str] | ExportIndex:
+        """What :meth:`defines` asks for the versions a name is exported with (the characters
+        of :attr:`export_versions`): a dict, or for a long list of names an
+        :class:`ExportIndex` of it (a fifteenth of the memory)."""
+        if len(self.export_names) >= INDEX_ABOVE:
+            return ExportIndex(self.export_names, self.export_versions)
+        found: dict[str, str] = {}
+        if self.export_versions:
+            for name, version in zip(
+                self.export_names.split("\0"), self.export_versions, strict=True
+            ):
+                found[name] = found.get(name, "") + version
+        return found
 
     @property
     def export_count(self) -> int:
         return self.export_names.count("\0") + 1 if self.export_names else 0
 
     def exported_like(self, pattern: re.Pattern[str]) -> list[str]:
-        """Exported names matched by ``pattern``, which starts with the separator NUL."""
-        return [m.group(1) for m in pattern.finditer("\0" + self.export_names)]
+        """Exported names matched by ``pattern``, which starts with the separator NUL and
+        matches within one name (the first is searched for apart: no copy of all the names)."""
+        names = self.export_names
+        end = names.find("\0")
+        first = names if end < 0 else names[:end]
+        found = [m.group(1) for m in pattern.finditer("\0" + first)]
+        return found + [m.group(1) for m in pattern.finditer(names, len(first))]
 
     @property
     def platform(self) -> tuple[bool, int, bool, int]:
@@ -151,15 +184,15 @@ class ElfInfo:
         """Would the loader bind a reference ``name`` (needing ``version``, or none) here?"""
         later: tuple[Lookup, object] | None = self.__dict__.get(_LATER)
         if later is not None and "export_names" not in self.__dict__:
-            found = later[0].defines(name, version)
-            if found is not None:
-                return found
+            hashed = later[0].defines(name, version)
+            if hashed is not None:
+                return hashed
+        found = self._versions.get(name, "")
         if not version or not self.has_versym:
-            return name in self._exported
-        if f"{name}@{version}" in self.exports_versioned:
-            return True
-        plain = self._exported if self.exports_unversioned is None else self.exports_unversioned
-        return name in plain
+            return bool(found)
+        if "\0" in found or f"{name}@{version}" in self.hidden_versioned:
+            return True  # (a definition without a version binds a versioned reference)
+        return any(self.def_versions[ord(v)] == version for v in found)
 
     def split_path(self, which: str) -> tuple[str, ...]:
         value = self.runpath if which == "runpath" else self.rpath
@@ -167,12 +200,12 @@ class ElfInfo:
 
 
 class ExportIndex:
-    """Whether a name is one of a NUL-separated list's, without an object per name: the names'
-    hashes, sorted, and where each name starts in the list; a hash found is checked against
-    the name there, so the answer is exact. For TensorFlow 2.21's ``libtensorflow_cc.so.2``
-    (435,000 names, 80 MB) 7 MB, where the set of them takes 120 MB."""
+    """The versions each name of a NUL-separated list is exported with, without an object per
+    name: the names' hashes, sorted, and where each name starts in the list; a hash found is
+    checked against the name there, so the answer is exact. For TensorFlow 2.21's
+    ``libtensorflow_cc.so.2`` (435,000 names, 80 MB) 10 MB, where a dict of them takes 130 MB."""
 
-    def __init__(self, names: str) -> None:
+    def __init__(self, names: str, versions: str) -> None:
         hashes, starts = array("q"), array("q")
         pos, end, find = 0, 0, names.find
         while end < len(names):
@@ -183,23 +216,27 @@ class ExportIndex:
             pos = end + 1
         order = sorted(range(len(hashes)), key=hashes.__getitem__)
         self.hashes = array("q", [hashes[i] for i in order])
-        self.starts = array("q", [starts[i] for i in order])
-        self.names = names
+        self.order = array("q", order)
+        self.starts, self.names, self.versions = starts, names, versions
 
-    def __contains__(self, name: object) -> bool:
-        if not isinstance(name, str) or "\0" in name:
-            return False
-        key, end = hash(name), len(name)
+    def get(self, name: str, default: str = "") -> str:
+        """The version characters of ``name``'s entries; ``default`` when it has none."""
+        if "\0" in name:
+            return default
+        key, size, found = hash(name), len(name), ""
         i = bisect.bisect_left(self.hashes, key)
         while i < len(self.hashes) and self.hashes[i] == key:
-            start = self.starts[i]
-            if self.names.startswith(name, start) and self.names[start + end : start + end + 1] in (
+            k = self.order[i]
+            start = self.starts[k]
+            if self.names.startswith(name, start) and self.names[
+                start + size : start + size + 1
+            ] in (
                 "",
                 "\0",
             ):
-                return True
+                found += self.versions[k]
             i += 1
-        return False
+        return found or default
 
 
 def _is_strings(value: object) -> bool:

@@ -140,6 +140,10 @@ class Reader:
         values: tuple[int, ...] = fmt.unpack(self.span(offset, fmt.size, what))
         return values
 
+    def forget_strings(self) -> None:
+        """Lets go of the string tables read so far (read again if asked for again)."""
+        self._strings.clear()
+
     def strings(self, offset: int, size: int, what: str) -> str:
         # latin-1 keeps one character per byte, so string offsets stay valid in the text.
         key = (offset, size)

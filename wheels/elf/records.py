@@ -23,7 +23,7 @@ def to_record(info: ElfInfo) -> dict[str, object]:
     return record
 
 
-_SET_FIELDS = frozenset({"exports_versioned", "exports_unversioned", "entry_points"})
+_SET_FIELDS = frozenset({"hidden_versioned", "entry_points"})
 
 
 def from_record(record: Mapping[str, object]) -> ElfInfo:

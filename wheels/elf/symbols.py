@@ -41,14 +41,15 @@ class Symbols:
     """The dynamic symbols of one ELF file, sorted the ways the audit asks.
 
     The exported names are kept NUL-joined in chunks (``joined``, then the last few in
-    ``exports``), never all as objects of their own: TensorFlow 2.21's ``libtensorflow_cc.so.2``
-    exports 435,000 names (80 MB), which as a list cost another 105 MB at the audit's peak.
-    ``unversioned`` says of each exported name whether it is unversioned (1) or not (0).
+    ``exports``), never all as objects of their own, and each one's version as a number
+    (``versions``: its index among the version definitions, 0 when it has none), not as a
+    ``name@version`` string: TensorFlow 2.21's ``libtensorflow_cc.so.2`` exports 435,000
+    versioned names (80 MB), which as a list and a set of ``name@version`` cost 210 MB more.
     """
 
     exports: list[str]
-    exports_versioned: set[str]
-    unversioned: bytearray
+    hidden_versioned: set[str]  # ``name@version`` of the hidden definitions that have one
+    versions: array[int]
     undefined: list[str]
     undefined_versions: list[str]
     undefined_weak: list[str]
@@ -57,9 +58,9 @@ class Symbols:
     uses_ucs2: bool = False
     joined: list[str] = field(default_factory=list)
 
-    def add_export(self, name: str, unversioned: bool) -> None:
+    def add_export(self, name: str, version: int) -> None:
         self.exports.append(name)
-        self.unversioned.append(unversioned)
+        self.versions.append(version)
         if len(self.exports) >= EXPORT_CHUNK:
             self.joined.append("\0".join(self.exports))
             self.exports.clear()
@@ -71,13 +72,12 @@ class Symbols:
             self.exports.clear()
         return self.joined[0] if len(self.joined) == 1 else "\0".join(self.joined)
 
-    def exports_unversioned(self, names: str) -> frozenset[str] | None:
-        """The exported names without a version (None when that is all of them), from
-        :meth:`export_names`."""
-        if self.unversioned.count(0) == 0:
-            return None
-        split = names.split("\0") if self.unversioned else []
-        return frozenset(n for n, plain in zip(split, self.unversioned, strict=True) if plain)
+    def export_versions(self) -> str:
+        """Each exported name's version index as one character (ElfInfo.export_versions)."""
+        data = self.versions if sys.byteorder == "little" else array("H", self.versions)
+        if data is not self.versions:
+            data.byteswap()
+        return data.tobytes().decode("utf-16-le")  # (indices below 0x8000: no surrogates)
 
 
 def read_symbols(
@@ -88,7 +88,7 @@ def read_symbols(
     versions: Versions,
 ) -> Symbols:
     """The dynamic symbols; ``table`` is the string table ``dynsym`` links to."""
-    out = Symbols([], set(), bytearray(), [], [], [], set())
+    out = Symbols([], set(), array("H"), [], [], [], set())
     if dynsym is None or table is None:
         return out
     count, rows = _rows(r, dynsym)
@@ -174,10 +174,10 @@ def _scan_symbols(
             entry_points.add(name)
         index = ver & 0x7FFF
         versioned = index >= 2 and index in def_names
-        if versioned:
-            out.exports_versioned.add(f"{name}@{def_names[index]}")
         if not ver & VERSYM_HIDDEN:
-            add_export(name, not versioned)
+            add_export(name, index if versioned else 0)
+        elif versioned:
+            out.hidden_versioned.add(f"{name}@{def_names[index]}")
 
 
 def _add_undefined(out: Symbols, name: str, bind: int, kind: int, version: str) -> None:
