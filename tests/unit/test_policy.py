@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import posixpath
+import subprocess
+import sys
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from builder.core.errors import StackError, UsageError
+from tests.conftest import ROOT
 from wheels.loading import loaded_by_import
 from wheels.policy import (
     TagVerdict,
@@ -335,3 +338,23 @@ def test_glibc_needed_is_the_newest_glibc_version_not_libstdcxx() -> None:
     versioned = {"libc.so.6": {"GLIBC_2.2.5", "GLIBC_2.25"}, "libstdc++.so.6": {"GLIBCXX_3.4.30"}}
     assert glibc_needed(versioned) == (2, 25)
     assert glibc_needed({"libstdc++.so.6": {"GLIBCXX_3.4"}}) is None
+
+
+def test_the_host_libc_is_auditwheels_and_a_glibc_host_needs_no_auditwheel_libc() -> None:
+    libc = pytest.importorskip("auditwheel.libc")
+    from wheels.policy.manylinux import _host_musl_policy, host_has_musl_libc
+    from wheels.policy.wheel_abi import _host_libc
+
+    musl = libc.Libc.detect() == libc.Libc.MUSL
+    assert host_has_musl_libc() == musl and _host_libc() == str(libc.Libc.detect().value)
+    if musl:
+        return
+    assert _host_musl_policy() is None
+    code = (
+        "import sys; from wheels.policy.manylinux import _host_musl_policy; "
+        "from wheels.policy.wheel_abi import _host_libc; "
+        "print(_host_libc(), _host_musl_policy(), 'auditwheel.libc' in sys.modules)"
+    )
+    argv = [sys.executable, "-c", code]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=ROOT)
+    assert done.stdout.split() == ["glibc", "None", "False"], done.stderr

@@ -157,8 +157,18 @@ def _from_entry(entry: Mapping[str, Any], libc: str, arch: str) -> Policy:
     )
 
 
+def host_has_musl_libc() -> bool:
+    """Could auditwheel's ``Libc`` find a musl C library here? It looks for one
+    ``/lib/libc.musl-*.so.1``; without any, it needs no import (auditwheel.libc imports
+    dataclasses, enum, logging and subprocess: 20-60 ms, a musllinux wheel's audit on a glibc
+    host took 0.16 s with it)."""
+    return any(Path("/lib").glob("libc.musl-*.so.1"))
+
+
 def _host_musl_policy() -> str | None:
     """The musllinux policy of this host's musl, as auditwheel picks it; None on glibc."""
+    if not host_has_musl_libc():
+        return None
     from auditwheel.error import InvalidLibcError
     from auditwheel.libc import Libc
 

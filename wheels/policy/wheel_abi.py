@@ -17,7 +17,14 @@ from types import MappingProxyType
 from wheels.elf import ElfInfo, HostLibraries
 from wheels.policy.elfutils import add_version_needs, python_extension
 from wheels.policy.lddtree import Files, Lib, Tree, ldd
-from wheels.policy.manylinux import Ref, Unsupported, external_refs, is_superset, policies_for
+from wheels.policy.manylinux import (
+    Ref,
+    Unsupported,
+    external_refs,
+    host_has_musl_libc,
+    is_superset,
+    policies_for,
+)
 from wheels.policy.wheeltools import wheel_platform
 from wheels.record import record
 
@@ -227,6 +234,8 @@ def _collect(
 
 
 def _host_libc() -> str:
+    if not host_has_musl_libc():
+        return "glibc"  # (as auditwheel's Libc.detect() finds, without importing it)
     from auditwheel.libc import Libc
 
     return str(Libc.detect().value)
