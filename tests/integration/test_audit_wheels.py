@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.wheelmaker import Corpus, corpus, have_gcc
+from tests.wheelmaker import Corpus, corpus, have_gcc, make_wheel
 from wheels.audit import audit_wheel
 from wheels.audit.members import MemberScan
 from wheels.audit.pool import Complete
@@ -247,6 +248,7 @@ def _parallel_equals_serial(wheel: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     policy = load_vendor_policy("cpu")
     serial = audit_wheel(wheel, policy, workers=1)
     monkeypatch.setattr(pool, "SERIAL_BELOW", 0)
+    monkeypatch.setattr(pool, "REST_ALONE", 0)
     monkeypatch.setattr(pool, "BATCH_BYTES", 1)
     parallel = audit_wheel(wheel, policy, workers=2)
     assert parallel.stats.batches > 2, [f.line() for f in parallel.findings]
@@ -311,7 +313,7 @@ def _defer_every_member(monkeypatch: pytest.MonkeyPatch) -> None:
     before the directory is read, a batch per member, every member's hash left to the child."""
     from wheels.audit import pool
 
-    for name in ("SERIAL_BELOW", "EARLY_ABOVE", "HASH_THREAD_ABOVE"):
+    for name in ("SERIAL_BELOW", "EARLY_ABOVE", "HASH_THREAD_ABOVE", "REST_ALONE"):
         monkeypatch.setattr(pool, name, 0)
     monkeypatch.setattr(pool, "BATCH_BYTES", 1)
     monkeypatch.setattr(pool, "BESIDE_RATIO", 1 << 40)  # no member dwarfs the rest
@@ -407,6 +409,7 @@ def test_a_small_wheel_whose_largest_member_a_child_took_early_gets_the_same_aud
     serial = audit_wheel(wheels["undefined_symbol"], policy, workers=1)
     monkeypatch.setattr(pool, "EARLY_ABOVE", 0)  # children forked, the largest member handed out
     monkeypatch.setattr(pool, "BATCH_BYTES", 1)  # (its own batch) though the wheel is small
+    monkeypatch.setattr(pool, "REST_ALONE", 0)  # (and the rest of it smaller still)
     taken: list[pool.Children | None] = []
     start = pool.start_children
 
@@ -448,7 +451,7 @@ def test_a_second_long_member_is_read_here_first_and_the_audit_is_the_same(
     path = wheels["undefined_symbol"]
     policy = load_vendor_policy("cpu")
     serial = audit_wheel(path, policy, workers=1)
-    for name in ("SERIAL_BELOW", "EARLY_ABOVE"):
+    for name in ("SERIAL_BELOW", "EARLY_ABOVE", "REST_ALONE"):
         monkeypatch.setattr(pool, name, 0)
     monkeypatch.setattr(pool, "BATCH_BYTES", 1)  # a batch per member
     monkeypatch.setattr(pool, "SPARSE_ABOVE", long_above)
@@ -463,3 +466,22 @@ def test_a_second_long_member_is_read_here_first_and_the_audit_is_the_same(
     assert _REAL["read_here"][0] == batches[1 if long_above == 0 else -1], batches
     assert [f.line() for f in parallel.findings] == [f.line() for f in serial.findings]
     assert to_json([parallel])["wheels"][0]["elfs"] == to_json([serial])["wheels"][0]["elfs"]
+
+
+def test_a_wheel_that_is_one_big_member_and_little_else_is_read_without_a_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wheels.audit import pool
+
+    big = os.urandom(pool.EARLY_ABOVE + (1 << 20))  # (forked early, were it worth it)
+    wheel = make_wheel(tmp_path, {"demo/__init__.py": b"", "demo/data.bin": big})
+    policy = load_vendor_policy("cpu")
+    started: list[int] = []
+    new_pool = pool._new_pool
+    monkeypatch.setattr(pool, "_new_pool", lambda n: started.append(n) or new_pool(n))
+    monkeypatch.setattr(pool, "SERIAL_BELOW", 0)
+    alone = audit_wheel(wheel, policy, workers=2)
+    assert started == [] and alone.ok
+    monkeypatch.setattr(pool, "REST_ALONE", 0)
+    helped = audit_wheel(wheel, policy, workers=2)
+    assert started == [1] and helped.findings == alone.findings
