@@ -427,11 +427,16 @@ def test_a_small_wheel_whose_largest_member_a_child_took_early_gets_the_same_aud
 
 def _run_batch_noted(*args: Any) -> Any:
     """pool._run_batch, noting in this (the test's) process the members of each batch it reads
-    here, in order; a child reads as before."""
+    here, in order; a child reads as before, after a pause: the test's members are so small
+    that a child could otherwise be done with the largest before this process hands out the
+    next batch, and take that one too (as it should, being free)."""
     import os
+    import time
 
     if os.getpid() == _REAL["pid"]:
         _REAL["read_here"].append([t.name for t in args[1]])
+    else:
+        time.sleep(0.5)
     return _REAL["run_batch"](*args)
 
 
