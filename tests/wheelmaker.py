@@ -287,6 +287,18 @@ def _distribution_wheels(cc: Compiler, out: Path, w: dict[str, Path]) -> None:
         version="1.0+cu130",
         requires=["nvidia-cuda-runtime"],
     )
+    # Two libraries need libcudart.so.13; only the first has no RUNPATH to it. ld.so would
+    # stop at that one, and it alone is at fault.
+    lonely = cc.shared("libops.so", USES_CUDART, soname="libops.so", links=[cudart])
+    both = cc.shared(
+        f"_rt{EXT}", LONELY_EXTENSION.format(mod="_rt"), links=[lonely, rt], runpath="$ORIGIN/lib"
+    )
+    w["distribution_unreached_by_one"] = make_wheel(
+        out / "dist-unreached-one",
+        {**files, f"demo/_rt{EXT}": both, "demo/lib/libops.so": lonely},
+        version="1.0+cu130",
+        requires=["nvidia-cuda-runtime"],
+    )
     ops = uses_site_root_library(cc, runpath="$ORIGIN/../..")  # demo/lib -> site-packages
     ops_ext = cc.shared(
         f"_ops{EXT}", LONELY_EXTENSION.format(mod="_ops"), links=[ops], runpath="$ORIGIN/lib"

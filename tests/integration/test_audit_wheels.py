@@ -106,6 +106,20 @@ def test_distribution_library_without_a_runpath_to_it_is_a_violation(wheels: Cor
     assert "nvidia/cu13/lib" in finding.message
 
 
+def test_only_the_library_whose_own_runpath_misses_a_distribution_library_is_blamed(
+    wheels: Corpus,
+) -> None:
+    """libops.so (no RUNPATH) and libinfinirt.so (RUNPATH to nvidia/cu13/lib) both need
+    libcudart.so.13, loaded in that order by one extension: libops.so's failed search does
+    not make libinfinirt.so's fail too."""
+    result = audit(wheels["distribution_unreached_by_one"], "nvidia")
+    (finding,) = [f for f in result.violations if f.code == "unresolved"]
+    assert finding.member == "demo/lib/libops.so" and "nvidia/cu13/lib" in finding.message
+    rt = next(e for e in result.elfs if e.member == "demo/lib/libinfinirt.so")
+    need = next(n for n in rt.needs if n.soname == "libcudart.so.13")
+    assert need.kind == "distribution" and "nvidia-cuda-runtime" in (need.where or "")
+
+
 def test_library_at_the_top_of_site_packages_resolves_to_its_declared_distribution(
     wheels: Corpus,
 ) -> None:

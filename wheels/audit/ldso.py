@@ -291,7 +291,10 @@ class Group:
 
 
 def _load(ctx: Elves, root: str) -> Group:
-    """Breadth-first like ld.so: a name already loaded (by its SONAME) is not searched again."""
+    """Breadth-first like ld.so: a name already loaded (by its SONAME) is not searched again.
+    A search that found nothing loaded nothing: the next object that needs the name searches
+    its own directories, so each object is judged by its own RUNPATH (ld.so would stop at the
+    first failure, and blaming the others for it would name the wrong file)."""
     info = ctx.elfs[root]
     loaded: dict[str, _Resolved] = {}
     for name in {info.soname, posixpath.basename(root)} - {None}:
@@ -304,19 +307,22 @@ def _load(ctx: Elves, root: str) -> Group:
         mine = ctx.elfs[member]
         dirs = _context_dirs(ctx, member, chains[member])
         for soname in mine.needed:
-            if soname not in loaded:
-                loaded[soname] = _resolve_one(ctx, member, mine, soname, dirs)
-                need = loaded[soname][0]
+            resolved = loaded.get(soname)
+            if resolved is None:
+                resolved = _resolve_one(ctx, member, mine, soname, dirs)
+                need = resolved[0]
+                if need.kind != "missing":
+                    loaded[soname] = resolved
                 if need.kind == "wheel" and need.where and need.where not in chains:
                     chains[need.where] = (*chains[member], need.where)
                     group.members.append(need.where)
                     queue.append(need.where)
                     lib_soname = ctx.elfs[need.where].soname
                     if lib_soname:
-                        loaded.setdefault(lib_soname, loaded[soname])
+                        loaded.setdefault(lib_soname, resolved)
                 elif need.kind != "wheel":
                     group.outside.append((need, member))
-            group.resolved[(member, soname)] = loaded[soname]
+            group.resolved[(member, soname)] = resolved
     return group
 
 
