@@ -51,10 +51,22 @@ def gxx(work: Path, name: str, source: str, *extra: str) -> Path:
     return out
 
 
+OTHER_LIB = "libotherpartner.so"  # a C library of a second partner distribution
+OTHER = 'extern "C" int other_value(void) { return 7; }\n'
+# The partner's symbol in a version node of its own, as a version script gives it.
+VERSIONED_SCRIPT = "PARTNER_1.0 { global: *; };\n"
+CONSUMER_OF_BOTH = """
+namespace partner { int scale(int x); }
+extern "C" int other_value(void);
+extern "C" int consume(int x) { return partner::scale(x) + other_value(); }
+"""
+
+
 def policy_with_partner() -> VendorPolicy:
     cpu = load_vendor_policy("cpu")
     partner = DistLib(distribution="abi-partner", dir="abi_partner/lib")
-    return replace(cpu, distributions={**cpu.distributions, LIB: partner})
+    other = DistLib(distribution="other-partner", dir="other_partner/lib")
+    return replace(cpu, distributions={**cpu.distributions, LIB: partner, OTHER_LIB: other})
 
 
 @pytest.fixture
@@ -77,9 +89,12 @@ def built(tmp_path: Path) -> dict[str, Path]:
     return out
 
 
-def consumer_wheel(tmp_path: Path, library: Path, partners: dict[str, str]) -> Path:
-    """The consumer's wheel as the assembler writes it, with Requires-Dist abi-partner."""
-    root = tmp_path / f"root-{len(partners)}"
+def consumer_wheel(
+    tmp_path: Path, library: Path, partners: dict[str, str], needs: tuple[str, ...] = ()
+) -> Path:
+    """The consumer's wheel as the assembler writes it, with Requires-Dist abi-partner (and
+    ``needs``, unpinned)."""
+    root = tmp_path / f"root-{len(partners)}-{len(needs)}"
     (root / "demo" / "lib").mkdir(parents=True)
     (root / "demo" / "__init__.py").write_text("")
     (root / "demo" / "lib" / "libconsumer.so").write_bytes(library.read_bytes())
@@ -94,9 +109,9 @@ def consumer_wheel(tmp_path: Path, library: Path, partners: dict[str, str]) -> P
         supplied={},
         partners=partners,
     )
-    out = tmp_path / f"dist-{len(partners)}"
+    out = tmp_path / f"dist-{len(partners)}-{len(needs)}"
     out.mkdir()
-    return pack(root, inputs, ["abi-partner"], out / inputs.name.filename)
+    return pack(root, inputs, ["abi-partner", *needs], out / inputs.name.filename)
 
 
 def install(wheel: Path, site: Path) -> None:
@@ -170,3 +185,51 @@ def test_a_partner_not_installed_here_is_known_by_its_unbound_cxx_symbols(
     result = audit_beside(wheel, tmp_path / "empty", monkeypatch)
     (finding,) = [f for f in result.violations if f.code == "unpinned-abi-partner"]
     assert SYMBOL_V1 in finding.message
+
+
+def consumer_of_both(tmp_path: Path, versioned: bool) -> Path:
+    """A consumer of partner 1.0.0's C++ function (in version node PARTNER_1.0 when
+    ``versioned``) and of the other partner's C function, unpinned, neither installed here."""
+    work = tmp_path / ("versioned" if versioned else "plain")
+    script = work / "partner.map"
+    work.mkdir(parents=True)
+    script.write_text(VERSIONED_SCRIPT)
+    flags = [f"-Wl,--version-script,{script}"] if versioned else []
+    partner = gxx(work / "partner", LIB, PARTNER["1.0.0"], f"-Wl,-soname,{LIB}", *flags)
+    other = gxx(work / "other", OTHER_LIB, OTHER, f"-Wl,-soname,{OTHER_LIB}")
+    runpath = "$ORIGIN/../../abi_partner/lib:$ORIGIN/../../other_partner/lib"
+    consumer = gxx(
+        work / "consumer",
+        "libconsumer.so",
+        CONSUMER_OF_BOTH,
+        f"-Wl,--enable-new-dtags,-rpath,{runpath}",
+        str(partner),
+        str(other),
+    )
+    return consumer_wheel(work, consumer, {}, needs=("other-partner",))
+
+
+def test_a_cxx_symbol_that_two_uninstalled_partners_could_define_is_a_warning_naming_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unversioned, ``partner::scale`` could come from either library: no violation claims
+    it comes from one; a warning names both, and the pin that would be needed."""
+    result = audit_beside(consumer_of_both(tmp_path, False), tmp_path / "empty", monkeypatch)
+    assert "unpinned-abi-partner" not in {f.code for f in result.violations}
+    warnings = [f for f in result.warnings if f.code == "unpinned-abi-partner"]
+    assert {w.message.split(" may come from ")[1].split(" of ")[0] for w in warnings} == {
+        LIB,
+        OTHER_LIB,
+    }
+    assert all(SYMBOL_V1 in w.message and "not readable here" in w.message for w in warnings)
+
+
+def test_a_versioned_cxx_symbol_belongs_to_the_library_its_version_need_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``partner::scale@PARTNER_1.0`` is needed from libabipartner.so by name, so with both
+    partners uninstalled it still convicts abi-partner, and only abi-partner."""
+    result = audit_beside(consumer_of_both(tmp_path, True), tmp_path / "empty", monkeypatch)
+    (finding,) = [f for f in result.findings if f.code == "unpinned-abi-partner"]
+    assert finding.severity == "violation"
+    assert f"from {LIB} of abi-partner" in finding.message and SYMBOL_V1 in finding.message

@@ -9,8 +9,12 @@ of ``>=2.11,<2.12`` is enough; any other partner (flash-attn's extension) is pin
 exact version built against (``==2.8.3``). No auditwheel-like tool checks this.
 
 A partner is a distribution the vendor's policy says supplies a library the ELF needs, and
-from whose installed copy the ELF binds at least one ``_Z`` symbol; where that copy is not
-installed here, the ELF's ``_Z`` symbols that nothing loaded with it defines stand in for it.
+from whose installed copy the ELF binds at least one ``_Z`` symbol. Where that copy is not
+installed here, the ELF's ``_Z`` symbols that nothing loaded with it defines stand in for it,
+as far as they can be told apart: a versioned one belongs to the library its version need
+names (``GLIBCXX_3.4.32`` to libstdc++.so.6, never to NCCL); an unversioned one to the partner
+only when no other library the ELF needs is unreadable here. Otherwise the finding is a
+warning that names every library those symbols may come from.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from wheels.audit.ldso import Elves
 from wheels.elf import ElfInfo
 from wheels.filename import canonicalize_name
 from wheels.loading import installed_copy
+from wheels.record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -90,19 +95,34 @@ def _one_minor(specifier: SpecifierSet) -> bool:
 
 def check_abi_partners(ctx: Elves, f: Findings) -> None:
     """A violation for each partner whose every applicable Requires-Dist line admits another
-    ABI (a partner missing from Requires-Dist is the ``requires-dist`` rule's)."""
-    for distribution, (member, library, symbols) in sorted(partners(ctx).items()):
+    ABI (a partner missing from Requires-Dist is the ``requires-dist`` rule's); a warning
+    where the symbols may as well come from other libraries not readable here."""
+    for distribution, bound in sorted(partners(ctx).items()):
         lines = ctx.requires.get(canonicalize_name(distribution), [])
         if not lines or any(one_abi(distribution, r.parsed().specifier) for r in lines):
             continue
         wanted = "one minor version (e.g. >=2.11,<2.12)" if _minor(distribution) else "==VERSION"
+        symbols = bound.symbols
         shown = ", ".join(symbols[:_SHOWN]) + (", ..." if len(symbols) > _SHOWN else "")
-        f.violation(
+        admits = (
+            f"Requires-Dist '{lines[0].text}' lets pip install a {distribution} with another "
+            f"ABI: pin it to {wanted}, the version built against"
+        )
+        if not bound.others:
+            f.violation(
+                CODE,
+                bound.member,
+                f"binds {len(symbols)} C++ symbol(s) from {bound.library} of {distribution} "
+                f"({shown}), but {admits}",
+            )
+            continue
+        f.warning(
             CODE,
-            member,
-            f"binds {len(symbols)} C++ symbol(s) from {library} of {distribution} ({shown}), "
-            f"but Requires-Dist '{lines[0].text}' lets pip install a {distribution} with "
-            f"another ABI: pin it to {wanted}, the version built against",
+            bound.member,
+            f"{len(symbols)} C++ symbol(s) that nothing readable here defines ({shown}) may "
+            f"come from {bound.library} of {distribution}, or from "
+            f"{', '.join(bound.others)} (not readable here either); if any comes from "
+            f"{bound.library}, {admits}",
         )
 
 
@@ -110,24 +130,37 @@ def _minor(distribution: str) -> bool:
     return canonicalize_name(distribution) in MINOR_SERIES
 
 
-def partners(ctx: Elves) -> dict[str, tuple[str, str, list[str]]]:
-    """distribution -> (the first member binding it, the library, the C++ symbols bound)."""
-    out: dict[str, tuple[str, str, list[str]]] = {}
+@record(frozen=True)
+class Bound:
+    """The C++ symbols ``member`` binds from ``library``; ``others`` are the other libraries
+    it needs that are not readable here, when the symbols may as well come from them."""
+
+    member: str
+    library: str
+    symbols: list[str]
+    others: tuple[str, ...] = ()
+
+
+def partners(ctx: Elves) -> dict[str, Bound]:
+    """distribution -> what the first member binding it binds, preferring a member whose
+    symbols are known to come from it."""
+    out: dict[str, Bound] = {}
     for member in sorted(ctx.elfs):
         info = ctx.elfs[member]
         for need in ctx.needs.get(member, ()):
             lib = ctx.policy.supplier(need.soname) if need.kind == "distribution" else None
-            if lib is None or lib.distribution in out:
+            if lib is None or (lib.distribution in out and not out[lib.distribution].others):
                 continue
-            symbols = _cxx_bound(ctx, info, need.soname)
-            if symbols:
-                out[lib.distribution] = (member, need.soname, symbols)
+            bound = _cxx_bound(ctx, member, info, need.soname)
+            if bound.symbols and (lib.distribution not in out or not bound.others):
+                out[lib.distribution] = bound
     return out
 
 
-def _cxx_bound(ctx: Elves, info: ElfInfo, soname: str) -> list[str]:
+def _cxx_bound(ctx: Elves, member: str, info: ElfInfo, soname: str) -> Bound:
     """The ``_Z`` symbols ``info`` takes from ``soname`` as its distribution installed it here;
-    when it is not installed here, those that nothing loaded with ``info`` defines."""
+    when it is not installed here, those that nothing loaded with ``info`` defines and that
+    can come from ``soname`` (the module docstring says how they are told apart)."""
     lib = ctx.policy.supplier(soname)
     hit = installed_copy(lib, soname, ctx.sites(), ctx.host) if lib is not None else None
     cxx = [
@@ -136,5 +169,39 @@ def _cxx_bound(ctx: Elves, info: ElfInfo, soname: str) -> list[str]:
         if n[:2] == "_Z"
     ]
     if hit is not None:
-        return [n for n, v in cxx if hit[1].defines(n, v)]
-    return [n for n, v in cxx if (n, v) not in ctx.definers]
+        return Bound(member, soname, [n for n, v in cxx if hit[1].defines(n, v)])
+    unbound = [(n, v) for n, v in cxx if (n, v) not in ctx.definers]
+    files = _version_files(info)
+    versioned = [n for n, v in unbound if v and soname in files.get(v, ())]
+    plain = [n for n, v in unbound if not v]
+    others = tuple(s for s in _unreadable(ctx, member, info) if s != soname)
+    if versioned or not others:
+        return Bound(member, soname, versioned + ([] if others else plain))
+    return Bound(member, soname, plain, others)
+
+
+def _version_files(info: ElfInfo) -> dict[str, set[str]]:
+    """version name -> the libraries whose version need lists it (GLIBC_2.2.5: libc and libm)."""
+    out: dict[str, set[str]] = {}
+    for need in info.version_needs:
+        for version in need.versions:
+            out.setdefault(version, set()).add(need.file)
+    return out
+
+
+def _unreadable(ctx: Elves, member: str, info: ElfInfo) -> list[str]:
+    """The libraries ``member`` needs (DT_NEEDED order) that are neither in the wheel nor
+    readable here: where its unbound symbols may come from."""
+    in_wheel = {n.soname for n in ctx.needs.get(member, ()) if n.kind == "wheel"}
+    out = []
+    for soname in info.needed:
+        if soname in in_wheel or soname.startswith("libpython"):
+            continue
+        lib = ctx.policy.supplier(soname)
+        if lib is not None:
+            found = installed_copy(lib, soname, ctx.sites(), ctx.host)
+        else:
+            found = ctx.host.find(soname, info)
+        if found is None:
+            out.append(soname)
+    return out
