@@ -109,9 +109,15 @@ def _cell(value: object) -> str:
 
 
 def verdict(line: Mapping[str, Any]) -> str:
-    """A case's verdict: pass, FAIL, gap (known, not required) or not run (never a pass)."""
-    if line.get("not_run"):
-        return f"not run ({line['not_run']})"
+    """A case's verdict: pass, FAIL, gap (known, not required) or not run (never a pass).
+    The summary's ``not_run`` lists the cases that did not run: its verdict is its own,
+    followed by them (``pass (not run: tp2)``)."""
+    not_run = line.get("not_run")
+    if isinstance(not_run, list):
+        own = verdict({k: v for k, v in line.items() if k != "not_run"})
+        return f"{own} (not run: {', '.join(map(str, not_run))})" if not_run else own
+    if not_run:
+        return f"not run ({not_run})"
     if line.get("ok") is True:
         return "pass"
     return "gap" if line.get("gap") else "FAIL"

@@ -12,7 +12,7 @@ from types import ModuleType
 
 import pytest
 
-from builder.checks.runtime import COLUMNS, CheckResult, case_rows, table
+from builder.checks.runtime import COLUMNS, CheckResult, case_rows, table, verdict
 from builder.engine.html_report import check_section, table_html
 from tests.conftest import ROOT
 
@@ -303,3 +303,14 @@ def test_standin_children_take_main_through_every_case(
     batch_specs = [s for m, s in specs if m == "llm" and "prompt_sets" in s]
     assert all(s["batch"] >= 2 and s["cache"] == "paged" for s in batch_specs)
     assert [s["prompt_sets"][1] for s in batch_specs] == [list(nvidia.BATCH_PROMPTS[::-1])] * 2  # type: ignore[index]
+
+
+def test_the_summary_row_gives_its_own_verdict_and_names_the_cases_not_run() -> None:
+    """On one GPU the summary passes with tp2 not run: the row says both, never a bare
+    'not run' (the check ran) nor a Python list."""
+    passed = {"check": "summary", "ok": True, "failed": [], "not_run": ["tp2"]}
+    failed = {"check": "summary", "ok": False, "failed": ["sampling.t1"], "not_run": ["tp2"]}
+    assert verdict(passed) == "pass (not run: tp2)"
+    assert verdict(failed) == "FAIL (not run: tp2)"
+    assert verdict({**passed, "not_run": []}) == "pass"
+    assert verdict({"check": "tp2", "ok": False, "not_run": "1 GPU"}) == "not run (1 GPU)"
