@@ -55,6 +55,11 @@ OUTPUT = "\n".join(
 
 
 def load_nvidia() -> ModuleType:
+    """A fresh copy of the check script, with fresh copies of the modules it imports from
+    beside itself: ``children`` keeps the run's failed and gap cases in module lists, which a
+    copy shared with an earlier test would still hold."""
+    for name in ("children", "goodness"):
+        sys.modules.pop(name, None)
     sys.path.insert(0, str(CHECKS))  # the script imports goodness from beside itself
     try:
         spec = importlib.util.spec_from_file_location("nvidia_check", CHECKS / "nvidia.py")
