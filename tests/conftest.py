@@ -89,6 +89,25 @@ def cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
+def without_host_site_packages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The audit looks for other distributions on sys.path only, not in this interpreter's own
+    site-packages: a test's stand-in torch on sys.path is found as a PYTHONPATH install is,
+    whether or not a real torch is installed where the tests run (a developer's venv often
+    has one, and the audit looks in site-packages first)."""
+    import site
+
+    from wheels.audit import ldso
+
+    own = {Path(p) for p in (*site.getsitepackages(), site.getusersitepackages())}
+
+    def on_sys_path() -> tuple[Path, ...]:
+        dirs = (Path(p) for p in sys.path if p)
+        return tuple(dict.fromkeys(d for d in dirs if d.is_dir() and d not in own))
+
+    monkeypatch.setattr(ldso, "site_dirs", on_sys_path)
+
+
+@pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A private INFINI_STACK_HOME for one test."""
     path = tmp_path / "home"

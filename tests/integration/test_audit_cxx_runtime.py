@@ -198,6 +198,7 @@ def test_an_exception_across_two_hidden_copies_aborts_and_across_the_shared_one_
     assert "returned" not in hidden.stdout
 
 
+@pytest.mark.usefixtures("without_host_site_packages")
 def test_a_private_copy_taking_symbols_from_torch_is_a_violation_naming_torch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -136,6 +136,7 @@ def test_standin_library_loads_once_the_assembler_adds_its_need_and_the_torch_im
     assert failed.returncode != 0 and "cannot open shared object file" in failed.stderr
 
 
+@pytest.mark.usefixtures("without_host_site_packages")
 def test_audit_rejects_a_standin_wheel_whose_distribution_library_is_stranded(
     tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
