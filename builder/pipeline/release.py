@@ -135,10 +135,10 @@ def run_release(request: ReleaseRequest) -> Path:
     staging: Path | None = None
     work: Path | None = None
     try:
-        planned = plan_for(gate.ctx, selection)
-        epoch, early_rebuild = second_build(gate.ctx, selection, planned, verify=request.verify)
+        plan = plan_for(gate.ctx, selection)
+        epoch, early_rebuild = second_build(gate.ctx, selection, plan, verify=request.verify)
         with early_rebuild as early:
-            plan, build_report = gate.build(selection)
+            build_report = gate.build(plan)
             with pending_dir(gate.ctx) as work, staged_output(out) as staging:
                 try:
                     first = gate.package(plan, work, epoch())
@@ -243,15 +243,14 @@ class Gate:
             self._device = find_device(get_vendor(self.ctx.vendor))
         return self._device
 
-    def build(self, selection: PlanRequest) -> tuple[Plan, RunReport]:
+    def build(self, plan: Plan) -> RunReport:
         self.begin("build")
-        plan = plan_for(self.ctx, selection)
         launcher = launcher_for(self.request.build.launcher)
         cache = self.request.build.cache
         built = build_plan(self.ctx, plan, launcher=launcher, command="release", cache=cache)
         self.run = built
         self.done("build", ok=True, components={c.name: c.status for c in built.components})
-        return plan, built
+        return built
 
     def package(self, plan: Plan, work: Path, epoch: int) -> Built:
         """The wheel, with ``epoch`` (the second build's too), audited."""

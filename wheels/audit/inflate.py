@@ -18,9 +18,9 @@ CPU wheel, Python 3.11, two shared cores, best of three):
   process, zlib-ng streamed from saved states 1.55 s, libdeflate in one call 0.98 s (the call
   0.69 s, of which 0.13 s are the fresh pages of its output; sha256 0.14 s).
 
-- streamed and kept only where the audit reads it (:mod:`wheels.audit.sparse`), every member
-  of 64 MB or more but one kept whole for a hash that waits (``pool._defers``), hashed on a
-  second thread as it goes when the other core would idle (``pool.hashes_beside``): against
+- streamed and kept only where the audit reads it (:mod:`wheels.audit.sparse`), every deflated
+  member of 64 MB or more (to a gigabyte), hashed on a second thread as it goes when the other
+  core would idle (``pool.hashes_beside``): against
   libdeflate in one call and sha256 after, the 23 ELF members of 78-543 MB in the differential
   corpus (cuBLAS, cuDNN, NCCL, cuSPARSE, cuSOLVER, torch, llvmlite, polars), hashed beside,
   took 10.3 s against 14.2 s in this process, every scan the same and none read again. Kept
@@ -154,12 +154,6 @@ def stream_errors() -> tuple[type[Exception], ...]:
     """What those inflaters raise on corrupt data."""
     one_way = _one_way_stream_library()
     return (_stream_library()[2],) + ((one_way[2],) if one_way else ())
-
-
-def streams_fast() -> bool:
-    """Does streaming a big member beat inflating it in one call? With ISA-L (see above),
-    when what is kept of it is only what the audit reads (wheels.audit.sparse)."""
-    return _one_way_stream_library() is not None
 
 
 def inflate_one_call(raw: bytes | memoryview, size: int) -> bytearray | None:

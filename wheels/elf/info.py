@@ -223,17 +223,12 @@ class ExportIndex:
         """The version characters of ``name``'s entries; ``default`` when it has none."""
         if "\0" in name:
             return default
-        key, size, found = hash(name), len(name), ""
+        key, found = hash(name), ""
         i = bisect.bisect_left(self.hashes, key)
         while i < len(self.hashes) and self.hashes[i] == key:
             k = self.order[i]
-            start = self.starts[k]
-            if self.names.startswith(name, start) and self.names[
-                start + size : start + size + 1
-            ] in (
-                "",
-                "\0",
-            ):
+            start, end = self.starts[k], self.starts[k] + len(name)
+            if self.names.startswith(name, start) and self.names[end : end + 1] in ("", "\0"):
                 found += self.versions[k]
             i += 1
         return found or default
