@@ -88,12 +88,15 @@ def make_wheel(
     tag: str = LINUX,
     requires: Sequence[str] = (),
     breakage: Breakage = Breakage(),
+    wheel_tags: Sequence[str] = (),
 ) -> Path:
-    """Write ``{name}-{version}-{tag}.whl`` holding ``files`` plus its .dist-info."""
+    """Write ``{name}-{version}-{tag}.whl`` holding ``files`` plus its .dist-info, whose WHEEL
+    has a ``Tag`` line for each of ``wheel_tags`` (default: ``tag``)."""
     dist_info = f"{name}-{version}.dist-info"
     contents = {k: (v.read_bytes() if isinstance(v, Path) else v) for k, v in files.items()}
+    tag_lines = "".join(f"Tag: {t}\n" for t in wheel_tags or [tag])
     contents[f"{dist_info}/WHEEL"] = (
-        f"Wheel-Version: 1.0\nGenerator: wheelmaker\nRoot-Is-Purelib: false\nTag: {tag}\n"
+        f"Wheel-Version: 1.0\nGenerator: wheelmaker\nRoot-Is-Purelib: false\n{tag_lines}"
     ).encode()
     meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     meta += [f"Requires-Dist: {r}" for r in requires]
@@ -418,6 +421,14 @@ def _real_world_wheels(
     w["compressed_wheel_tag"] = make_wheel(
         out / "compressed", base, tag=f"{manylinux}.manylinux2014_x86_64"
     )
+    legacy = f"{TAG}-{TAG}-manylinux2014_x86_64"
+    for label, pep600 in (("alias_wheel_tag", "2_17"), ("other_wheel_tag", "2_28")):
+        w[label] = make_wheel(  # the file name's tag alone, WHEEL's beside another (xgboost-cpu)
+            out / label,
+            base,
+            tag=legacy,
+            wheel_tags=[legacy, f"{TAG}-{TAG}-manylinux_{pep600}_x86_64"],
+        )
     w["manylinux_2_18"] = make_wheel(out / "m218", base, tag=f"{TAG}-{TAG}-manylinux_2_18_x86_64")
     spawn = cc.shared("libspawn.so", NEW_GLIBC, soname="libspawn.so", flags=["-pthread"])
     w["overclaimed_manylinux_2_18"] = make_wheel(

@@ -87,6 +87,23 @@ def test_a_compressed_tag_set_in_wheel_tag_lines_is_a_warning_not_a_wrong_tag(
     assert agrees_with_auditwheel(wheel, result)
 
 
+def test_wheel_tag_lines_naming_the_file_names_platform_by_its_pep600_name_too_pass(
+    wheels: Corpus,
+) -> None:
+    """xgboost-cpu 2.1.3: ``manylinux2014_x86_64`` in the file name, that and
+    ``manylinux_2_17_x86_64`` (the same platform) in WHEEL. A platform the file name does not
+    name is still a violation."""
+    alias = audit(wheels["alias_wheel_tag"])
+    assert alias.ok and not codes(alias, "warning"), render_text([alias])
+    assert agrees_with_auditwheel(wheels["alias_wheel_tag"], alias)
+    other = audit(wheels["other_wheel_tag"])
+    (finding,) = [f for f in other.violations if f.code == "wheel-tag"]
+    assert finding.message == (
+        "Tag lines (manylinux2014_x86_64, manylinux_2_28_x86_64) disagree with the file name "
+        "(manylinux2014_x86_64)"
+    )
+
+
 def test_a_pep600_tag_auditwheel_has_no_policy_for_is_judged_by_its_glibc_version(
     wheels: Corpus,
 ) -> None:

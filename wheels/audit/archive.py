@@ -23,6 +23,7 @@ from wheels.filename import (
     same_version,
 )
 from wheels.naming import escaped_name, split_variant
+from wheels.policy.wheel_abi import pep600
 from wheels.record import field, record
 
 TYPE_CHECKING = False
@@ -226,7 +227,7 @@ def _read_wheel_file(archive: Archive, text: str | None, f: Findings) -> None:
         )
     archive.root_is_purelib = (msg.get("Root-Is-Purelib") or "").strip().lower() == "true"
     archive.wheel_tags = _tag_platforms(msg.get_all("Tag"), member, f)
-    if archive.file_tags and set(archive.wheel_tags) != set(archive.file_tags):
+    if archive.file_tags and _platforms(archive.wheel_tags) != _platforms(archive.file_tags):
         f.violation(
             "wheel-tag",
             member,
@@ -234,6 +235,13 @@ def _read_wheel_file(archive: Archive, text: str | None, f: Findings) -> None:
                 ", ".join(archive.wheel_tags) or "none", ", ".join(archive.file_tags)
             ),
         )
+
+
+def _platforms(tags: Sequence[str]) -> set[object]:
+    """The platforms ``tags`` name, a legacy alias as its PEP 600 name: WHEEL's
+    ``manylinux2014_x86_64`` and ``manylinux_2_17_x86_64`` beside a file name's
+    ``manylinux2014_x86_64`` alone (xgboost-cpu 2.1.3) name one platform twice."""
+    return {pep600(tag) or tag for tag in tags}
 
 
 def _tag_platforms(lines: Sequence[str], member: str, f: Findings) -> tuple[str, ...]:
