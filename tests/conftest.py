@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -41,6 +42,19 @@ def pytest_report_header() -> list[str]:
         f"c++: {version(['c++', '--version'])}",
         f"nvcc: {'present' if HAVE_NVCC else 'absent'}",
     ]
+
+
+def differential_runner() -> ModuleType:
+    """benchmarks/differential.py, the differential run, as a module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "differential", ROOT / "benchmarks/differential.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = sys.modules.setdefault("differential", importlib.util.module_from_spec(spec))
+    spec.loader.exec_module(module)  # registered first: its dataclasses look themselves up
+    return module
 
 
 def last_report(home: Path) -> dict[str, Any]:

@@ -4,7 +4,6 @@ known-differences file the runner (benchmarks/differential.py) can read."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -12,17 +11,11 @@ from types import ModuleType
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, differential_runner
 
 
 def runner() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "differential", ROOT / "benchmarks/differential.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = sys.modules.setdefault("differential", importlib.util.module_from_spec(spec))
-    spec.loader.exec_module(module)  # registered first: its dataclasses look themselves up
-    return module
+    return differential_runner()
 
 
 def test_the_list_pins_at_least_60_distinct_platform_wheels_each_named_by_its_file() -> None:
