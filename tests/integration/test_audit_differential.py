@@ -8,7 +8,6 @@ wherever a package registry gives them.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -85,9 +84,6 @@ SMALL_PINNED = (
 )
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("auditwheel") is None, reason="auditwheel is not installed"
-)
 def test_the_differential_run_passes_on_small_pinned_real_wheels_from_pypi(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
