@@ -12,7 +12,9 @@ import os
 import random
 import subprocess
 import sys
+import threading
 import zipfile
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
@@ -21,7 +23,7 @@ from tests.conftest import ROOT
 from wheels.audit import inflate
 from wheels.audit.directory import read_directory
 from wheels.audit.members import scan_member
-from wheels.audit.raw import RawFile, open_raw, read_raw, task_for
+from wheels.audit.raw import RawFile, Task, open_raw, read_raw, task_for
 from wheels.audit.sparse import Spooled
 
 # A member mapped from the wheel (64 MB and up), one read in one call, one stored.
@@ -171,6 +173,88 @@ def test_corrupt_deflate_data_is_a_member_error_not_a_crash(archive: Path) -> No
     assert scan.read_error.startswith(
         ("corrupt deflate data", "holds ", "inflates past ", "deflate data ends")
     )
+
+
+def audit_threads() -> list[str]:
+    """The audit's helper threads still running (the hash beside, the reader ahead)."""
+    return [t.name for t in threading.enumerate() if t.name.startswith("audit-")]
+
+
+def big_task(archive: Path, file_size: int | None = None) -> Task:
+    index, info = next(
+        (i, x) for i, x in enumerate(read_directory(archive)) if x.filename == "big.bin"
+    )
+    if file_size is not None:
+        info.file_size = file_size
+    return task_for(index, info, "sha256")
+
+
+def test_a_big_member_hashed_beside_is_read_ahead_and_leaves_no_thread_behind(
+    archive: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wheels.audit import members
+
+    starts: list[int] = []
+    ahead = RawFile.ahead
+
+    def spy(self: RawFile, pos: int, size: int) -> Generator[bytes, None, None]:
+        starts.append(pos)
+        return ahead(self, pos, size)
+
+    monkeypatch.setattr(RawFile, "ahead", spy)
+    task = big_task(archive)
+    expected = content("big.bin", SIZES["big.bin"])
+    streamed, digest = members.inflate(task, open_raw(archive, task), archive, spare_core=True)
+    assert starts == [0] and digest == record_digest(expected)  # read on a helper thread
+    assert bytes(streamed.range(0, len(expected))) == expected  # (not ELF: read again)
+    streamed.close()
+    assert audit_threads() == []
+    _, digest = members.inflate(task, open_raw(archive, task), archive, spare_core=False)
+    assert starts == [0] and digest == record_digest(expected)  # no free core: read here
+
+
+def test_a_big_member_that_lies_about_its_size_stops_its_reader_and_hash_threads(
+    archive: Path,
+) -> None:
+    from wheels.audit import members
+
+    for lie in (SIZES["big.bin"] - (1 << 20), SIZES["big.bin"] + 1):
+        task = big_task(archive, lie)
+        with pytest.raises(members.SizeMismatch, match=str(lie)):
+            members.inflate(task, open_raw(archive, task), archive, spare_core=True)
+        assert audit_threads() == []
+
+
+def test_reading_ahead_gives_the_bytes_read_in_steps_and_stops_when_closed(
+    archive: Path,
+) -> None:
+    raw = open_raw(archive, big_task(archive))
+    assert isinstance(raw, RawFile)
+    assert b"".join(raw.ahead(100, 4096)) == b"".join(raw.steps(4096, 100))
+    early = raw.ahead(0, 4096)  # the reader fills its queue and waits to hand a step over
+    assert next(early) == raw.read(0, 4096)
+    early.close()  # as the inflater stopping at a lie: the reader is let go, then joined
+    assert audit_threads() == []
+    raw.close()
+
+
+def test_what_a_tap_raises_beside_the_inflating_thread_is_raised_on_it() -> None:
+    from wheels.audit import members
+
+    def broken(part: bytes) -> None:
+        raise ValueError(f"tap broke on {len(part)} bytes")
+
+    digest = members._Digest("sha256", 6, background=True)
+    digest.also.append(broken)
+    digest.add(b"abc")
+    digest.add(b"def")  # taken to the end: the inflating thread never waits on a failed tap
+    with pytest.raises(ValueError, match="tap broke on 3 bytes"):
+        digest.finish()
+    failed_first = members._Digest("sha256", 3, background=True)
+    failed_first.also.append(broken)
+    failed_first.add(b"abc")
+    failed_first.stop()  # the inflating thread's own error is the one told: nothing raised here
+    assert audit_threads() == []
 
 
 @pytest.mark.parametrize("sparse", [True, False], ids=["kept-where-read", "saved-states"])

@@ -19,7 +19,8 @@ CPU wheel, Python 3.11, two shared cores, best of three):
   0.69 s, of which 0.13 s are the fresh pages of its output; sha256 0.14 s).
 
 - streamed and kept only where the audit reads it (:mod:`wheels.audit.sparse`), every deflated
-  member of 64 MB or more (to a gigabyte), hashed on a second thread as it goes when the other
+  member of 64 MB or more (to a gigabyte), hashed (and its fat binary headers and kept ranges
+  taken) on a second thread as it goes, and read ahead on a third, when the other
   core would idle (``pool.hashes_beside``): against
   libdeflate in one call and sha256 after, the 23 ELF members of 78-543 MB in the differential
   corpus (cuBLAS, cuDNN, NCCL, cuSPARSE, cuSOLVER, torch, llvmlite, polars), hashed beside,

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import binascii
 import bisect
+import contextlib
 import functools
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 from wheels import devicecode
@@ -44,7 +45,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import threading
     from collections.abc import Callable
-    from queue import SimpleQueue
+    from queue import Queue
     from typing import Protocol
 
     from wheels.audit.inflate import Inflater
@@ -94,37 +95,73 @@ class MemberScan:
 
 
 class _Digest:
-    """Hashes parts as they come; a big member's are hashed on a helper thread, beside inflating."""
+    """Hashes parts as they come, and feeds them to the taps in :attr:`also`, in order; a big
+    member's parts on a helper thread, beside the inflating one, which then only inflates (and
+    its compressed bytes are read on a third, :meth:`RawFile.ahead`). In process, best of five:
+    NCCL 2.29's wheel (a 237 MB library) 306 ms against 280 ms with its fat binary tap and kept
+    ranges on the inflating thread, cuSPARSE 12.6's 209 against 190 ms, cuBLAS 13.1's 873
+    against 820 ms."""
+
+    QUEUED = 16  # parts handed over and not yet taken at most (OUT_STEP bytes each at most)
 
     def __init__(self, algo: str, size: int, background: bool) -> None:
         self.hasher = new_hash(algo, size)
         self.size = 0
-        self.queue: SimpleQueue[bytes | bytearray | None] | None = None
+        self.also: list[Callable[[bytes], None]] = []
+        self.queue: Queue[bytes | None] | None = None
         self.thread: threading.Thread | None = None
+        self.failed: Exception | None = None
         if background:  # (imported here: a small wheel's audit starts no thread)
             import threading
-            from queue import SimpleQueue
+            from queue import Queue
 
-            self.queue = SimpleQueue()
+            self.queue = Queue(self.QUEUED)
             self.thread = threading.Thread(target=self._drain, name="audit-hash", daemon=True)
             self.thread.start()
 
-    def add(self, part: bytes | bytearray) -> None:
+    @property
+    def beside(self) -> bool:
+        """Are the parts taken on a helper thread?"""
+        return self.queue is not None
+
+    def add(self, part: bytes) -> None:
         self.size += len(part)
         if self.queue is not None:
             self.queue.put(part)
         else:
-            self.hasher.update(part)
+            self._take(part)
+
+    def _take(self, part: bytes) -> None:
+        self.hasher.update(part)
+        for feed in self.also:
+            feed(part)
 
     def _drain(self) -> None:
         assert self.queue is not None
         while (part := self.queue.get()) is not None:
-            self.hasher.update(part)
+            if self.failed is None:  # (taken to the end: the inflating thread never waits)
+                try:
+                    self._take(part)
+                except Exception as exc:  # raised again on the inflating thread, by wait
+                    self.failed = exc
 
-    def finish(self) -> str:
+    def wait(self) -> None:
+        """Every part added is hashed and fed to the taps; what a tap raised is raised here."""
         if self.queue is not None and self.thread is not None:
             self.queue.put(None)
             self.thread.join()
+            self.queue = self.thread = None
+        if self.failed is not None:
+            failed, self.failed = self.failed, None
+            raise failed
+
+    def stop(self) -> None:
+        """As :meth:`wait`, once the inflating thread has failed: its error is the one told."""
+        with contextlib.suppress(Exception):
+            self.wait()
+
+    def finish(self) -> str:
+        self.wait()
         return _encoded(self.hasher.digest())
 
 
@@ -153,8 +190,10 @@ def inflate(
     )
     try:
         content = _inflate_stream(task, raw, digest, sparse)
-    finally:
-        value = digest.finish()
+    except BaseException:
+        digest.stop()  # (its helper thread joined; what the member did wrong is what is said)
+        raise
+    value = digest.finish()
     if digest.size != task.file_size:
         raise _mismatch(digest.size, task.file_size)
     return content, value
@@ -325,32 +364,39 @@ class _Inflated:
 
 
 def _steps(
-    inflater: Inflater, raw: Raw | RawFile, pos: int, limit: int | None = None
+    inflater: Inflater,
+    raw: Raw | RawFile,
+    pos: int,
+    limit: int | None = None,
+    ahead: bool = False,
 ) -> Iterator[tuple[bytes, int]]:
     """Each part ``inflater`` makes of ``raw[pos:]``, no more than :data:`OUT_STEP` bytes, and
     how far into ``raw`` it has consumed by then (where a copy of its state resumes); given
-    ``limit``, no more than that many bytes in all (a :class:`SizeMismatch` past it)."""
-    view = None if isinstance(raw, RawFile) else memoryview(raw)
-    out = 0
-    while pos < len(raw):
-        chunk: bytes | memoryview
-        if view is not None:
-            chunk = view[pos : pos + INFLATE_STEP]
-        else:
-            chunk = raw.read(pos, INFLATE_STEP)  # type: ignore[union-attr]
-            if not chunk:
+    ``limit``, no more than that many bytes in all (a :class:`SizeMismatch` past it). With
+    ``ahead``, a :class:`RawFile` is read on a helper thread (:meth:`RawFile.ahead`)."""
+    chunks: Generator[bytes | memoryview, None, None]
+    if isinstance(raw, RawFile):
+        chunks = raw.ahead(pos, INFLATE_STEP) if ahead else raw.steps(INFLATE_STEP, pos)
+    else:
+        view = memoryview(raw)
+        chunks = (view[at : at + INFLATE_STEP] for at in range(pos, len(raw), INFLATE_STEP))
+    with contextlib.closing(chunks):  # (a reader thread stops when this does)
+        out = 0
+        for read in chunks:
+            if not read:
                 raise MemberError("the wheel ends inside the member")
-        pos += len(chunk)
-        while True:
-            step = OUT_STEP if limit is None else min(OUT_STEP, limit + 1 - out)
-            part = inflater.decompress(chunk, step)  # (step > 0: 0 would mean no limit)
-            out += len(part)
-            if limit is not None and out > limit:
-                raise _mismatch(out, limit)
-            chunk = inflater.unconsumed_tail
-            yield part, pos - len(chunk)
-            if not chunk:
-                break
+            pos += len(read)
+            chunk = read
+            while True:
+                step = OUT_STEP if limit is None else min(OUT_STEP, limit + 1 - out)
+                part = inflater.decompress(chunk, step)  # (step > 0: 0 would mean no limit)
+                out += len(part)
+                if limit is not None and out > limit:
+                    raise _mismatch(out, limit)
+                chunk = inflater.unconsumed_tail
+                yield part, pos - len(chunk)
+                if not chunk:
+                    break
 
 
 def _inflate_stream(
@@ -368,19 +414,17 @@ def _inflate_stream(
     keeper = Keeper(task.file_size) if sparse else None
     kept = 0
 
+    digest.also += [t.feed for t in (tap, keeper) if t is not None]
+
     def take(part: bytes) -> None:
         nonlocal kept
         if keep_all or (snapshots and kept < KEEP_PREFIX):
             parts.append(part)
             kept += len(part)
         digest.add(part)
-        if tap is not None:
-            tap.feed(part)
-        if keeper is not None:
-            keeper.feed(part)
 
     try:
-        for part, consumed in _steps(inflater, raw, 0, task.file_size):
+        for part, consumed in _steps(inflater, raw, 0, task.file_size, ahead=digest.beside):
             take(part)
             if snapshots and digest.size >= points[-1].out + SNAPSHOT_EVERY:
                 points.append(_Point(digest.size, consumed, inflater.copy()))
@@ -393,6 +437,7 @@ def _inflate_stream(
         take(tail)
     if not inflater.eof:
         raise MemberError("deflate data ends early (truncated member)")
+    digest.wait()  # (the taps have seen every part)
     if tap is None:
         return Chunks(parts)
     if keeper is not None:
