@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wheels.audit import members
+from wheels.audit import digests
 
 
 def _kind(hasher: object) -> str:
@@ -23,7 +23,7 @@ def _kind(hasher: object) -> str:
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=4096))
 def test_a_digest_is_urlsafe_base64_without_padding(digest: bytes) -> None:
-    assert members._encoded(digest) == base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+    assert digests.encoded(digest) == base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
 @pytest.mark.parametrize("algo", ["sha256", "sha384", "sha512"])
@@ -35,8 +35,8 @@ def test_either_hasher_gives_hashlibs_digest(algo: str, monkeypatch: pytest.Monk
         if not loaded:
             modules.pop("hashlib")
         monkeypatch.setattr(sys, "modules", modules)
-        monkeypatch.setattr(members, "_builtin_left", [members.BUILTIN_SHA256_BUDGET])
-        hasher = members.new_hash(algo, len(data))
+        monkeypatch.setattr(digests, "_builtin_left", [digests.BUILTIN_SHA256_BUDGET])
+        hasher = digests.new_hash(algo, len(data))
         hasher.update(data[:1000])
         hasher.update(memoryview(data)[1000:])
         assert hasher.digest() == expected
@@ -47,25 +47,25 @@ def test_the_builtin_budget_is_spent_then_hashlib_hashes(monkeypatch: pytest.Mon
     modules = dict(sys.modules)
     modules.pop("hashlib")
     monkeypatch.setattr(sys, "modules", modules)
-    budget = members.BUILTIN_SHA256_BUDGET
-    monkeypatch.setattr(members, "_builtin_left", [budget])
+    budget = digests.BUILTIN_SHA256_BUDGET
+    monkeypatch.setattr(digests, "_builtin_left", [budget])
 
     def kind(size: int) -> str:
-        return _kind(members.new_hash("sha256", size))
+        return _kind(digests.new_hash("sha256", size))
 
     assert [kind(budget // 2), kind(budget // 2), kind(1)] == ["builtin", "builtin", "hashlib"]
-    monkeypatch.setattr(members, "_builtin_left", [budget])
+    monkeypatch.setattr(digests, "_builtin_left", [budget])
     assert kind(budget + 1) == "hashlib"  # one member over the whole budget: hashlib at once
 
 
 def test_a_small_member_is_hashed_without_importing_hashlib() -> None:
     code = (
         "import sys, zlib\n"
-        "from wheels.audit import members\n"
-        "h = members.new_hash('sha256', 5); h.update(b'hello')\n"
-        "print(members._encoded(h.digest()), 'hashlib' in sys.modules)\n"
+        "from wheels.audit import digests\n"
+        "h = digests.new_hash('sha256', 5); h.update(b'hello')\n"
+        "print(digests.encoded(h.digest()), 'hashlib' in sys.modules)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()
-    assert out == [members._encoded(hashlib.sha256(b"hello").digest()), "False"]
+    assert out == [digests.encoded(hashlib.sha256(b"hello").digest()), "False"]

@@ -21,9 +21,10 @@ import pytest
 
 from tests.conftest import ROOT
 from wheels.audit import inflate
+from wheels.audit.digests import Digest
 from wheels.audit.directory import read_directory
 from wheels.audit.members import scan_member
-from wheels.audit.raw import RawFile, Task, open_raw, read_raw, task_for
+from wheels.audit.raw import RawFile, SizeMismatch, Task, open_raw, read_raw, task_for
 from wheels.audit.sparse import Spooled
 
 # A member mapped from the wheel (64 MB and up), one read in one call, one stored.
@@ -121,13 +122,13 @@ def test_a_big_member_is_streamed_and_kept_where_read_never_inflated_whole(
         members, "inflate_one_call", lambda raw, size: calls.append(size) or one_call(raw, size)
     )
     threads: list[str] = []
-    digest_type = members._Digest
+    digest_type = members.Digest
 
-    def spy(algo: str, size: int, background: bool) -> members._Digest:
+    def spy(algo: str, size: int, background: bool) -> Digest:
         threads.append("beside" if background else "after")
         return digest_type(algo, size, background)
 
-    monkeypatch.setattr(members, "_Digest", spy)
+    monkeypatch.setattr(members, "Digest", spy)
     index, info = next(
         (i, x) for i, x in enumerate(read_directory(archive)) if x.filename == "big.bin"
     )
@@ -220,7 +221,7 @@ def test_a_big_member_that_lies_about_its_size_stops_its_reader_and_hash_threads
 
     for lie in (SIZES["big.bin"] - (1 << 20), SIZES["big.bin"] + 1):
         task = big_task(archive, lie)
-        with pytest.raises(members.SizeMismatch, match=str(lie)):
+        with pytest.raises(SizeMismatch, match=str(lie)):
             members.inflate(task, open_raw(archive, task), archive, spare_core=True)
         assert audit_threads() == []
 
@@ -239,18 +240,17 @@ def test_reading_ahead_gives_the_bytes_read_in_steps_and_stops_when_closed(
 
 
 def test_what_a_tap_raises_beside_the_inflating_thread_is_raised_on_it() -> None:
-    from wheels.audit import members
 
     def broken(part: bytes) -> None:
         raise ValueError(f"tap broke on {len(part)} bytes")
 
-    digest = members._Digest("sha256", 6, background=True)
+    digest = Digest("sha256", 6, background=True)
     digest.also.append(broken)
     digest.add(b"abc")
     digest.add(b"def")  # taken to the end: the inflating thread never waits on a failed tap
     with pytest.raises(ValueError, match="tap broke on 3 bytes"):
         digest.finish()
-    failed_first = members._Digest("sha256", 3, background=True)
+    failed_first = Digest("sha256", 3, background=True)
     failed_first.also.append(broken)
     failed_first.add(b"abc")
     failed_first.stop()  # the inflating thread's own error is the one told: nothing raised here

@@ -9,16 +9,14 @@ between processes.
 
 from __future__ import annotations
 
-import binascii
 import bisect
 import contextlib
-import functools
-import sys
 import zlib
 from collections.abc import Generator, Iterator
 from pathlib import Path
 
 from wheels import devicecode
+from wheels.audit.digests import Digest, digest_of
 from wheels.audit.directory import DEFLATED, STORED
 from wheels.audit.inflate import (
     ONE_CALL_BELOW,
@@ -43,19 +41,9 @@ from wheels.record import record, replace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import threading
-    from collections.abc import Callable
-    from queue import Queue
-    from typing import Protocol
-
     from wheels.audit.inflate import Inflater
     from wheels.elf import ByteSource
     from wheels.fatbin_tap import FatbinTap
-
-    class Hasher(Protocol):
-        def update(self, data: bytes | bytearray | memoryview, /) -> None: ...
-
-        def digest(self) -> bytes: ...
 
 
 MAX_MEMBER = 4 << 30  # larger members are reported, not inflated
@@ -65,13 +53,6 @@ OUT_STEP = 4 << 20  # inflated bytes per call at most: bounded output, however d
 SNAPSHOT_EVERY = 4 << 20
 KEEP_PREFIX = 8 << 20
 KEEP_BLOCKS = 8  # re-inflated blocks of a big member kept at once (SNAPSHOT_EVERY bytes each)
-# sha256 of a small wheel's members by the interpreter's own code (``_sha2``, ``_sha256`` before
-# Python 3.12) instead of OpenSSL's through hashlib, whose import (libcrypto) takes 3.7 ms:
-# about as long as this whole budget takes the builtin. OpenSSL's is 6.5x faster on this
-# machine (1,630 against 252 MB/s, with SHA-NI), so once the budget is spent, or once hashlib is
-# imported anyway, hashlib hashes the rest.
-BUILTIN_SHA256_BUDGET = 1 << 20
-_builtin_left = [BUILTIN_SHA256_BUDGET]  # what is left of it in this process
 HASH_THREAD_ABOVE = 64 << 20  # streamed members this big are hashed on a second thread, given a
 # free core (a member inflated in one call is hashed after it: nothing to overlap)
 
@@ -94,77 +75,6 @@ class MemberScan:
     device_error: str | None = None
 
 
-class _Digest:
-    """Hashes parts as they come, and feeds them to the taps in :attr:`also`, in order; a big
-    member's parts on a helper thread, beside the inflating one, which then only inflates (and
-    its compressed bytes are read on a third, :meth:`RawFile.ahead`). In process, best of five:
-    NCCL 2.29's wheel (a 237 MB library) 306 ms against 280 ms with its fat binary tap and kept
-    ranges on the inflating thread, cuSPARSE 12.6's 209 against 190 ms, cuBLAS 13.1's 873
-    against 820 ms."""
-
-    QUEUED = 16  # parts handed over and not yet taken at most (OUT_STEP bytes each at most)
-
-    def __init__(self, algo: str, size: int, background: bool) -> None:
-        self.hasher = new_hash(algo, size)
-        self.size = 0
-        self.also: list[Callable[[bytes], None]] = []
-        self.queue: Queue[bytes | None] | None = None
-        self.thread: threading.Thread | None = None
-        self.failed: Exception | None = None
-        if background:  # (imported here: a small wheel's audit starts no thread)
-            import threading
-            from queue import Queue
-
-            self.queue = Queue(self.QUEUED)
-            self.thread = threading.Thread(target=self._drain, name="audit-hash", daemon=True)
-            self.thread.start()
-
-    @property
-    def beside(self) -> bool:
-        """Are the parts taken on a helper thread?"""
-        return self.queue is not None
-
-    def add(self, part: bytes) -> None:
-        self.size += len(part)
-        if self.queue is not None:
-            self.queue.put(part)
-        else:
-            self._take(part)
-
-    def _take(self, part: bytes) -> None:
-        self.hasher.update(part)
-        for feed in self.also:
-            feed(part)
-
-    def _drain(self) -> None:
-        assert self.queue is not None
-        while (part := self.queue.get()) is not None:
-            if self.failed is None:  # (taken to the end: the inflating thread never waits)
-                try:
-                    self._take(part)
-                except Exception as exc:  # raised again on the inflating thread, by wait
-                    self.failed = exc
-
-    def wait(self) -> None:
-        """Every part added is hashed and fed to the taps; what a tap raised is raised here."""
-        if self.queue is not None and self.thread is not None:
-            self.queue.put(None)
-            self.thread.join()
-            self.queue = self.thread = None
-        if self.failed is not None:
-            failed, self.failed = self.failed, None
-            raise failed
-
-    def stop(self) -> None:
-        """As :meth:`wait`, once the inflating thread has failed: its error is the one told."""
-        with contextlib.suppress(Exception):
-            self.wait()
-
-    def finish(self) -> str:
-        self.wait()
-        return _encoded(self.hasher.digest())
-
-
 def inflate(
     task: Task, raw: Raw | RawFile, path: Path, spare_core: bool, hash_whole: bool = True
 ) -> tuple[ByteSource | bytes | bytearray, str | None]:
@@ -185,7 +95,7 @@ def inflate(
         if len(whole) != task.file_size:
             raise _mismatch(len(whole), task.file_size)
         return whole, digest_of(task, whole) if hash_whole else None
-    digest = _Digest(
+    digest = Digest(
         task.algo, task.file_size, background=spare_core and task.file_size >= HASH_THREAD_ABOVE
     )
     try:
@@ -209,46 +119,6 @@ def _sparse(task: Task) -> bool:
     """Is the member streamed and kept only where it is read (:mod:`wheels.audit.sparse`), not
     inflated whole into memory? A big deflated one (see also wheels.audit.inflate)."""
     return task.method == DEFLATED and SPARSE_ABOVE <= task.file_size < SNAPSHOT_ABOVE
-
-
-def digest_of(task: Task, content: bytes | bytearray) -> str:
-    """The member's RECORD-style digest, from its content."""
-    hasher = new_hash(task.algo, len(content))
-    hasher.update(content)
-    return _encoded(hasher.digest())
-
-
-def new_hash(algo: str, size: int) -> Hasher:
-    """A hash object for ``size`` bytes hashed with ``algo``: the builtin sha256 while
-    :data:`BUILTIN_SHA256_BUDGET` lasts and hashlib is not imported, else hashlib's."""
-    if algo == "sha256" and size <= _builtin_left[0] and "hashlib" not in sys.modules:
-        builtin = _builtin_sha256()
-        if builtin is not None:
-            _builtin_left[0] -= size
-            return builtin()
-    import hashlib
-
-    return hashlib.new(algo)
-
-
-@functools.cache  # (a module that is not there is searched for again on each import)
-def _builtin_sha256() -> Callable[[], Hasher] | None:
-    for module in ("_sha2", "_sha256"):
-        try:
-            made: Callable[[], Hasher] = __import__(module).sha256
-        except (ImportError, AttributeError):
-            continue
-        return made
-    return None
-
-
-_URLSAFE = bytes.maketrans(b"+/", b"-_")
-
-
-def _encoded(digest: bytes) -> str:
-    """A digest as RECORD writes it: urlsafe base64 without padding (base64.urlsafe_b64encode,
-    which is this translation; base64 itself is not imported)."""
-    return binascii.b2a_base64(digest, newline=False).translate(_URLSAFE).rstrip(b"=").decode()
 
 
 def _inflate_whole(task: Task, raw: Raw, path: Path) -> bytes | bytearray | None:
@@ -400,7 +270,7 @@ def _steps(
 
 
 def _inflate_stream(
-    task: Task, raw: Raw | RawFile, digest: _Digest, sparse: bool = False
+    task: Task, raw: Raw | RawFile, digest: Digest, sparse: bool = False
 ) -> ByteSource:
     """Inflate in bounded steps, hashing as it goes; keep all of it, or for big members only
     what is read (``sparse``), or over a gigabyte a prefix and a saved state every few

@@ -10,10 +10,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from wheels.audit.cache import Cache
+from wheels.audit.digests import digest_of
 from wheels.audit.members import (
     HASH_THREAD_ABOVE,
     MemberScan,
-    digest_of,
     scan_member,
     with_changes,
 )
