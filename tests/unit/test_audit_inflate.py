@@ -25,7 +25,7 @@ from wheels.audit.digests import Digest
 from wheels.audit.directory import read_directory
 from wheels.audit.members import scan_member
 from wheels.audit.raw import RawFile, SizeMismatch, Task, open_raw, read_raw, task_for
-from wheels.audit.sparse import Spooled
+from wheels.audit.sparse import Sparse, Spooled
 
 # A member mapped from the wheel (64 MB and up), one read in one call, one stored.
 SIZES = {"big.bin": (66 << 20), "mid.so": 3 << 20, "small.txt": 5000}
@@ -122,7 +122,7 @@ def test_a_big_member_is_streamed_and_kept_where_read_never_inflated_whole(
         members, "inflate_one_call", lambda raw, size: calls.append(size) or one_call(raw, size)
     )
     threads: list[str] = []
-    digest_type = members.Digest
+    digest_type = Digest
 
     def spy(algo: str, size: int, background: bool) -> Digest:
         threads.append("beside" if background else "after")
@@ -207,6 +207,7 @@ def test_a_big_member_hashed_beside_is_read_ahead_and_leaves_no_thread_behind(
     expected = content("big.bin", SIZES["big.bin"])
     streamed, digest = members.inflate(task, open_raw(archive, task), archive, spare_core=True)
     assert starts == [0] and digest == record_digest(expected)  # read on a helper thread
+    assert isinstance(streamed, Sparse)  # kept where read
     assert bytes(streamed.range(0, len(expected))) == expected  # (not ELF: read again)
     streamed.close()
     assert audit_threads() == []
