@@ -240,6 +240,27 @@ def test_reading_ahead_gives_the_bytes_read_in_steps_and_stops_when_closed(
     raw.close()
 
 
+def test_what_the_reader_ahead_raises_is_raised_to_its_consumer(
+    archive: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    raw = open_raw(archive, big_task(archive))
+    assert isinstance(raw, RawFile)
+    read = RawFile.read
+
+    def failing(self: RawFile, pos: int, size: int) -> bytes:
+        if pos >= 2 * size:
+            raise MemoryError("no room for the third step")
+        return read(self, pos, size)
+
+    monkeypatch.setattr(RawFile, "read", failing)
+    steps = raw.ahead(0, 4096)
+    assert next(steps) and next(steps)  # the two steps read before it failed
+    with pytest.raises(MemoryError, match="third step"):
+        next(steps)  # not a wait for a step that never comes
+    assert audit_threads() == []
+    raw.close()
+
+
 def test_what_a_tap_raises_beside_the_inflating_thread_is_raised_on_it() -> None:
 
     def broken(part: bytes) -> None:

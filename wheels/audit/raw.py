@@ -120,7 +120,7 @@ class RawFile:
         import threading
         from queue import Empty, Queue
 
-        chunks: Queue[bytes | MemberError] = Queue(READ_AHEAD)
+        chunks: Queue[bytes | Exception] = Queue(READ_AHEAD)
         stop = threading.Event()
 
         def read() -> None:
@@ -128,7 +128,7 @@ class RawFile:
             while at < self.size and not stop.is_set():
                 try:
                     chunk = self.read(at, size)
-                except MemberError as exc:
+                except Exception as exc:  # (a MemberError, or MemoryError): raised by the consumer
                     chunks.put(exc)
                     return
                 chunks.put(chunk)
@@ -142,7 +142,7 @@ class RawFile:
             at = pos
             while at < self.size:
                 chunk = chunks.get()
-                if isinstance(chunk, MemberError):
+                if isinstance(chunk, Exception):
                     raise chunk
                 yield chunk
                 if not chunk:
