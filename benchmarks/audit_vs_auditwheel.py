@@ -347,6 +347,11 @@ class CorpusRow:
     peak_ours: int = 0  # kB, the largest of its processes, the most of its runs
     peak_theirs: int = 0
 
+    @property
+    def ratio(self) -> float:
+        """auditwheel's median over ours."""
+        return self.theirs / self.ours
+
 
 def corpus_row(tool: Path, wheel: Path, runs: int) -> CorpusRow:
     ours: list[float] = []
@@ -374,7 +379,7 @@ def corpus(tool: Path, directory: Path, runs: int) -> bool:
         r = rows[-1]
         print(
             f"{wheel.name[:70]:70s} {wheel.stat().st_size / 1e6:8.2f} MB  auditwheel "
-            f"{r.theirs:6.2f} s  ours {r.ours:5.2f} s  {r.theirs / r.ours:6.1f}x  floor "
+            f"{r.theirs:6.2f} s  ours {r.ours:5.2f} s  {r.ratio:6.1f}x  floor "
             f"{r.floor.total:5.2f} s  bound {r.floor.bound(cores, START[0]):5.2f} s  peak RSS "
             f"auditwheel {r.peak_theirs / 1e3:5.0f} MB ours {r.peak_ours / 1e3:5.0f} MB"
             f"{'' if r.agree else '  TAGS DIFFER'}",
@@ -386,15 +391,14 @@ def corpus(tool: Path, directory: Path, runs: int) -> bool:
     aggregate = theirs / ours
     floor = sum(r.floor.total for r in rows)
     least_bound = sum(r.floor.bound(cores, START[0]) for r in rows)
-    ratio = {id(r): r.theirs / r.ours for r in rows}
-    median = statistics.median(ratio.values())
-    worst = min(rows, key=lambda r: ratio[id(r)])
+    median = statistics.median(r.ratio for r in rows)
+    worst = min(rows, key=lambda r: r.ratio)
     peak = max(rows, key=lambda r: r.peak_ours)
     peak_theirs = max(rows, key=lambda r: r.peak_theirs)
     want = CORPUS_TARGET
     met = {
         "median": median >= want["median"],
-        "least": ratio[id(worst)] >= want["least"],
+        "least": worst.ratio >= want["least"],
         "peak": peak.peak_ours <= want["peak_mb"] * 1e3,
         "aggregate": aggregate >= want["aggregate"],
         "slower": not slower,
@@ -406,7 +410,7 @@ def corpus(tool: Path, directory: Path, runs: int) -> bool:
         f"{verdict(aggregate >= TARGET['corpus'])})\n"
         f"median per-wheel ratio {median:.1f}x (target >= {want['median']:.0f}x: "
         f"{verdict(met['median'])})\n"
-        f"least per-wheel ratio {ratio[id(worst)]:.1f}x, {worst.wheel.name} (auditwheel "
+        f"least per-wheel ratio {worst.ratio:.1f}x, {worst.wheel.name} (auditwheel "
         f"{worst.theirs:.2f} s, ours {worst.ours:.2f} s; target >= {want['least']:.0f}x: "
         f"{verdict(met['least'])})\n"
         f"peak RSS: ours {peak.peak_ours / 1e3:.0f} MB ({peak.wheel.name}; target <= "
@@ -417,10 +421,10 @@ def corpus(tool: Path, directory: Path, runs: int) -> bool:
         f"one), plus {START[0] * 1000:.0f} ms per wheel to start an interpreter, "
         f"{least_bound:.1f} s: no audit that checks RECORD can beat {theirs / least_bound:.1f}x "
         f"here (ours / that bound {ours / least_bound:.2f})\n"
-        f"smallest: {smallest.wheel.name} {ratio[id(smallest)]:.1f}x "
+        f"smallest: {smallest.wheel.name} {smallest.ratio:.1f}x "
         f"(auditwheel {smallest.theirs * 1000:.0f} ms, ours {smallest.ours * 1000:.0f} ms)\n"
         f"slower than auditwheel: {len(slower)} "
-        f"({', '.join(f'{r.wheel.name} {ratio[id(r)]:.2f}x' for r in slower) or 'none'}; "
+        f"({', '.join(f'{r.wheel.name} {r.ratio:.2f}x' for r in slower) or 'none'}; "
         f"target none: {verdict(met['slower'])}); tags differ on "
         f"{sum(not r.agree for r in rows)}",
         flush=True,

@@ -6,16 +6,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from types import ModuleType
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from tests.conftest import ROOT, differential_runner
-
-
-def runner() -> ModuleType:
-    return differential_runner()
+from tests.conftest import ROOT
+from tests.conftest import differential_runner as runner
 
 
 def test_the_list_pins_at_least_60_distinct_platform_wheels_each_named_by_its_file() -> None:
