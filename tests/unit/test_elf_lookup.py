@@ -4,7 +4,9 @@ every visibility and both hash styles; the file's symbol fields are decoded when
 
 from __future__ import annotations
 
+import gc
 import pickle
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,7 +15,7 @@ import pytest
 
 from tests.wheelmaker import EXT, TAG, Compiler, have_gcc, make_wheel
 from wheels.audit import audit_wheel
-from wheels.elf import ElfInfo, HostLibraries, lookup
+from wheels.elf import ElfError, ElfInfo, HostLibraries, lookup
 from wheels.elf import hostlibs as hostlibs_module
 from wheels.elf.decode import read_elf, read_elf_file
 from wheels.elf.lookup import HashedSymbols, gnu_hash, sysv_hash
@@ -202,3 +204,40 @@ def test_a_small_wheels_audit_decodes_no_host_library(
     assert any(i.soname == "libc.so.6" for i in read)
     assert all("export_names" not in i.__dict__ for i in read), [i.soname for i in read]
     assert result.elfs[0].symbols.bound == 1  # (getpid, in libc)
+
+
+def _open_fds() -> set[str]:
+    return {p.name for p in Path("/proc/self/fd").iterdir()}
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd")
+def test_a_file_read_for_later_stays_open_until_its_info_goes_and_decodes_from_it() -> None:
+    path = host_lib("libc.so.6")
+    before = _open_fds()
+    lazy = read_elf_file(path, symbols_later=True)
+    assert len(_open_fds() - before) == 1  # (its definitions are still to be read from it)
+    assert "export_names" not in lazy.__dict__
+    assert lazy.undefined_weak == read_elf(path.read_bytes()).undefined_weak  # decodes them all
+    assert lazy == read_elf(path.read_bytes())
+    del lazy
+    gc.collect()
+    assert _open_fds() <= before
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd")
+def test_a_file_read_at_once_or_refused_leaves_no_file_open(tmp_path: Path) -> None:
+    text = tmp_path / "libnot.so"
+    text.write_text("not an ELF file\n")
+    before = _open_fds()
+    info = read_elf_file(host_lib("libm.so.6"))
+    assert _open_fds() <= before and info == read_elf(host_lib("libm.so.6").read_bytes())
+    with pytest.raises(ElfError, match="not an ELF file"):
+        read_elf_file(text, symbols_later=True)
+    assert _open_fds() <= before
+
+
+def test_a_path_that_is_not_a_readable_file_is_an_elf_error_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(ElfError, match=f"cannot read {re.escape(str(tmp_path))}"):
+        read_elf_file(tmp_path)  # a directory: opened, then read
+    with pytest.raises(ElfError, match=r"cannot read .*missing\.so"):
+        read_elf_file(tmp_path / "missing.so")

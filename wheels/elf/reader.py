@@ -80,15 +80,38 @@ class FileBytes:
     """The bytes of an open file, read range by range: a question about a few headers of a
     library of hundreds of megabytes reads a few kilobytes of it."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, *, name: str = "the file", owned: bool = False) -> None:
         self.fd = fd
+        self.name = name
+        self.owned = False  # (set once the size is known: a failed fstat closes nothing twice)
         self.size = os.fstat(fd).st_size
+        self.owned = owned
+
+    @classmethod
+    def open(cls, path: str | Path) -> FileBytes:
+        """The file at ``path``, open until the last reader of it lets it go (a host library
+        whose definitions are decoded later: :class:`wheels.elf.HostLibraries`)."""
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return cls(fd, name=str(path), owned=True)
+        except BaseException:
+            os.close(fd)
+            raise
 
     def range(self, offset: int, size: int) -> memoryview:
-        return memoryview(os.pread(self.fd, max(size, 0), offset))
+        try:
+            return memoryview(os.pread(self.fd, max(size, 0), offset))
+        except OSError as exc:
+            raise ElfError(f"cannot read {self.name}: {exc.strerror or exc}") from None
 
     def head(self, size: int) -> bytes:
         return bytes(self.range(0, min(size, self.size)))
+
+    def __del__(self) -> None:
+        if self.owned:
+            self.owned = False
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
 
 
 @contextlib.contextmanager
