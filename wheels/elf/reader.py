@@ -11,7 +11,7 @@ import bisect
 import contextlib
 import os
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from wheels.record import record
@@ -107,11 +107,14 @@ class FileBytes:
     def head(self, size: int) -> bytes:
         return bytes(self.range(0, min(size, self.size)))
 
-    def __del__(self) -> None:
+    def __del__(self, _close: Callable[[int], None] = os.close) -> None:
+        # (os.close bound here: at interpreter exit, this module's globals may be gone first)
         if self.owned:
             self.owned = False
-            with contextlib.suppress(OSError):
-                os.close(self.fd)
+            try:  # noqa: SIM105 (contextlib is a global too)
+                _close(self.fd)
+            except OSError:
+                pass
 
 
 @contextlib.contextmanager
