@@ -80,10 +80,11 @@ class FileBytes:
     """The bytes of an open file, read range by range: a question about a few headers of a
     library of hundreds of megabytes reads a few kilobytes of it."""
 
+    owned = False  # (until __init__ ends: a failed fstat leaves the closing to the caller)
+
     def __init__(self, fd: int, *, name: str = "the file", owned: bool = False) -> None:
         self.fd = fd
         self.name = name
-        self.owned = False  # (set once the size is known: a failed fstat closes nothing twice)
         self.size = os.fstat(fd).st_size
         self.owned = owned
 
