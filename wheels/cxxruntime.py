@@ -92,20 +92,46 @@ def classify(info: ElfInfo) -> CxxRuntime:
     return CxxRuntime(runtime=runtime, internals=internals, signs=signs)
 
 
+# The vector variants of C functions (the x86-64 and AArch64 vector function ABIs, glibc's
+# libmvec: _ZGVbN2v_cos is cos on two doubles in SSE registers) are named with the "_Z" prefix
+# but are C, not C++: the letter after "_ZGV" is the ISA, then N or M (unmasked or masked). An
+# Itanium guard variable's "_ZGV" is followed by a name (a digit, N, Z or S).
+_VECTOR_ABI = re.compile(r"_ZGV[a-z][NM]")
+
+
+def is_cxx(name: str) -> bool:
+    """Is ``name`` Itanium-mangled C++ (not a vector function ABI name)?"""
+    return name.startswith("_Z") and not (name.startswith("_ZGV") and _VECTOR_ABI.match(name))
+
+
 def cxx_interface(info: ElfInfo) -> bool:
     """Whether C++ symbols (Itanium-mangled names) are at the ELF's dynamic interface."""
-    names = info.export_names  # (not "\0" + names: a copy of 80 MB for TensorFlow's library)
-    return (
-        names.startswith("_Z") or "\0_Z" in names or any(n.startswith("_Z") for n in info.undefined)
-    )
+    return _exports_cxx(info.export_names) or any(is_cxx(n) for n in info.undefined)
+
+
+def _exports_cxx(names: str) -> bool:
+    """Does the NUL-separated list ``names`` hold a C++ name? Found by str.find: not "\0" +
+    names, a copy of 80 MB for TensorFlow's library, nor a regular expression over all of it."""
+    at = 0 if names.startswith("_Z") else _next_z(names, 0)
+    while at >= 0:
+        if is_cxx(names[at : at + 8]):
+            return True
+        at = _next_z(names, at)
+    return False
+
+
+def _next_z(names: str, start: int) -> int:
+    """Where the next name starting with "_Z" after ``start`` begins; -1 where none does."""
+    found = names.find("\0_Z", start)
+    return found + 1 if found >= 0 else -1
 
 
 def cxx_exports(info: ElfInfo) -> frozenset[str]:
-    return frozenset(n for n in info.exports if n.startswith("_Z"))
+    return frozenset(n for n in info.exports if is_cxx(n))
 
 
 def cxx_imports(info: ElfInfo) -> frozenset[str]:
-    return frozenset(n for n in info.undefined if n.startswith("_Z"))
+    return frozenset(n for n in info.undefined if is_cxx(n))
 
 
 def describe(result: CxxRuntime, shown: int = 4) -> str:

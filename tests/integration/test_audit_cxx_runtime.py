@@ -8,7 +8,9 @@
   an exception thrown by one and caught by the other aborts the process (the catching side's
   personality routine runs its own unwinder's code on the throwing side's unwind context);
 - a private copy that takes C++ symbols from torch's ``libc10.so`` (a stand-in in a site
-  directory, resolved through the vendor policy): a violation naming torch.
+  directory, resolved through the vendor policy): a violation naming torch;
+- a C library whose loops gcc vectorised into calls to glibc's libmvec (``_ZGVbN2v_cos``:
+  "_Z" names of the vector function ABI, as soundfile's libsndfile has): no C++ at all.
 """
 
 from __future__ import annotations
@@ -216,3 +218,24 @@ def test_a_private_copy_taking_symbols_from_torch_is_a_violation_naming_torch(
     monkeypatch.syspath_prepend(str(site))
     read = cxx_violations(audit(path))["demo/lib/libuser.so"].message
     assert "it takes 1 C++ symbol from libc10.so (torch) (_ZN3c108demangle" in read
+
+
+VECTORISED = """
+#include <math.h>
+void cosines(double *x, int n) { for (int i = 0; i < n; i++) x[i] = cos(x[i]); }
+"""
+
+
+def test_a_c_library_calling_libmvec_vector_functions_uses_no_cxx_runtime(tmp_path: Path) -> None:
+    work = tmp_path / "vec"
+    work.mkdir()
+    (work / "vec.c").write_text(VECTORISED)
+    lib = work / "libvec.so"
+    argv = ["gcc", "-shared", "-fPIC", "-O3", "-ffast-math", "-o", str(lib), str(work / "vec.c")]
+    subprocess.run([*argv, "-lm"], check=True, capture_output=True, text=True)
+    path = make_wheel(tmp_path / "w", {"demo/__init__.py": b"", "demo/libvec.so": lib})
+    result = audit(path)
+    report = elf(result, "demo/libvec.so")
+    assert "libmvec.so.1" in report.needed  # (gcc did call the vector variant of cos)
+    assert report.cxx_runtime is None and not cxx_violations(result), render_text([result])
+    assert "C++ runtime" not in render_text([result])

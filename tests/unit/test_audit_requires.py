@@ -33,6 +33,10 @@ REAL_LINES = [
     "typing-extensions ; (python_version < \"3.10\") and extra == 'typing'",
     "pytest[testing] ~=8.0.0rc1 ; extra == 'test'",
     "foo[bar, baz]==1.*",
+    'cffi>=2.0.0b; (platform_python_implementation != "PyPy" and python_version >= "3.14") and '
+    'extra == "cffi"',
+    "tensorflow<2.19-1,>=2.18.0.post; extra == 'tf'",
+    "foo>=1.0.dev,<2.0_rc_1,!=1.5.r2,~=1.0-preview.3",
 ]
 
 
@@ -40,6 +44,31 @@ REAL_LINES = [
 def test_common_lines_are_read_as_packaging_reads_their_names(line: str) -> None:
     assert _simple_name(line) == Requirement(line).name
     assert read_requires(line).name == Requirement(line).name
+
+
+_TAILS = ["", "a", "b", "c", "rc", "alpha", "beta", "pre", "preview", "post", "rev", "r", "dev"]
+_JOINS = ["", ".", "-", "_", "--", "._"]
+_SPELLINGS = sorted(
+    {f"1.0{j}{t}{k}{n}" for t in _TAILS for j in _JOINS for k in ("", ".", "_") for n in ("", "1")}
+    | {f"1.0{a}{b}" for a in ("b", "-1", ".post", "rc1", "") for b in ("", ".dev", "-2", "a1", "x")}
+)
+
+
+@pytest.mark.parametrize("op", ["==", "!=", ">=", "<=", "<", ">", "~="])
+def test_every_spelling_of_a_release_tail_is_read_without_packaging_only_if_it_accepts(
+    op: str,
+) -> None:
+    read = 0
+    for version in _SPELLINGS:
+        line = f"foo{op}{version}"
+        try:
+            accepted = Requirement(line).name == "foo"
+        except InvalidRequirement:
+            accepted = False
+        if _simple_name(line) is not None:
+            assert accepted, line
+            read += 1
+    assert read > 100  # (the pre, post and dev releases of PEP 440, every separator)
 
 
 def test_common_lines_are_read_without_importing_packaging() -> None:
@@ -81,10 +110,26 @@ _WS = (["", " ", "\t", "  "], ["\n", "\x0c"])
 _NAMES = (["foo", "foo-bar", "Foo.Bar_9", "a"], ["foo-", "_x", "-x", "foo bar", "foo."])
 _EXTRAS = (["", "[x]", "[x,y]", "[ x , y ]"], ["[", "[]", "[x,]", "[x-]", "[x y]"])
 _OPS = (["==", "!=", ">=", "<=", "<", ">", "~="], ["===", "=", "=>", "", "!"])
+_ODD_TAILS = ["1.0-", "1.0.post-", "1.0alpha-2", "1.0.r.dev_", "1.0-a", "1.0bc", "1.0ab1"]
+_ODD_TAILS += ["1.0-1-1", "1.0.dev1.post1", "1.0pre.preview", "1.0_c_", "1.0-r"]
 _VERSIONS = (
-    ["1.0", "1.2.3", "1.0a1", "1.0rc2.post3.dev4", "6.0dev", "2.2.post3", "10.1"],
-    ["1", "1.0.*", "1.*", "1!2.0", "1.0+local", "v1.0", "1.0-1", ".1", "1..0", "x", "1.0a", ""],
-)  # ("1", "1.*" and "1.0.*" are valid after some operators only)
+    ["1.0", "1.2.3", "1.0a1", "1.0rc2.post3.dev4", "6.0dev", "2.2.post3", "10.1", "2.0.0b"],
+    [
+        "1",
+        "1.0.*",
+        "1.*",
+        "1!2.0",
+        "1.0+local",
+        "v1.0",
+        "1.0-1",
+        ".1",
+        "1..0",
+        "x",
+        "1.0a",
+        "",
+        *_ODD_TAILS,
+    ],
+)  # ("1", "1.*" and "1.0.*" are valid after some operators only; so are some odd tails)
 _COMMAS = ([",", " , "], ["", ";", ",,"])
 _PARENS = (["", "()"], ["(", ")"])
 _VARIABLES = (

@@ -23,6 +23,7 @@ import re
 
 from wheels.audit.findings import Findings
 from wheels.audit.ldso import Elves
+from wheels.cxxruntime import is_cxx
 from wheels.elf import ElfInfo
 from wheels.filename import canonicalize_name
 from wheels.loading import installed_copy
@@ -164,9 +165,7 @@ def _cxx_bound(ctx: Elves, member: str, info: ElfInfo, soname: str) -> Bound:
     lib = ctx.policy.supplier(soname)
     hit = installed_copy(lib, soname, ctx.sites(), ctx.host) if lib is not None else None
     cxx = [
-        (n, v)
-        for n, v in zip(info.undefined, info.undefined_versions, strict=True)
-        if n[:2] == "_Z"
+        (n, v) for n, v in zip(info.undefined, info.undefined_versions, strict=True) if is_cxx(n)
     ]
     if hit is not None:
         return Bound(member, soname, [n for n, v in cxx if hit[1].defines(n, v)])

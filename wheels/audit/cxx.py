@@ -20,7 +20,7 @@ from wheels.audit.findings import Findings
 from wheels.audit.ldso import Elves
 from wheels.audit.scopes import Scope
 from wheels.audit_report import plural, shorten
-from wheels.cxxruntime import CxxRuntime, classify, cxx_exports, describe
+from wheels.cxxruntime import CxxRuntime, classify, cxx_exports, describe, is_cxx
 from wheels.elf import ElfInfo
 from wheels.record import record
 
@@ -129,7 +129,7 @@ def _imports(
     by_definer: dict[str, list[str]] = {}
     unbound: list[str] = []
     for name, version in zip(info.undefined, info.undefined_versions, strict=True):
-        if not name.startswith("_Z"):
+        if not is_cxx(name):
             continue
         definer = _first_definer(name, version, providers)
         if definer is None:

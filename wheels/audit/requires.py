@@ -27,7 +27,14 @@ if TYPE_CHECKING:
 _WS = r"[ \t]*"
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
 _RELEASE = r"[0-9]+(?:\.[0-9]+)*"
-_TAIL = r"(?:(?:a|b|rc)[0-9]+)?(?:\.post[0-9]+)?(?:\.?dev[0-9]*)?"  # pre, post, dev releases
+# Pre, post and dev releases in every spelling packaging accepts in lower case ("2.0.0b" is
+# 2.0.0b0, "1.0-1" is 1.0.post1): a line with "cffi>=2.0.0b" read by packaging costs 20 ms.
+_SEP = r"[-_.]?"
+_TAIL = (
+    rf"(?:{_SEP}(?:alpha|beta|preview|pre|a|b|c|rc){_SEP}[0-9]*)?"
+    rf"(?:-[0-9]+|{_SEP}(?:post|rev|r){_SEP}[0-9]*)?"
+    rf"(?:{_SEP}dev{_SEP}[0-9]*)?"
+)
 _SPEC = (
     rf"(?:(?:==|!=){_WS}(?:{_RELEASE}{_TAIL}|{_RELEASE}\.\*)"  # a wildcard only after ==, !=
     rf"|(?:<=|>=|<|>){_WS}{_RELEASE}{_TAIL}"
