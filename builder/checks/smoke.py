@@ -3,10 +3,21 @@
 Each extension module is imported as Python imports it, by its dotted name (its packages'
 ``__init__`` run first, each module loaded once), with immediate binding: RTLD_NOW for the
 module and LD_BIND_NOW=1 for everything it pulls in, so an unresolved symbol fails here and not
-at the first call. When a package's ``__init__`` needs a requirement that is not installed (the
-wheel's requirements are not), the module is loaded straight from its file instead. Every
-other shared library in the wheel is dlopened the same way. The
-probe runs from a temporary directory, outside any source tree.
+at the first call. The wheel is installed even where the target interpreter has the same version
+already. Its requirements are not, so:
+
+- when a package's ``__init__`` fails before the module's file is opened (a requirement not
+  installed, or a module of the wheel that stopped at one), the module is loaded straight from
+  its file instead;
+- when the module's own initialisation stops at such a requirement (mypyc's modules import their
+  runtime library, numba's import numpy), its file is still loaded with every symbol bound: it
+  is verified, and the requirement named. So is a loaded module whose initialisation fails in
+  another way while some requirement is missing, with the missing requirements named (black's
+  modules, after one of them stopped at pytokens). With every requirement installed, that is a
+  failure.
+
+Every other shared library in the wheel is dlopened the same way. The probe runs from a
+temporary directory, outside any source tree.
 
 Libraries a wheel needs from outside are probed on the host first. When one the vendor expects
 from the machine or another distribution (libcuda.so.1, libcudart.so.13 ...) is absent, the files
@@ -36,7 +47,7 @@ _RUNNER = r"""
 import ctypes, importlib.machinery, importlib.util, json, os, sys
 sys.setdlopenflags(os.RTLD_NOW)
 spec = json.loads(sys.argv[1])
-out = {"preloads": {}, "probe": {}, "found": {}, "extensions": {}, "libraries": {}}
+out = {"preloads": {}, "probe": {}, "found": {}, "extensions": {}, "libraries": {}, "stopped": {}}
 
 class LinkMap(ctypes.Structure):
     _fields_ = [("l_addr", ctypes.c_void_p), ("l_name", ctypes.c_char_p)]
@@ -59,6 +70,13 @@ def attempt(kind, key, load):
         out[kind][key] = f"{type(exc).__name__}: {exc}"
         return None
 
+def loaded(path):  # in this process, its symbols bound (RTLD_NOLOAD opens nothing new)
+    try:
+        ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_NOLOAD)
+        return True
+    except OSError:
+        return False
+
 def load_file(name, path):
     loader = importlib.machinery.ExtensionFileLoader(name, path)
     module_spec = importlib.util.spec_from_file_location(name, path, loader=loader)
@@ -68,12 +86,16 @@ def load_extension(name, path):
     # As Python imports it: by name, its packages' __init__ first, once per process (numpy's
     # modules refuse a second load; grpc's cygrpc needs grpc imported). Only when a package
     # needs a requirement that is not installed here is the file loaded by itself.
+    # When its package's __init__ failed before the file was opened (a requirement not
+    # installed, or a module of the wheel that stopped at one: "module 'black.comments' is not
+    # in sys.modules"), the file is loaded by itself; a module missing from the wheel fails.
     if name in sys.modules:
         return
     try:
         importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name is None or exc.name.partition(".")[0] in spec["tops"]:
+    except ImportError as exc:
+        missing = exc.name if isinstance(exc, ModuleNotFoundError) else ""
+        if missing is None or missing.partition(".")[0] in spec["tops"] or loaded(path):
             raise
         load_file(name, path)
 
@@ -83,8 +105,32 @@ for soname in spec["probe"]:
     lib = attempt("probe", soname, lambda: ctypes.CDLL(soname, mode=os.RTLD_NOW))
     if lib is not None:
         out["found"][soname] = where(lib)
+def stopped_at(error):
+    # The module outside the wheel whose absence stopped an import: a ModuleNotFoundError in
+    # the chain, or a requirement not installed here that the message names (numpy's C API:
+    # "numpy._core.multiarray failed to import").
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, ModuleNotFoundError) and error.name:
+            top = error.name.partition(".")[0]
+            return None if top in spec["tops"] else top
+        words = set(str(error).replace(".", " ").replace("'", " ").split())
+        named = [m for m in absent if m in words]
+        if named:
+            return named[0]
+        error = error.__cause__ or error.__context__
+    return None
+
+absent = [m for m in spec["requirements"] if importlib.util.find_spec(m) is None]
 for name, path in spec["extensions"]:
-    attempt("extensions", path, lambda: load_extension(name, path))
+    try:
+        load_extension(name, path)
+        out["extensions"][path] = None
+    except BaseException as exc:
+        out["extensions"][path] = f"{type(exc).__name__}: {exc}"
+        if loaded(path):
+            out["stopped"][path] = stopped_at(exc) or (", ".join(absent) if absent else None)
 for path in spec["libraries"]:
     attempt("libraries", path, lambda: ctypes.CDLL(path, mode=os.RTLD_NOW))
 print("@@SMOKE@@" + json.dumps(out))
@@ -120,6 +166,9 @@ class SmokeResult:
     host_supplied: dict[str, str] = field(default_factory=dict)
     # Packages whose preload (import torch, ...) could not run here -> why.
     preload_errors: dict[str, str] = field(default_factory=dict)
+    # Extensions loaded with every symbol bound whose initialisation stopped at a requirement
+    # that is not installed -> that requirement's module.
+    requirement_absent: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -140,6 +189,15 @@ class SmokeResult:
             )
         return f"which the {self.vendor} driver or runtime supplies, and this host lacks"
 
+    def _stopped(self, file: str) -> str:
+        module = self.requirement_absent.get(file)
+        if module is None:
+            return ""
+        return (
+            f" (loaded; its initialisation stops short without {module}, not installed here: "
+            "the wheel's requirements are not)"
+        )
+
     @property
     def complete(self) -> bool:
         return self.ok and not self.unsupplied and not self.preload_errors
@@ -155,11 +213,12 @@ class SmokeResult:
             "unsupplied": self.unsupplied,
             "host_supplied": self.host_supplied,
             "preload_errors": self.preload_errors,
+            "requirement_absent": self.requirement_absent,
         }
 
     def render(self) -> str:
         lines = [f"smoke {self.wheel}:"]
-        lines += [f"  ok       {f}" for f in self.verified]
+        lines += [f"  ok       {f}{self._stopped(f)}" for f in self.verified]
         lines += [f"  FAILED   {f.render()}" for f in self.failures]
         lines += [
             f"  host     {lib} <- {path} (the vendor's, taken from this host)"
@@ -215,7 +274,7 @@ def smoke(wheel: Path, vendor: str | None = None, *, python: str | None = None) 
             ).strip()
         )
         elves = _elves(wheel, site)
-        report = _run(interpreter, work, site, elves)
+        report = _run(interpreter, work, site, elves, wheel)
     return _classify(wheel.name, vendor, elves, report)
 
 
@@ -249,6 +308,7 @@ def _module_name(arcname: str) -> str | None:
         if not name.endswith(suffix) or (suffix == ".so" and name.startswith("lib")):
             continue
         dotted = arcname[: -len(suffix)].replace("/", ".")
+        dotted = dotted.removesuffix(".__init__")  # a package whose __init__ is compiled (mypyc)
         return dotted if all(p.isidentifier() for p in dotted.split(".")) else None
     return None
 
@@ -266,7 +326,35 @@ def preloads(site: Path, elves: list[_Elf]) -> list[list[str]]:
     return out
 
 
-def _run(interpreter: str, work: Path, site: Path, elves: list[_Elf]) -> dict[str, Any]:
+def requirement_modules(wheel: Path) -> list[str]:
+    """The top-level module each Requires-Dist of ``wheel`` is likely imported as: its
+    distribution's name, normalised (``librt``, ``numpy``, ``typing_extensions``)."""
+    from wheels.audit.requires import InvalidRequires, read_requires
+
+    with zipfile.ZipFile(wheel) as zf:
+        metadata = next(
+            (n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")),
+            None,
+        )
+        text = zf.read(metadata).decode("utf-8", "replace") if metadata else ""
+    out: list[str] = []
+    for line in text.split("\n\n", 1)[0].splitlines():
+        key, _, value = line.partition(":")
+        if key.strip().lower() != "requires-dist":
+            continue
+        if "extra" in value.partition(";")[2]:
+            continue  # (an extra's requirement: never needed, so never the reason)
+        try:
+            name = read_requires(value.strip()).name
+        except InvalidRequires:
+            continue
+        out.append(re.sub(r"[-.]+", "_", name).lower())
+    return sorted(set(out))
+
+
+def _run(
+    interpreter: str, work: Path, site: Path, elves: list[_Elf], wheel: Path
+) -> dict[str, Any]:
     inside = {n for e in elves for n in e.names}
     spec = {
         # What the packages run before their libraries load (torch's, flash-attn's extension).
@@ -274,6 +362,7 @@ def _run(interpreter: str, work: Path, site: Path, elves: list[_Elf]) -> dict[st
         "probe": sorted({n for e in elves for n in e.needed} - inside),
         "extensions": [[e.module, str(site / e.arcname)] for e in elves if e.module],
         "tops": sorted({e.module.partition(".")[0] for e in elves if e.module}),
+        "requirements": requirement_modules(wheel),
         "libraries": [str(site / e.arcname) for e in elves if not e.module],
     }
     runner = work / "smoke_runner.py"
@@ -323,8 +412,11 @@ def _classify(
     for kind in ("extensions", "libraries"):
         for path, error in report[kind].items():
             elf = by_path[path]
-            if error is None:
+            stopped = report["stopped"].get(path)
+            if error is None or stopped is not None:
                 result.verified.append(elf.arcname)
+                if stopped is not None:
+                    result.requirement_absent[elf.arcname] = stopped
                 continue
             absent = [lib for lib in _closure_needs(elf, elves) if lib in missing]
             vendor_absent = [lib for lib in absent if expected(lib)]

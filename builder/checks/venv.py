@@ -69,6 +69,7 @@ def install(wheel: Path, interpreter: Path, cwd: Path) -> Path:
             "install",
             "--quiet",
             "--no-deps",
+            "--ignore-installed",  # (a copy the target interpreter has must not stand in for it)
             "--no-index",
             "--no-compile",
             "--disable-pip-version-check",

@@ -217,3 +217,78 @@ def test_smoke_runs_outside_the_source_tree(
     monkeypatch.chdir(tmp_path / "cwd")
     result = cli("smoke", mini_wheel.name)
     assert result.code == 0, result.out + result.err
+
+
+NEEDS_DEP = """
+#include <Python.h>
+static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, "%(name)s", NULL, -1, NULL};
+PyMODINIT_FUNC PyInit_%(name)s(void) {
+  PyObject *dep = PyImport_ImportModule("%(dep)s");  /* as mypyc's modules import librt */
+  if (dep == NULL) return NULL;
+  Py_DECREF(dep);
+  return PyModule_Create(&def);
+}
+"""
+
+
+def extension(tmp_path: Path, name: str, dep: str) -> Path:
+    import sysconfig
+
+    include = f"-I{sysconfig.get_paths()['include']}"
+    source = NEEDS_DEP % {"name": name, "dep": dep}
+    return Compiler(tmp_path / "build").shared(f"{name}{EXT}", source, flags=[include])
+
+
+def test_an_extension_stopping_at_a_requirement_not_installed_is_loaded_and_says_so(
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    # The package's compiled __init__ (mypyc's shape) stops at the requirement; so does a
+    # module of the package, whose file is then loaded by itself. Both are bound and loaded.
+    init = extension(tmp_path, "__init__", "infini_absent_dep")
+    mod = extension(tmp_path, "_mod", "infini_absent_dep")
+    files = {f"probe/__init__{EXT}": init, f"probe/_mod{EXT}": mod}
+    wheel = make_wheel(tmp_path, files, name="probe_pkg", version="0.1+cpu",
+                       requires=["infini-absent-dep>=1", "other-extra; extra == 'x'"])  # fmt: skip
+    result = cli("smoke", wheel)
+    assert result.code == 0, result.out
+    for member in (f"probe/__init__{EXT}", f"probe/_mod{EXT}"):
+        assert (
+            f"ok       {member} (loaded; its initialisation stops short without "
+            "infini_absent_dep, not installed here"
+        ) in result.out
+    assert "smoke passed: 2 file(s)" in result.out
+
+
+def test_an_extension_stopping_at_a_module_missing_from_its_own_wheel_fails(
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    mod = extension(tmp_path, "_mod", "probe._not_shipped")
+    wheel = probe_wheel(tmp_path, "cpu", {f"probe/_mod{EXT}": mod})
+    result = cli("smoke", wheel)
+    assert result.code == 6, result.out
+    assert f"FAILED   probe/_mod{EXT}: ModuleNotFoundError: No module named" in result.out
+
+
+def test_smoke_tests_the_wheel_even_where_the_target_has_that_version_installed(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    from builder.checks.smoke import smoke
+
+    ext = Compiler(tmp_path / "build").shared(
+        f"_broken{EXT}", "extern int infini_missing_symbol(void);\n"
+        "void *PyInit__broken(void) { return (void *)(long)infini_missing_symbol(); }\n",
+    )  # fmt: skip
+    wheel = probe_wheel(tmp_path / "dist", "cpu", {f"probe/_broken{EXT}": ext})
+    target = tmp_path / "target"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", target], check=True)
+    python = target / "bin" / "python"
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps"]
+    subprocess.run([*pip, "--no-index", str(wheel)], check=True)
+    result = smoke(wheel, python=str(python))
+    assert not result.ok and result.verified == [], result.render()
+    assert result.failures[0].detail == "infini_missing_symbol"
