@@ -22,12 +22,14 @@ from builder.core.errors import EXIT_AUDIT
 PTH_NAME = "_infini_stack_target.pth"
 
 # Run by the target interpreter: its import path without the working directory, the standard
-# library and zip archives, i.e. the site directories and what .pth files added to them.
+# library and zip archives, i.e. the site directories and what .pth files added to them. In a
+# venv, platstdlib is the venv's own lib directory, so lib-dynload is looked for beside stdlib
+# too: pip 26 takes whatever a site directory's .pth adds out of its isolated build
+# environments, and a lib-dynload there would leave their interpreter without math.
 _SITE_DIRS = (
     "import json, os, sys, sysconfig\n"
     "std = {os.path.realpath(sysconfig.get_path(n)) for n in ('stdlib', 'platstdlib')}\n"
-    "dyn = os.path.join(sysconfig.get_path('platstdlib'), 'lib-dynload')\n"
-    "std.add(os.path.realpath(dyn))\n"
+    "std |= {os.path.join(p, 'lib-dynload') for p in std}\n"
     "out = [p for p in sys.path if p and os.path.isdir(p) and os.path.realpath(p) not in std]\n"
     "print(json.dumps(out))\n"
 )
