@@ -105,6 +105,9 @@ for soname in spec["probe"]:
     lib = attempt("probe", soname, lambda: ctypes.CDLL(soname, mode=os.RTLD_NOW))
     if lib is not None:
         out["found"][soname] = where(lib)
+
+absent = spec["absent"]  # the requirements this interpreter lacks, as modules
+
 def stopped_at(error):
     # The module outside the wheel whose absence stopped an import: a ModuleNotFoundError in
     # the chain, or a requirement not installed here that the message names (numpy's C API:
@@ -122,7 +125,6 @@ def stopped_at(error):
         error = error.__cause__ or error.__context__
     return None
 
-absent = [m for m in spec["requirements"] if importlib.util.find_spec(m) is None]
 for name, path in spec["extensions"]:
     try:
         load_extension(name, path)
@@ -274,7 +276,7 @@ def smoke(wheel: Path, vendor: str | None = None, *, python: str | None = None) 
             ).strip()
         )
         elves = _elves(wheel, site)
-        report = _run(interpreter, work, site, elves, wheel)
+        report = _run(interpreter, work, site, elves, absent_requirements(wheel, interpreter))
     return _classify(wheel.name, vendor, elves, report)
 
 
@@ -326,34 +328,42 @@ def preloads(site: Path, elves: list[_Elf]) -> list[list[str]]:
     return out
 
 
-def requirement_modules(wheel: Path) -> list[str]:
-    """The top-level module each Requires-Dist of ``wheel`` is likely imported as: its
-    distribution's name, normalised (``librt``, ``numpy``, ``typing_extensions``)."""
-    from wheels.audit.requires import InvalidRequires, read_requires
+def absent_requirements(wheel: Path, python: str) -> list[str]:
+    """The wheel's requirements that ``python`` has not installed (markers evaluated for it, so
+    an extra's never count), as the top-level modules they are likely imported as: each
+    distribution's name, normalised (``librt``, ``pytokens``, ``typing_extensions``)."""
+    from packaging.requirements import InvalidRequirement, Requirement
 
+    from builder.checks.requirements import unmet
+
+    lines = []
+    for line in _requires_dist(wheel):
+        try:
+            lines.append(Requirement(line))
+        except InvalidRequirement:
+            continue  # (the audit's requires-dist rule says what is wrong with it)
+    lacking = {u.requirement for u in unmet([str(r) for r in lines], python) if u.found is None}
+    return sorted({re.sub(r"[-.]+", "_", r.name).lower() for r in lines if str(r) in lacking})
+
+
+def _requires_dist(wheel: Path) -> list[str]:
+    """The Requires-Dist values of the wheel's METADATA."""
     with zipfile.ZipFile(wheel) as zf:
         metadata = next(
             (n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")),
             None,
         )
         text = zf.read(metadata).decode("utf-8", "replace") if metadata else ""
-    out: list[str] = []
-    for line in text.split("\n\n", 1)[0].splitlines():
-        key, _, value = line.partition(":")
-        if key.strip().lower() != "requires-dist":
-            continue
-        if "extra" in value.partition(";")[2]:
-            continue  # (an extra's requirement: never needed, so never the reason)
-        try:
-            name = read_requires(value.strip()).name
-        except InvalidRequires:
-            continue
-        out.append(re.sub(r"[-.]+", "_", name).lower())
-    return sorted(set(out))
+    headers = text.split("\n\n", 1)[0].splitlines()
+    return [
+        value.strip()
+        for key, _, value in (line.partition(":") for line in headers)
+        if key.strip().lower() == "requires-dist"
+    ]
 
 
 def _run(
-    interpreter: str, work: Path, site: Path, elves: list[_Elf], wheel: Path
+    interpreter: str, work: Path, site: Path, elves: list[_Elf], absent: list[str]
 ) -> dict[str, Any]:
     inside = {n for e in elves for n in e.names}
     spec = {
@@ -362,7 +372,7 @@ def _run(
         "probe": sorted({n for e in elves for n in e.needed} - inside),
         "extensions": [[e.module, str(site / e.arcname)] for e in elves if e.module],
         "tops": sorted({e.module.partition(".")[0] for e in elves if e.module}),
-        "requirements": requirement_modules(wheel),
+        "absent": absent,
         "libraries": [str(site / e.arcname) for e in elves if not e.module],
     }
     runner = work / "smoke_runner.py"

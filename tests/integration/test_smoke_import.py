@@ -8,6 +8,8 @@ import ctypes
 import importlib.util
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -274,9 +276,6 @@ def test_an_extension_stopping_at_a_module_missing_from_its_own_wheel_fails(
 def test_smoke_tests_the_wheel_even_where_the_target_has_that_version_installed(
     tmp_path: Path,
 ) -> None:
-    import subprocess
-    import sys
-
     from builder.checks.smoke import smoke
 
     ext = Compiler(tmp_path / "build").shared(
