@@ -50,7 +50,7 @@ from wheels.loading import (
     site_dirs,
     stranded_needs,
 )
-from wheels.naming import EXTENSION_NAME, WheelName
+from wheels.naming import WheelName, extension_parts
 from wheels.policy import DistLib
 from wheels.spec import WheelSpec
 
@@ -286,7 +286,7 @@ def write_preloads(
     every extension module that loads those ELFs, before anything else runs there, in the
     order the needs call for them (torch before flash_attn_2_cuda)."""
     for path in elves:
-        if not EXTENSION_NAME.match(path.name) or path.parent == root:
+        if not extension_parts(path.name) or path.parent == root:
             continue  # a top-level module has no package to import anything first
         wanted: dict[str, tuple[str, bool]] = {}
         for member in _load_order(path, elves, where):

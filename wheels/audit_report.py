@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from builder.core import termwrap
 from wheels.devicecode import summary as device_summary
@@ -144,7 +144,7 @@ class AuditStats:
 class WheelAudit:
     """The audit of one wheel; ``ok`` is what a release gate looks at."""
 
-    path: Path
+    path: str  # as given
     vendor: str
     distribution: str | None
     version: str | None
@@ -158,6 +158,11 @@ class WheelAudit:
     stats: AuditStats
     cuda: CudaReport | None = None
     size: SizeReport | None = None
+
+    @property
+    def name(self) -> str:
+        """The wheel's file name."""
+        return os.path.basename(self.path)
 
     @property
     def violations(self) -> tuple[Finding, ...]:
@@ -198,7 +203,7 @@ def _wheel_text(audit: WheelAudit) -> str:
     if audit.errors:
         verdict = "INTERNAL ERROR (the audit failed, not the wheel)"
     lines = [
-        f"{audit.path.name}: {verdict}",
+        f"{audit.name}: {verdict}",
         f"  vendor {audit.vendor}; declared {', '.join(audit.declared) or '(none)'}; "
         f"ELF contents allow {audit.tag or '(unknown)'} "
         f"(auditwheel show: {audit.auditwheel_tag or '(no verdict)'})",
@@ -305,7 +310,7 @@ def to_json(audits: list[WheelAudit], *, symbols: bool = False) -> dict[str, Any
 
 def _wheel_json(audit: WheelAudit, symbols: bool) -> dict[str, Any]:
     return {
-        "path": str(audit.path),
+        "path": audit.path,
         "ok": audit.ok,
         "vendor": audit.vendor,
         "distribution": audit.distribution,

@@ -15,9 +15,8 @@ compiler.
 
 from __future__ import annotations
 
-import re
-
 from wheels.elf import ElfInfo
+from wheels.matching import lazy
 from wheels.record import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
@@ -37,7 +36,7 @@ UNWINDERS = frozenset({"libgcc_s.so.1", "libunwind.so.1", "libunwind.so.8"})
 # They are: _ZN(K)St6locale*, _ZNSt8ios_base*, _ZN(K)St7codecvt*, _ZN(K)St5ctype*,
 # _ZTVN10__cxxabiv*, _ZTIN10__cxxabiv*, __cxa_*, __gxx_personality_v0, _ZSt9terminatev,
 # _ZSt13set_terminate*, _ZSt17__throw_*, _ZSt19__throw_*.
-_RUNTIME = re.compile(
+_RUNTIME = lazy(
     r"\0("
     r"_Z(?:N(?:K?St(?:6locale|7codecvt|5ctype)\w*|St8ios_base\w*)"
     r"|T[VI]N10__cxxabiv\w*"
@@ -45,6 +44,25 @@ _RUNTIME = re.compile(
     r"|__(?:cxa_\w+|gxx_personality_v0)"
     r")(?=\0|$)"
 )
+
+# A string each name _RUNTIME matches holds: a table of names with none of them has no runtime
+# definitions, and needs no regular expression (wheels.matching says why). Searched for in
+# tables of up to _MARKS_BELOW characters; a bigger one (a big library, tens of ms to audit)
+# goes to _RUNTIME at once.
+_RUNTIME_MARKS = (
+    *("_ZSt", "__cxa_", "St6locale", "St7codecvt", "St5ctype", "St8ios_base"),
+    *("N10__cxxabiv", "__gxx_personality_v0"),
+)
+_MARKS_BELOW = 1 << 18
+
+
+def runtime_internals(info: ElfInfo) -> tuple[str, ...]:
+    """The C++ runtime definitions ``info`` exports (:data:`_RUNTIME`), sorted."""
+    names = info.export_names
+    if len(names) < _MARKS_BELOW and not any(mark in names for mark in _RUNTIME_MARKS):
+        return ()
+    return tuple(sorted(set(info.exported_like(_RUNTIME))))
+
 
 # What a copy linked in with its symbols hidden (``-Wl,--exclude-libs,ALL``) still shows: the
 # glibc internals that libstdc++'s locale code calls (its "gnu" locale model) and the lookup
@@ -80,7 +98,7 @@ def classify(info: ElfInfo) -> CxxRuntime:
     or has C++ symbols at its interface, and needs no shared runtime; "none" when nothing C++
     shows at all (then nothing C++ can cross either).
     """
-    internals = tuple(sorted(set(info.exported_like(_RUNTIME))))
+    internals = runtime_internals(info)
     imported = set(info.undefined)
     signs = tuple(s for s in HIDDEN_SIGNS if s in imported)
     if set(info.needed) & SHARED_RUNTIMES:
@@ -96,12 +114,13 @@ def classify(info: ElfInfo) -> CxxRuntime:
 # libmvec: _ZGVbN2v_cos is cos on two doubles in SSE registers) are named with the "_Z" prefix
 # but are C, not C++: the letter after "_ZGV" is the ISA, then N or M (unmasked or masked). An
 # Itanium guard variable's "_ZGV" is followed by a name (a digit, N, Z or S).
-_VECTOR_ABI = re.compile(r"_ZGV[a-z][NM]")
-
-
 def is_cxx(name: str) -> bool:
-    """Is ``name`` Itanium-mangled C++ (not a vector function ABI name)?"""
-    return name.startswith("_Z") and not (name.startswith("_ZGV") and _VECTOR_ABI.match(name))
+    """Is ``name`` Itanium-mangled C++ (not a vector function ABI name, ``_ZGV[a-z][NM]``)?"""
+    if not name.startswith("_Z"):
+        return False
+    return not (
+        name.startswith("_ZGV") and len(name) > 5 and "a" <= name[4] <= "z" and name[5] in "NM"
+    )
 
 
 def cxx_interface(info: ElfInfo) -> bool:

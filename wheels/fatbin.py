@@ -46,10 +46,10 @@ Format facts relied on (little-endian throughout):
 
 from __future__ import annotations
 
-import re
 import struct
 from collections.abc import Iterable, Iterator, Mapping
 
+from wheels.matching import lazy
 from wheels.record import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
@@ -100,8 +100,8 @@ _HEADER = struct.Struct("<IHHQ")
 # kind, entry version, header size, padded payload size, compressed size, extension offset,
 # minor, major, arch, identifier offset, identifier size, flags, key, uncompressed size
 _ENTRY = struct.Struct("<HHIQIIHHIIIQQQ")
-_NONZERO = re.compile(rb"[^\x00]")
-_PTX_VERSION = re.compile(rb"^[ \t]*\.version[ \t]+(\d+)\.(\d+)", re.MULTILINE)
+_NONZERO = lazy(rb"[^\x00]")
+_PTX_VERSION = lazy(rb"(?m)^[ \t]*\.version[ \t]+(\d+)\.(\d+)")
 _PTX_PREAMBLE = 4096
 
 

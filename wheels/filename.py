@@ -11,7 +11,7 @@ already in packaging's normal form with only a release and a local label (``2.13
 
 from __future__ import annotations
 
-import re
+from wheels.matching import lazy
 
 
 class InvalidWheelName(ValueError):
@@ -27,15 +27,34 @@ def canonicalize_name(name: str) -> str:
     return value
 
 
-_SEGMENT = r"(?:0|[1-9][0-9]*)"
-_LABEL = r"(?:0|[1-9][0-9]*|[0-9]*[a-z][a-z0-9]*)"
-_NORMAL = re.compile(rf"{_SEGMENT}(?:\.{_SEGMENT})*(?:\+{_LABEL}(?:\.{_LABEL})*)?\Z", re.ASCII)
+# A version already in packaging's normal form, ASCII: (?:0|[1-9][0-9]*) parts joined by ".",
+# then optionally "+" and local labels (?:0|[1-9][0-9]*|[0-9]*[a-z][a-z0-9]*) joined by ".".
+# Tested as strings (wheels.matching says why); tests/unit/test_matching.py holds them to that.
+_LOWER_ALNUM = frozenset("0123456789abcdefghijklmnopqrstuvwxyz")
+
+
+def is_normal(text: str) -> bool:
+    """Is ``text`` a version in packaging's normal form (a release, an optional local part)?"""
+    release, plus, local = text.partition("+")
+    if not all(_number(part) for part in release.split(".")):
+        return False
+    return not plus or all(_label(part) for part in local.split("."))
+
+
+def _number(part: str) -> bool:
+    return part.isascii() and part.isdigit() and (part == "0" or part[0] != "0")
+
+
+def _label(part: str) -> bool:
+    if part.isascii() and part.isdigit():
+        return _number(part)
+    return bool(part) and all(c in _LOWER_ALNUM for c in part)
 
 
 def normalized_version(text: str) -> str:
     """``str(packaging.version.Version(text))``; packaging's InvalidVersion (a ValueError) when
     packaging refuses ``text``."""
-    if _NORMAL.match(text):
+    if is_normal(text):
         return text
     from packaging.version import Version
 
@@ -44,7 +63,7 @@ def normalized_version(text: str) -> str:
 
 def same_version(a: str, b: str) -> bool:
     """``Version(a) == Version(b)`` as packaging compares them; False when either is invalid."""
-    if _NORMAL.match(a) and _NORMAL.match(b):
+    if is_normal(a) and is_normal(b):
         return _normal_key(a) == _normal_key(b)
     from packaging.version import InvalidVersion, Version
 
@@ -63,8 +82,14 @@ def _normal_key(normal: str) -> tuple[str, str]:
     return release, local
 
 
-_WHEEL_NAME = re.compile(r"^[\w._]+\Z", re.UNICODE)
-_BUILD_TAG = re.compile(r"(\d+)(.*)\Z", re.ASCII)
+_BUILD_TAG = lazy(r"(?a)(\d+)(.*)\Z")
+
+
+def is_wheel_name(text: str) -> bool:
+    """Does ``text`` match packaging's ``^[\\w._]+\\Z`` for a wheel's name part (re.UNICODE: a
+    ``\\w`` is what str.isalnum takes, or ``_``)?"""
+    return bool(text) and all(c.isalnum() or c in "._" for c in text)
+
 
 Tag = tuple[str, str, str]  # interpreter, abi, platform, lowercase as packaging.tags.Tag has them
 
@@ -81,7 +106,7 @@ def parse_wheel_filename(filename: str) -> tuple[str, str, tuple[int, str] | Non
     if dashes not in (4, 5):
         raise InvalidWheelName(f"Invalid wheel filename (wrong number of parts): {stem!r}")
     parts = stem.split("-", dashes - 2)
-    if "__" in parts[0] or _WHEEL_NAME.match(parts[0]) is None:
+    if "__" in parts[0] or not is_wheel_name(parts[0]):
         raise InvalidWheelName(f"Invalid project name: {stem!r}")
     try:
         version = normalized_version(parts[1])

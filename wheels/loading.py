@@ -24,15 +24,17 @@ from __future__ import annotations
 
 import os
 import posixpath
-import re
 import sys
 from collections.abc import Collection, Mapping, Sequence
-from pathlib import Path
 
 from wheels.elf import ElfInfo, HostLibraries
+from wheels.matching import substitute_origin
 from wheels.policy import DistLib
 
-ORIGIN = re.compile(r"\$(ORIGIN\b|\{ORIGIN\})")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from pathlib import Path
+
 
 # How a package's __init__.py makes an imported extension module's symbols global, so that the
 # libraries loaded after it find them: RTLD_NOLOAD reopens the copy the import loaded.
@@ -60,6 +62,7 @@ def site_dirs() -> tuple[Path, ...]:
     directories (a PYTHONPATH or ``pip --target`` install is importable too)."""
     import site  # imported here: most audits never ask
     import sysconfig
+    from pathlib import Path
 
     if sys.flags.no_site and not _SITE_ADDED:  # started without site (bin/infini-stack's fast
         site.main()  # start of an audit): the directories site adds, as a normal start has them
@@ -83,7 +86,11 @@ def search_path(path: str, info: ElfInfo) -> list[str]:
     directory, are left out."""
     origin = posixpath.dirname(path)
     entries = info.split_path("runpath") or info.split_path("rpath")
-    return [posixpath.normpath(ORIGIN.sub(origin, e)) for e in entries if e.startswith(("/", "$"))]
+    return [
+        posixpath.normpath(substitute_origin(e, origin, bounded=True))
+        for e in entries
+        if e.startswith(("/", "$"))
+    ]
 
 
 def installed_copy(

@@ -11,15 +11,46 @@ version, told apart by their label, which is the vendor's local version (``cu130
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Mapping
 
 from wheels.filename import canonicalize_name, normalized_version
+from wheels.matching import lazy
 from wheels.record import record, replace
 
-# A CPython extension module's file name: `<module>.<cpython-312-x86_64-linux-gnu|abi3|...>.so`.
-EXTENSION_NAME = re.compile(r"^(?P<mod>[A-Za-z_]\w*)\.(cpython-[^./]+|abi3|pypy[^./]*)\.so$")
+# A CPython extension module's file name: `<module>.<cpython-312-x86_64-linux-gnu|abi3|...>.so`,
+# ^(?P<mod>[A-Za-z_]\w*)\.(cpython-[^./]+|abi3|pypy[^./]*)\.so$ ($ takes one final newline),
+# tested as strings (wheels.matching says why; tests/unit/test_matching.py holds them equal).
+
+
+def extension_parts(filename: str) -> tuple[str, str] | None:
+    """(module, tag) of an extension module's file name: ``("_ssl", "cpython-311-x86_64-linux-
+    gnu")`` for ``_ssl.cpython-311-x86_64-linux-gnu.so``, ``("x", "abi3")`` for ``x.abi3.so``;
+    None for any other name."""
+    parts = filename.removesuffix("\n").split(".")
+    if len(parts) != 3 or parts[2] != "so" or not is_module_name(parts[0]):
+        return None
+    tag = parts[1]
+    if tag == "abi3" or (tag.startswith(("cpython-", "pypy")) and "/" not in tag):
+        return (parts[0], tag) if tag != "cpython-" else None
+    return None
+
+
+def bare_module(filename: str) -> str | None:
+    """The module of a bare ``NAME.so`` (``^(?P<mod>[A-Za-z_]\\w*)\\.so$``); None otherwise."""
+    stem = filename.removesuffix("\n")
+    if not stem.endswith(".so"):
+        return None
+    module = stem[:-3]
+    return module if is_module_name(module) else None
+
+
+def is_module_name(text: str) -> bool:
+    """``[A-Za-z_]\\w*`` whole: an ASCII letter or ``_``, then word characters (re.UNICODE's
+    ``\\w`` is what str.isalnum takes, or ``_``)."""
+    if not text or not (text[0] == "_" or (text[0].isascii() and text[0].isalpha())):
+        return False
+    return all(c == "_" or c.isalnum() for c in text[1:])
 
 
 @record(frozen=True, kw_only=True)
@@ -47,9 +78,13 @@ class WheelName:
         return f"{escaped_name(self.distribution)}-{self.version}.dist-info"
 
 
+_NOT_NAME = lazy(r"[^\w\d.]+")
+_NOT_LABEL = lazy(r"[^0-9a-z_.]+")
+
+
 def escaped_name(distribution: str) -> str:
     """The distribution's name as wheel file and .dist-info names spell it: ``my_pkg``."""
-    return re.sub(r"[^\w\d.]+", "_", canonicalize_name(distribution))
+    return _NOT_NAME.sub("_", canonicalize_name(distribution))
 
 
 def with_local(version: str, local: str) -> str:
@@ -71,7 +106,7 @@ def worktree_local(local: str, dirty: bool | None) -> str:
 # between minor versions and users pick a wheel by the torch they have (flash-attn's release
 # wheels name torch2.x too). Requires-Dist pins each partner (wheels.audit.abi_partners).
 LOCAL_PARTNERS = ("torch",)
-_MAJOR_MINOR = re.compile(r"^(\d+)\.(\d+)")
+_MAJOR_MINOR = lazy(r"^(\d+)\.(\d+)")
 
 
 def partner_local(local: str, partners: Mapping[str, str]) -> str:
@@ -112,7 +147,7 @@ def wheel_name(
 
 NULL_VARIANT = "null"  # PEP 825: the label of the variant with zero properties
 VARIANT_FILE = "variant.json"  # PEP 825: the variant metadata, in .dist-info
-VARIANT_LABEL = re.compile(r"^[0-9a-z_.]+$")  # PEP 825, "Variant label"
+VARIANT_LABEL = lazy(r"^[0-9a-z_.]+$")  # PEP 825, "Variant label"
 
 
 def variant_label(local: str, *, has_properties: bool) -> str:
@@ -120,7 +155,7 @@ def variant_label(local: str, *, has_properties: bool) -> str:
     ``null`` for a wheel with no variant property."""
     if not has_properties:
         return NULL_VARIANT
-    label = re.sub(r"[^0-9a-z_.]+", "_", local.lower()).strip("_")
+    label = _NOT_LABEL.sub("_", local.lower()).strip("_")
     if not label or label == NULL_VARIANT:
         raise ValueError(f"no variant label can be made of the local version '{local}'")
     return label

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-import re
+from wheels.matching import lazy
 
 # PyPI's default upload limit per file (larger ones need a limit raised by request).
 PYPI_MAX_SIZE = 100 * 1000 * 1000
@@ -17,7 +17,7 @@ _UNITS = {
     "mib": 1024**2,
     "gib": 1024**3,
 }
-_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmg]i?b|b)?\s*", re.IGNORECASE)
+_SIZE = lazy(r"(?i)\s*(\d+(?:\.\d+)?)\s*([kmg]i?b|b)?\s*")
 
 
 def parse_size(text: str) -> int:

@@ -2,86 +2,107 @@
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
-from pathlib import Path
 
 from builder.core.errors import EXIT_AUDIT, EXIT_INTERNAL, UsageError
+from builder.core.quickargs import Namespace, Option, parse
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+    from pathlib import Path
+
     from wheels.audit_report import WheelAudit
 
 
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("wheels", nargs="+", type=Path, metavar="WHEEL", help="wheel files")
-    parser.add_argument(
-        "--vendor",
-        "-V",
-        default=None,
-        help="vendor policy for every wheel: cpu, nvidia, moore or thead (alias ali); default: "
+def path_argument(text: str) -> Path:
+    """A path option's value (pathlib imported when a path is given)."""
+    from pathlib import Path
+
+    return Path(text)
+
+
+def size_argument(text: str) -> int:
+    """``--max-size``'s value in bytes; argparse makes a bad one a usage error (exit 2)."""
+    from wheels.sizes import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        import argparse
+
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+OPTIONS = (
+    Option(
+        ("--vendor", "-V"),
+        "value",
+        "vendor policy for every wheel: cpu, nvidia, moore or thead (alias ali); default: "
         "from each wheel's local version (+cpu, +cu130, +musa..., +ppu...), else cpu",
-    )
-    parser.add_argument(
-        "--cuda-arch",
-        action="append",
-        default=[],
-        metavar="ARCH",
-        help="a CUDA architecture the NVIDIA wheel's device code must run on (90, 100f, 90a); "
+    ),
+    Option(
+        ("--cuda-arch",),
+        "append",
+        "a CUDA architecture the NVIDIA wheel's device code must run on (90, 100f, 90a); "
         "repeatable; added to those of --manifest",
-    )
-    parser.add_argument(
-        "--manifest",
-        "-m",
-        type=Path,
-        default=None,
-        help="take the CUDA architectures from this stack.yaml (vendors.nvidia.cuda_architectures)",
-    )
-    parser.add_argument(
-        "--max-size",
-        type=size_argument,
-        default=None,
-        metavar="SIZE",
-        help="a wheel larger than SIZE (100MB, 95MiB, bytes) fails the audit; default: "
+        metavar="ARCH",
+    ),
+    Option(
+        ("--manifest", "-m"),
+        "value",
+        "take the CUDA architectures from this stack.yaml (vendors.nvidia.cuda_architectures)",
+        convert=path_argument,
+    ),
+    Option(
+        ("--max-size",),
+        "value",
+        "a wheel larger than SIZE (100MB, 95MiB, bytes) fails the audit; default: "
         "--manifest's wheel.max_size, else a warning above PyPI's 100 MB upload limit",
-    )
-    parser.add_argument("--json", action="store_true", help="print the full graph as JSON")
-    parser.add_argument(
-        "--html",
-        type=Path,
-        metavar="FILE",
-        help="also write the audit as one self-contained HTML page: each ELF, what it needs "
+        convert=size_argument,
+        metavar="SIZE",
+    ),
+    Option(("--json",), "flag", "print the full graph as JSON"),
+    Option(
+        ("--html",),
+        "value",
+        "also write the audit as one self-contained HTML page: each ELF, what it needs "
         "and where each need resolves, findings marked, CUDA architectures per ELF",
-    )
-    parser.add_argument(
-        "--symbols",
-        action="store_true",
-        help="with --json: list every ELF's defined and undefined symbols",
-    )
-    _add_work_options(parser)
-
-
-def _add_work_options(parser: argparse.ArgumentParser) -> None:
-    """How the audit reads: its processes and its cache."""
-    parser.add_argument(
-        "--jobs",
-        "-j",
-        type=int,
-        default=None,
-        help="processes for reading big wheels (default: the number of cores)",
-    )
-    parser.add_argument(
-        "--no-cache", action="store_true", help="do not read or write the audit cache"
-    )
-    parser.add_argument(
-        "--cache-dir",
-        type=Path,
-        default=None,
-        help="audit cache (default: $INFINI_STACK_HOME/audit-cache or "
+        convert=path_argument,
+        metavar="FILE",
+    ),
+    Option(("--symbols",), "flag", "with --json: list every ELF's defined and undefined symbols"),
+    # How the audit reads: its processes and its cache.
+    Option(
+        ("--jobs", "-j"),
+        "value",
+        "processes for reading big wheels (default: the number of cores)",
+        convert=int,
+    ),
+    Option(("--no-cache",), "flag", "do not read or write the audit cache"),
+    Option(
+        ("--cache-dir",),
+        "value",
+        "audit cache (default: $INFINI_STACK_HOME/audit-cache or "
         "$XDG_CACHE_HOME/infini-stack/audit-cache)",
-    )
+        convert=path_argument,
+    ),
+)
+WHEELS = ("wheels", str)  # (as given: each is opened by its name, without pathlib)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("wheels", nargs="+", type=WHEELS[1], metavar="WHEEL", help="wheel files")
+    for option in OPTIONS:
+        option.add_to(parser)
+
+
+def parse_fast(words: Sequence[str]) -> Namespace | None:
+    """``audit WORDS...`` read without argparse (:mod:`builder.core.quickargs`); None: let
+    argparse read it."""
+    return parse(words, OPTIONS, WHEELS, {"command": "audit", "handler": run})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -99,8 +120,11 @@ def run(args: argparse.Namespace) -> int:
     fixed = load_vendor_policy(_vendor(args.vendor)) if args.vendor else None
     architectures = cuda_architectures(args.manifest, args.cuda_arch)
     max_size = args.max_size if args.max_size is not None else manifest_max_size(args.manifest)
-    home = Path(noop.default_home(os.environ))
-    cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir(home))
+    cache_dir = None
+    if not args.no_cache:
+        cache_dir = args.cache_dir or default_cache_dir(
+            path_argument(noop.default_home(os.environ))
+        )
     audits = [
         audit_wheel(
             path,
@@ -115,12 +139,14 @@ def run(args: argparse.Namespace) -> int:
     if args.html:
         _write_html(args.html, audits)
     if args.json:
+        import json
+
         print(json.dumps(to_json(audits, symbols=args.symbols), indent=2))
     else:
         print(render_text(audits, terminal_width(sys.stdout)))
     broken = [a for a in audits if a.errors]
     if broken:
-        names = ", ".join(a.path.name for a in broken)
+        names = ", ".join(a.name for a in broken)
         print(f"error: internal error while auditing {names} (no verdict)", file=sys.stderr)
         return EXIT_INTERNAL
     failed = [a for a in audits if not a.ok]
@@ -133,16 +159,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def size_argument(text: str) -> int:
-    """``--max-size``'s value in bytes; argparse makes a bad one a usage error (exit 2)."""
-    from wheels.sizes import parse_size
-
-    try:
-        return parse_size(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def manifest_max_size(manifest: Path | None) -> int | None:
     """stack.yaml's ``wheel.max_size``, where a manifest is given."""
     if manifest is None:
@@ -153,12 +169,12 @@ def manifest_max_size(manifest: Path | None) -> int | None:
     return spec.max_size if spec is not None else None
 
 
-def _check_paths(paths: list[Path]) -> None:
+def _check_paths(paths: list[str]) -> None:
     """A path that is not a file is a usage error (exit 2), never an audit verdict."""
     for path in paths:
-        if not path.exists():
+        if not os.path.exists(path):
             raise UsageError(f"{path}: no such file", hint="give the path of a .whl file")
-        if not path.is_file():
+        if not os.path.isfile(path):
             raise UsageError(f"{path}: not a file", hint="give the path of a .whl file")
 
 

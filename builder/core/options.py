@@ -1,11 +1,10 @@
 """Path options checked before any work starts (exit 2): a directory option naming a file, a file
 option naming a directory or inside one that cannot be written. Imported by every command (an
-audit's start-up counts its modules): os and pathlib, which every command has imported already."""
+audit's start-up counts its modules): os.path only."""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
@@ -25,22 +24,22 @@ def check_options(args: argparse.Namespace) -> None:
         directories.append(("out", "--out"))
     for dest, option in directories:
         path = _path(args, dest)
-        if path is not None and path.exists() and not path.is_dir():
+        if path is not None and os.path.exists(path) and not os.path.isdir(path):
             _refuse(f"{option} {path} is a file, not a directory")
     for dest, option in FILE_OPTIONS:
         path = _path(args, dest)
         if path is None:
             continue
-        if path.is_dir():
+        if os.path.isdir(path):
             _refuse(f"{option} {path} is a directory; name the file to write")
-        parent = nearest_existing(path.absolute().parent)
-        if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        parent = nearest_existing(os.path.dirname(os.path.abspath(path)))
+        if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
             _refuse(f"{option} {path}: {parent} cannot be written")
 
 
-def _path(args: argparse.Namespace, dest: str) -> Path | None:
+def _path(args: argparse.Namespace, dest: str) -> str | None:
     value = getattr(args, dest, None)
-    return Path(value) if isinstance(value, (str, os.PathLike)) else None
+    return os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
 
 
 def _refuse(message: str) -> None:
@@ -49,8 +48,8 @@ def _refuse(message: str) -> None:
     raise UsageError(message)
 
 
-def nearest_existing(path: Path) -> Path:
+def nearest_existing(path: str) -> str:
     """``path`` or the nearest of its parents that exists."""
-    while not path.exists() and path.parent != path:
-        path = path.parent
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
     return path

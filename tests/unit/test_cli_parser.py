@@ -5,17 +5,13 @@ neither zipfile, shutil, threading, typing, hashlib nor packaging.version."""
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from builder.cli import help_width, make_parser
 from builder.commands import COMMANDS
-from tests.conftest import ROOT
-from tests.wheelmaker import make_wheel, small_extension_wheel
+from tests.wheelmaker import make_wheel, modules_of_an_audit, small_extension_wheel
 
 
 def commands(parser: argparse.ArgumentParser) -> list[str]:
@@ -64,24 +60,13 @@ def test_auditing_a_small_wheel_imports_no_zipfile_shutil_threading_typing_or_ha
     (each imports bz2 and lzma), and no thread is started for a small wheel, so threading and
     queue stay out; typing is imported for type checkers only, the members are hashed by the
     interpreter's own sha256 (not hashlib's OpenSSL), and the wheel's version is read without
-    packaging.version. As the launcher starts an audit, without ``site`` (given the paths that
-    this interpreter's ``site`` found)."""
+    packaging.version, its command line without argparse, and its paths without pathlib. As the
+    launcher starts an audit, without ``site`` (given the paths that this interpreter's ``site``
+    found)."""
     wheel = small_extension_wheel(tmp_path) or make_wheel(tmp_path, {"small/__init__.py": b""})
-    code = (
-        "import os, sys; sys.path[:0] = sys.argv.pop(1).split(os.pathsep)\n"
-        "from builder.cli import main\n"
-        "status = main(['audit', '--no-cache', sys.argv[1]])\n"
-        "print(status, ' '.join(sorted(sys.modules)))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-S", "-c", code, os.pathsep.join([str(ROOT), *sys.path]), str(wheel)],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=tmp_path,
-    ).stdout.splitlines()[-1]
-    status, *modules = out.split()
-    assert status == "0", out
+    status, modules = modules_of_an_audit(wheel, tmp_path)
+    assert status == "0", status
     assert "wheels.audit.directory" in modules  # (the audit did run here)
     unwanted = {"zipfile", "shutil", "bz2", "lzma", "threading", "queue", "typing", "hashlib"}
-    assert not (unwanted | {"base64", "packaging.version", "dataclasses"}) & set(modules)
+    unwanted |= {"argparse", "gettext", "locale", "pathlib"}
+    assert not (unwanted | {"base64", "packaging.version", "dataclasses"}) & modules

@@ -19,14 +19,13 @@ warning that names every library those symbols may come from.
 
 from __future__ import annotations
 
-import re
-
 from wheels.audit.findings import Findings
 from wheels.audit.ldso import Elves
 from wheels.cxxruntime import is_cxx
 from wheels.elf import ElfInfo
 from wheels.filename import canonicalize_name
 from wheels.loading import installed_copy
+from wheels.matching import lazy
 from wheels.record import record
 
 TYPE_CHECKING = False
@@ -36,7 +35,7 @@ if TYPE_CHECKING:
 CODE = "unpinned-abi-partner"
 # Partners whose C++ ABI holds within a minor version; every other partner: the exact version.
 MINOR_SERIES = frozenset({"torch"})
-_RELEASE = re.compile(r"^v?(\d+)(?:\.(\d+))?")
+_RELEASE = lazy(r"^v?(\d+)(?:\.(\d+))?")
 _SHOWN = 3  # symbols named in a finding
 
 

@@ -3,14 +3,17 @@ METADATA and RECORD, and every member against its RECORD row."""
 
 from __future__ import annotations
 
-import csv
+import os
 import posixpath
-import re
 import stat
 import zlib
+
+# csv's reader itself (csv.reader is _csv.reader, with its excel defaults), without csv.py,
+# which imports re
+from _csv import Error as CsvError
+from _csv import reader as csv_reader
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 
 from wheels.audit.directory import Entry, NotAZip, read_directory
 from wheels.audit.findings import Findings
@@ -31,14 +34,13 @@ if TYPE_CHECKING:
     from wheels.audit.requires import Requires
 
 HASHES = ("sha256", "sha384", "sha512")
-_DRIVE = re.compile(r"^[A-Za-z]:")
 
 
 @record
 class Archive:
     """The zip's entries and what its file name and dist-info say, filled in as they are read."""
 
-    path: Path
+    path: str
     infos: list[Entry]
     names: dict[str, int]  # each name's entry (the last, where a name appears twice)
     distribution: str | None = None
@@ -52,13 +54,18 @@ class Archive:
     record: dict[str, tuple[str, str]] = field(default_factory=dict)
     record_order: list[str] = field(default_factory=list)
 
+    @property
+    def name(self) -> str:
+        """The wheel's file name."""
+        return os.path.basename(self.path)
 
-def open_archive(path: Path, f: Findings) -> Archive | None:
+
+def open_archive(path: str, f: Findings) -> Archive | None:
     """The wheel as a zip archive; None (with a finding) when it is not one."""
-    if not path.exists():
+    if not os.path.exists(path):
         f.violation("missing", None, "no such file")
         return None
-    if not path.is_file():
+    if not os.path.isfile(path):
         f.violation("not-a-file", None, "not a regular file")
         return None
     try:
@@ -77,7 +84,7 @@ def read_member(archive: Archive, name: str) -> bytes | bytearray:
     info = archive.infos[index]
     task = task_for(index, info, "sha256")
     try:
-        with archive.path.open("rb") as fh:
+        with open(archive.path, "rb") as fh:
             data = content_of(task, read_raw(fh.fileno(), task), archive.path)
     except OSError as exc:
         raise MemberError(f"cannot read the wheel: {exc}") from None
@@ -93,7 +100,7 @@ def check_names(archive: Archive, f: Findings) -> None:
     for info in archive.infos:
         name = info.filename
         parts = name.split("/")
-        if name.startswith("/") or _DRIVE.match(name):
+        if name.startswith("/") or has_drive(name):
             f.violation("absolute-name", name, "member name is an absolute path")
         if ".." in parts:
             f.violation("dotdot-name", name, "member name climbs out of the install root ('..')")
@@ -131,7 +138,7 @@ def _is_dir(info: Entry) -> bool:
 def read_metadata(archive: Archive, f: Findings) -> None:
     """The file name, then the dist-info directory's WHEEL, METADATA and RECORD."""
     try:
-        name, version, _build, tags = parse_wheel_filename(split_variant(archive.path.name)[0])
+        name, version, _build, tags = parse_wheel_filename(split_variant(archive.name)[0])
     except InvalidWheelName as exc:
         f.violation("bad-filename", None, f"not a wheel file name: {exc}")
         name, version, tags = None, None, set()
@@ -182,8 +189,39 @@ def _small(archive: Archive, member: str, f: Findings) -> str | None:
         return None
 
 
-_LINE_END = re.compile(r"(\r\n|\r|\n)")
-_HEADER = re.compile(r"^(From |[\041-\071\073-\176]*:|[\t ])")
+def has_drive(name: str) -> bool:
+    """Does ``name`` start with a drive letter, ``^[A-Za-z]:``?"""
+    return len(name) > 1 and name[1] == ":" and name[0].isascii() and name[0].isalpha()
+
+
+def header_lines(text: str) -> list[str]:
+    """``text`` cut after each ``\\r\\n``, ``\\r`` or ``\\n``, each line keeping its end (as
+    re.split on ``(\\r\\n|\\r|\\n)``, each piece joined to its end, gives them): the last
+    line is empty where the text ends with one."""
+    lines: list[str] = []
+    start = 0
+    r, n = text.find("\r"), text.find("\n")
+    while r >= 0 or n >= 0:
+        first = r if r >= 0 and (n < 0 or r < n) else n
+        end = first + 2 if text.startswith("\r\n", first) else first + 1
+        lines.append(text[start:end])
+        start = end
+        if 0 <= r < start:
+            r = text.find("\r", start)
+        if 0 <= n < start:
+            n = text.find("\n", start)
+    lines.append(text[start:])
+    return lines
+
+
+def is_header_line(line: str) -> bool:
+    """Does ``line`` go on the header block, as email's compat32 parser's
+    ``^(From |[\\041-\\071\\073-\\176]*:|[\\t ])`` takes it: an envelope line, a field (printable
+    ASCII but ':' up to a ':'), or a continuation?"""
+    if line.startswith(("From ", "\t", " ")):
+        return True
+    colon = line.find(":")
+    return colon >= 0 and all("!" <= c <= "~" for c in line[:colon])
 
 
 class Headers:
@@ -193,13 +231,8 @@ class Headers:
 
     def __init__(self, text: str) -> None:
         self.items: list[tuple[str, str]] = []
-        pieces = _LINE_END.split(text)
-        lines = [
-            pieces[i] + (pieces[i + 1] if i + 1 < len(pieces) else "")
-            for i in range(0, len(pieces), 2)
-        ]
-        for number, line in enumerate(lines):
-            if line.rstrip("\r\n") == "" or not _HEADER.match(line):
+        for number, line in enumerate(header_lines(text)):
+            if line.rstrip("\r\n") == "" or not is_header_line(line):
                 break  # the blank line before the body, or a body with no blank line before it
             if line[0] in " \t" and self.items:
                 key, value = self.items[-1]
@@ -290,8 +323,8 @@ def _read_record(archive: Archive, text: str | None, f: Findings) -> None:
         return
     member = f"{archive.dist_info}/RECORD"
     try:
-        rows = list(csv.reader(text.splitlines()))
-    except csv.Error as exc:
+        rows = list(csv_reader(text.splitlines()))
+    except CsvError as exc:
         f.violation("record", member, f"not CSV: {exc}")
         return
     for number, row in enumerate(rows, 1):
@@ -307,7 +340,7 @@ def _read_record(archive: Archive, text: str | None, f: Findings) -> None:
         archive.record_order.append(path)
 
 
-def rehash(archive: Archive, path: Path, scans: list[MemberScan]) -> list[MemberScan]:
+def rehash(archive: Archive, path: str, scans: list[MemberScan]) -> list[MemberScan]:
     """Members hashed with sha256 whose RECORD rows name another accepted algorithm."""
     if all(digest.startswith("sha256=") for digest, _ in archive.record.values()):
         return scans  # (nearly every wheel: no member to hash again)
@@ -318,7 +351,7 @@ def rehash(archive: Archive, path: Path, scans: list[MemberScan]) -> list[Member
             out.append(scan)
             continue
         task = task_for(scan.index, archive.infos[scan.index], algo)
-        with path.open("rb") as fh:
+        with open(path, "rb") as fh:
             try:
                 _, digest = inflate(task, read_raw(fh.fileno(), task), path, False)
             except MemberError as exc:

@@ -8,13 +8,16 @@ import _thread
 import contextlib
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from wheels import devicecode
 from wheels.audit.members import MemberScan
 from wheels.audit.raw import RawFile, Task
 from wheels.elf import from_record, to_record
 from wheels.record import record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from pathlib import Path
 
 CACHE_VERSION = "infini-stack-audit-5"  # 5: export versions as indices (ElfInfo.export_versions)
 

@@ -3,9 +3,9 @@ metadata is checked, then the ELF files and the platform tag; never a traceback.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 
 from wheels.audit.abi_partners import check_abi_partners
 from wheels.audit.archive import (
@@ -38,13 +38,17 @@ from wheels.policy.lddtree import host_library_dirs
 from wheels.policy.wheeltools import wheel_platform
 from wheels.record import replace
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from pathlib import Path
+
 FEW_UNDEFINED = 1024  # a wheel whose ELF files leave at most this many symbols undefined looks
 # up host libraries' definitions in their hash tables, not decoding them all (wheels.elf.lookup):
 # this host's libc alone is 3.3 ms to decode, a small wheel's whole audit about 20 ms
 
 
 def audit_wheel(
-    path: Path,
+    path: str | os.PathLike[str],
     policy: VendorPolicy,
     *,
     cache_dir: Path | None = None,
@@ -61,12 +65,11 @@ def audit_wheel(
     (bytes) makes a larger wheel a violation; without it, one over PyPI's limit is a warning.
     """
     start = time.perf_counter()
-    findings = Findings(str(path))
+    path = os.fspath(path)  # (opened by its name: pathlib is not imported for it)
+    findings = Findings(path)
     archs = tuple(cuda_architectures or ())
     try:
-        return _audit(
-            Path(path), policy, cache_dir, workers or cores(), archs, max_size, findings, start
-        )
+        return _audit(path, policy, cache_dir, workers or cores(), archs, max_size, findings, start)
     except Exception as exc:  # the safety net: a bug here must not become a traceback
         findings.error(
             "internal",
@@ -74,13 +77,13 @@ def audit_wheel(
             f"internal error: the audit stopped early ({type(exc).__name__}: {exc}); "
             "this says nothing about the wheel",
         )
-        return _empty(Path(path), policy, findings, start)
+        return _empty(path, policy, findings, start)
 
 
-def infer_vendor(path: Path) -> str:
+def infer_vendor(path: str | os.PathLike[str]) -> str:
     """The vendor a wheel was built for, from its local version: ``+cu130`` -> nvidia; cpu (whose
     policy expects every library in the wheel) when the name says none."""
-    return vendor_of_wheel(Path(path).name) or "cpu"
+    return vendor_of_wheel(os.path.basename(path)) or "cpu"
 
 
 def default_cache_dir(home: Path) -> Path:
@@ -88,7 +91,7 @@ def default_cache_dir(home: Path) -> Path:
     return home / "audit-cache"
 
 
-def _empty(path: Path, policy: VendorPolicy, findings: Findings, start: float) -> WheelAudit:
+def _empty(path: str, policy: VendorPolicy, findings: Findings, start: float) -> WheelAudit:
     stats = AuditStats(0, 0, 0, 0, 0, 0, time.perf_counter() - start)
     return WheelAudit(
         path, policy.name, None, None, (), None, None, (), (), (), tuple(findings.items), stats
@@ -110,7 +113,7 @@ def _scan_findings(scans: Sequence[MemberScan], f: Findings) -> None:
 
 
 def _audit(
-    path: Path,
+    path: str,
     policy: VendorPolicy,
     cache_dir: Path | None,
     workers: int,
@@ -223,7 +226,7 @@ def _check_elfs(
 
 def _prepare(archive: Archive, host: HostLibraries) -> None:
     """Work the analysis will need anyway, done while children finish their last members."""
-    arch, _, _ = wheel_platform(split_variant(archive.path.name)[0])
+    arch, _, _ = wheel_platform(split_variant(archive.name)[0])
     if arch is not None:
         manylinux_whitelist(arch)
     host.prefetch(

@@ -13,7 +13,6 @@ undefined ``_Z*`` symbol goes to the first object of the importer's load scope t
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from wheels.audit.findings import Findings
@@ -22,12 +21,13 @@ from wheels.audit.scopes import Scope
 from wheels.audit_report import plural, shorten
 from wheels.cxxruntime import CxxRuntime, classify, cxx_exports, describe, is_cxx
 from wheels.elf import ElfInfo
+from wheels.matching import lazy
 from wheels.record import record
 
 SHOWN = 3
 # The standard library's own names (std::, std::ostream, its vtables and type names): listed
 # after the program's, which say more about what crosses.
-_STD = re.compile(r"^_Z(?:T[VTIS])?N?K?S[tsoiad]")
+_STD = lazy(r"^_Z(?:T[VTIS])?N?K?S[tsoiad]")
 
 BREAKS = (
     "Each C++ runtime has its own exception machinery, locale facets and RTTI, so an exception "
@@ -68,7 +68,17 @@ def check_cxx_runtimes(ctx: Elves, scopes: Mapping[str, Scope], f: Findings) -> 
     return labels
 
 
-_GRAFTED = re.compile(r"^lib(stdc\+\+|c\+\+)-[0-9a-f]{8}\.so\.")
+_HEX = frozenset("0123456789abcdef")
+
+
+def is_grafted_runtime(name: str) -> bool:
+    """Is ``name`` a C++ runtime ``auditwheel repair`` grafted, by the name it gave it:
+    ``^lib(stdc\\+\\+|c\\+\\+)-[0-9a-f]{8}\\.so\\.``?"""
+    stem = next((s for s in ("libstdc++-", "libc++-") if name.startswith(s)), None)
+    if stem is None:
+        return False
+    digest = name[len(stem) : len(stem) + 8]
+    return len(digest) == 8 and set(digest) <= _HEX and name.startswith(".so.", len(stem) + 8)
 
 
 def grafted_runtimes(ctx: Elves) -> dict[str, str]:
@@ -78,7 +88,7 @@ def grafted_runtimes(ctx: Elves) -> dict[str, str]:
     out = {}
     for member, info in ctx.elfs.items():
         name = info.soname or posixpath.basename(member)
-        if _GRAFTED.match(name):
+        if is_grafted_runtime(name):
             out[member] = name
     return out
 

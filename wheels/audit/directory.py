@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import struct
-from pathlib import Path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -72,11 +71,11 @@ class Entry:
         return f"Entry({self.filename!r}, {self.file_size} bytes)"
 
 
-def read_directory(path: Path) -> list[Entry]:
+def read_directory(path: str) -> list[Entry]:
     """Every entry of the archive at ``path``, in the order of its central directory (the order of
     ``ZipFile.infolist()``). Raises :class:`NotAZip` when it is not a readable zip archive, and
     OSError when it cannot be read."""
-    with path.open("rb") as fh:
+    with open(path, "rb") as fh:
         found = plain_directory(fh.fileno())
     if found is not None:
         entries = _entries(found[0])
@@ -153,7 +152,7 @@ def _clean_extra(directory: bytes, start: int, length: int) -> bool:
     return True
 
 
-def _by_zipfile(path: Path) -> list[Entry]:
+def _by_zipfile(path: str) -> list[Entry]:
     import zipfile
 
     try:

@@ -6,8 +6,6 @@ report of each."""
 
 from __future__ import annotations
 
-import re
-
 from wheels.audit.archive import Archive
 from wheels.audit.cxx import check_cxx_runtimes
 from wheels.audit.findings import Findings
@@ -18,14 +16,14 @@ from wheels.audit_report import ElfReport, SymbolCheck, plural, shorten
 from wheels.elf import ElfInfo
 from wheels.policy.python_api import PYTHON_CORE, STATIC_PYTHON_MIN, is_python_api
 
-_PY_EXPORT = re.compile(r"\0(_?Py[^\0]*)")
+_PY_PREFIXES = ("Py", "_Py")
 
 
 def _check_python(ctx: Elves, member: str, info: ElfInfo, f: Findings) -> None:
     defined = sorted(
         {
             s
-            for s in info.exported_like(_PY_EXPORT)
+            for s in info.exported_starting(_PY_PREFIXES)
             if is_python_api(s) and not s.startswith("PyInit_")
         }
     )

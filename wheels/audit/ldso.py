@@ -11,33 +11,31 @@ a library the vendor expects on the machine (:mod:`wheels.policy`).
 from __future__ import annotations
 
 import posixpath
-import re
 from collections import deque
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from wheels.audit.findings import Findings
 from wheels.audit.musl import is_musl_self
 from wheels.audit_report import Need, shorten
 from wheels.elf import ElfInfo, HostLibraries
 from wheels.filename import canonicalize_name
-from wheels.loading import ORIGIN, site_dirs
-from wheels.naming import EXTENSION_NAME
+from wheels.loading import site_dirs
+from wheels.matching import substitute_origin
+from wheels.naming import bare_module, extension_parts
 from wheels.policy import VendorPolicy
-from wheels.policy.lddtree import LIBPYTHON_RE
 from wheels.record import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from packaging.markers import Marker
 
     from wheels.audit.requires import Requires
     from wheels.audit_report import ElfKind
 
-_BARE_MODULE = re.compile(r"^(?P<mod>[A-Za-z_]\w*)\.so$")
-_TOKEN = re.compile(r"\$(\{[A-Za-z_]+\}|[A-Za-z_]+)")
 _SITE = "/\0site-packages"
-_PY_SYMBOL = re.compile(r"^_?Py")
+_PY_PREFIXES = ("Py", "_Py")
 
 
 @record
@@ -92,12 +90,11 @@ def extension_module(
     if install is None:
         return None
     directory, base = posixpath.split(install)
-    if m := EXTENSION_NAME.match(base):
-        return m.group("mod")
-    m = _BARE_MODULE.match(base)
-    if m is None:
+    if named := extension_parts(base):
+        return named[0]
+    module = bare_module(base)
+    if module is None:
         return None
-    module = m.group("mod")
     in_package = not directory or posixpath.join(directory, "__init__.py") in installed
     if in_package and not module.startswith("lib"):
         return module
@@ -110,7 +107,7 @@ def extension_module(
 def uses_python(info: ElfInfo) -> bool:
     """Does the ELF export a ``PyInit_`` entry point or reference the interpreter's C API?"""
     return any(e.startswith("PyInit_") for e in info.entry_points) or any(
-        _PY_SYMBOL.match(name) for name in (*info.undefined, *info.undefined_weak)
+        name.startswith(_PY_PREFIXES) for name in (*info.undefined, *info.undefined_weak)
     )
 
 
@@ -137,17 +134,44 @@ def classify_extensions(ctx: Elves, f: Findings) -> None:
             )
 
 
+def path_tokens(entry: str) -> list[str]:
+    """The ``$NAME`` and ``${NAME}`` tokens of a search path entry, by name (braces left out):
+    re.findall of ``\\$(\\{[A-Za-z_]+\\}|[A-Za-z_]+)``."""
+    found: list[str] = []
+    i = 0
+    while (j := entry.find("$", i)) >= 0:
+        braced = entry.startswith("{", j + 1)
+        start = j + 2 if braced else j + 1
+        end = start
+        while end < len(entry) and (
+            entry[end] == "_" or (entry[end].isascii() and entry[end].isalpha())
+        ):
+            end += 1
+        closed = not braced or entry.startswith("}", end)
+        if end > start and closed:
+            found.append(entry[start:end])
+            i = end + 1 if braced else end
+        else:
+            i = j + 1
+    return found
+
+
+def _is_token_char(c: str) -> bool:
+    return c == "_" or (c.isascii() and c.isalpha())
+
+
 def runpath_dir(entry: str, origin: str | None) -> tuple[str | None, str | None]:
     """(site-packages-relative dir, problem) for one RUNPATH/RPATH entry."""
     if entry == "":
         return None, "an empty entry, which means the current directory"
-    tokens = [t.strip("{}") for t in _TOKEN.findall(entry)]
+    tokens = path_tokens(entry)
     if any(t != "ORIGIN" for t in tokens):
         return None, f"'{entry}' uses a token this audit cannot evaluate"
     if tokens:
         if origin is None:
             return None, None
-        expanded = posixpath.normpath(ORIGIN.sub(f"{_SITE}/{origin}".rstrip("/"), entry))
+        site_origin = f"{_SITE}/{origin}".rstrip("/")
+        expanded = posixpath.normpath(substitute_origin(entry, site_origin, bounded=True))
         if expanded == _SITE:
             return "", None
         if expanded.startswith(_SITE + "/"):
@@ -219,7 +243,7 @@ def _resolve_one(
     ctx: Elves, member: str, info: ElfInfo, soname: str, dirs: Sequence[str]
 ) -> _Resolved:
     """Where one DT_NEEDED entry goes from ``dirs``, in the order the audit requires."""
-    if LIBPYTHON_RE.match(soname) or soname.startswith("libpython"):
+    if soname.startswith("libpython"):  # (every LIBPYTHON_RE name, and any other)
         return Need(soname, "libpython", None), _Problem(
             "libpython",
             f"DT_NEEDED {soname}: extensions must take Python's symbols from the "

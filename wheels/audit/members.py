@@ -13,7 +13,6 @@ import bisect
 import contextlib
 import zlib
 from collections.abc import Generator, Iterator
-from pathlib import Path
 
 from wheels import devicecode
 from wheels.audit.digests import Digest, digest_of
@@ -76,7 +75,7 @@ class MemberScan:
 
 
 def inflate(
-    task: Task, raw: Raw | RawFile, path: Path, spare_core: bool, hash_whole: bool = True
+    task: Task, raw: Raw | RawFile, path: str, spare_core: bool, hash_whole: bool = True
 ) -> tuple[ByteSource | bytes | bytearray, str | None]:
     """The member's content (in one piece, or as a :class:`~wheels.elf.ByteSource` when it was
     inflated in steps) and its RECORD-style digest; bounded by the stated size. With
@@ -121,7 +120,7 @@ def _sparse(task: Task) -> bool:
     return task.method == DEFLATED and SPARSE_ABOVE <= task.file_size < SNAPSHOT_ABOVE
 
 
-def _inflate_whole(task: Task, raw: Raw, path: Path) -> bytes | bytearray | None:
+def _inflate_whole(task: Task, raw: Raw, path: str) -> bytes | bytearray | None:
     """The member's content in one piece; None for a deflated member to inflate in steps."""
     if task.method == STORED:
         return bytes(raw)  # (only deflated members are mapped: this copies nothing)
@@ -133,7 +132,7 @@ def _inflate_whole(task: Task, raw: Raw, path: Path) -> bytes | bytearray | None
     return _inflate_small(task, raw) if len(raw) <= ONE_SHOT_BELOW else None
 
 
-def content_of(task: Task, raw: Raw, path: Path) -> bytes | bytearray:
+def content_of(task: Task, raw: Raw, path: str) -> bytes | bytearray:
     """A small member's content in one piece (metadata, a package's ``__init__.py``), as
     :func:`inflate` reads and checks it, not hashed; joined when it came in steps."""
     content, _ = inflate(task, raw, path, spare_core=False, hash_whole=False)
@@ -330,7 +329,7 @@ def _tap(code_too: bool) -> FatbinTap:
     return FatbinTap(code_too)
 
 
-def _inflate_other(task: Task, path: Path) -> bytes:
+def _inflate_other(task: Task, path: str) -> bytes:
     # bzip2 and lzma are legal zip methods that wheels hardly use: let zipfile read them.
     import zipfile
 
@@ -348,7 +347,7 @@ def _inflate_other(task: Task, path: Path) -> bytes:
 def scan_member(
     task: Task,
     raw: Raw | RawFile | MemberError,
-    path: Path,
+    path: str,
     spare_core: bool,
     keep: dict[int, bytes | bytearray] | None = None,
 ) -> MemberScan:
@@ -371,7 +370,7 @@ def scan_member(
 def _scan(
     task: Task,
     raw: Raw | RawFile,
-    path: Path,
+    path: str,
     spare_core: bool,
     keep: dict[int, bytes | bytearray] | None,
 ) -> MemberScan:

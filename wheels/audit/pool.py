@@ -7,7 +7,6 @@ import contextlib
 import os
 from collections import deque
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from wheels.audit.cache import Cache
 from wheels.audit.digests import digest_of
@@ -91,7 +90,7 @@ def _failures() -> tuple[type[BaseException], ...]:
 
 
 def _run_batch(
-    path: Path,
+    path: str,
     batch: Sequence[Task],
     cache: Cache | None,
     spare_core: bool = False,
@@ -117,7 +116,7 @@ def _run_batch(
     return scans, False
 
 
-def _open_raw(path: Path, task: Task) -> Raw | RawFile | MemberError:
+def _open_raw(path: str, task: Task) -> Raw | RawFile | MemberError:
     try:
         return open_raw(path, task)
     except MemberError as exc:
@@ -126,10 +125,10 @@ def _open_raw(path: Path, task: Task) -> Raw | RawFile | MemberError:
         return MemberError(f"cannot open the wheel: {exc}")
 
 
-def _read_raws(path: Path, batch: Sequence[Task]) -> list[Raw | RawFile | MemberError]:
+def _read_raws(path: str, batch: Sequence[Task]) -> list[Raw | RawFile | MemberError]:
     raws: list[Raw | RawFile | MemberError] = []
     try:
-        with path.open("rb") as fh:
+        with open(path, "rb") as fh:
             for task in batch:
                 try:
                     raws.append(read_raw(fh.fileno(), task))
@@ -192,7 +191,7 @@ def _kept_digests(tasks: Sequence[Task]) -> dict[int, str]:
 
 
 def _run_batches(
-    path: Path, batches: Sequence[Sequence[Task]], cache: Cache | None, spare_core: bool
+    path: str, batches: Sequence[Sequence[Task]], cache: Cache | None, spare_core: bool
 ) -> list[Result]:
     return [_run_batch(path, b, cache, spare_core) for b in batches]
 
@@ -225,14 +224,14 @@ class Children:
     first: tuple[Task, Future[Result]] | None
 
 
-def start_children(path: Path, workers: int, cache: Cache | None) -> Children | None:
+def start_children(path: str, workers: int, cache: Cache | None) -> Children | None:
     """The ``workers - 1`` child processes, forked now for a wheel of :data:`EARLY_ABOVE` bytes
     or more, while this process is small; a child starts at once on the wheel's largest member
     when a quick read of the central directory finds it (:func:`largest_member`), instead of
     idling while this process reads the whole directory. None for a smaller wheel, or when they
     cannot be started. Give the result to :func:`scan_members`, which shuts them down."""
     try:
-        if workers <= 1 or path.stat().st_size < EARLY_ABOVE:
+        if workers <= 1 or os.stat(path).st_size < EARLY_ABOVE:
             return None
     except OSError:
         return None
@@ -257,7 +256,7 @@ def start_children(path: Path, workers: int, cache: Cache | None) -> Children | 
 
 
 def scan_members(
-    path: Path,
+    path: str,
     tasks: Sequence[Task],
     cache: Cache | None,
     workers: int,
@@ -306,7 +305,7 @@ def _completed(scan: MemberScan, made: str | MemberScan | None) -> MemberScan:
 
 
 def _scan_parallel(
-    path: Path,
+    path: str,
     batches: Sequence[Sequence[Task]],
     cache: Cache | None,
     workers: int,
@@ -365,7 +364,7 @@ def _scan_parallel(
 
 
 def _long_first(
-    path: Path, todo: deque[Sequence[Task]], cache: Cache | None, feed: Callable[[], None]
+    path: str, todo: deque[Sequence[Task]], cache: Cache | None, feed: Callable[[], None]
 ) -> list[Result]:
     """The next largest member, read here before the small ones when it is a long one (of
     :data:`SPARSE_ABOVE` bytes or more) that no child is free to take. Left for last, it was
@@ -382,7 +381,7 @@ def _long_first(
 
 
 def _read_here(
-    path: Path,
+    path: str,
     todo: deque[Sequence[Task]],
     cache: Cache | None,
     feed: Callable[[], None],
@@ -401,7 +400,7 @@ def _read_here(
 
 
 def _collected(
-    path: Path, handed: Sequence[tuple[Sequence[Task], Future[Result]]], cache: Cache | None
+    path: str, handed: Sequence[tuple[Sequence[Task], Future[Result]]], cache: Cache | None
 ) -> list[Result]:
     """The children's results; a batch whose child was lost is read here."""
     out = []
@@ -443,7 +442,7 @@ def _handed_first(
     return [(todo.popleft(), future)]
 
 
-def _digests_kept(path: Path, pool: Pool, kept: Sequence[Kept]) -> Made:
+def _digests_kept(path: str, pool: Pool, kept: Sequence[Kept]) -> Made:
     """The digests the child made of the members it kept; a member it could not give (the
     child lost) is read again here, its scan replacing the first."""
     made: Made = {}

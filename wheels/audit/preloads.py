@@ -20,7 +20,7 @@ from wheels.audit.ldso import Elves
 from wheels.audit.scopes import Scope, init_text, packages_loading
 from wheels.filename import canonicalize_name
 from wheels.loading import installed_copy, loaded_by_import, preload_modules
-from wheels.naming import EXTENSION_NAME
+from wheels.naming import extension_parts
 from wheels.policy import DistLib
 from wheels.record import record
 
@@ -189,9 +189,9 @@ def _libraries_of(ctx: Elves, module: str) -> list[tuple[str, DistLib]]:
     """The policy's libraries that importing ``module`` loads, those of this wheel's Python
     first (the extension suffix its own extension modules have)."""
     suffixes = {
-        m.group(2)
+        named[1]
         for r in ctx.extensions
-        if (m := EXTENSION_NAME.match(posixpath.basename(ctx.install_of.get(r) or r)))
+        if (named := extension_parts(posixpath.basename(ctx.install_of.get(r) or r)))
     }
     libs = [
         (s, lib)

@@ -8,11 +8,14 @@ import os
 import stat
 import struct
 from collections.abc import Generator
-from pathlib import Path
 
 from wheels.audit.directory import CENTRAL, DEFLATED, ZIP64, Entry, plain_directory
 from wheels.audit.inflate import ONE_CALL_BELOW
 from wheels.record import record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    pass
 
 ONE_SHOT_BELOW = 1 << 20  # members this small are read with their header, and inflated, in one call
 SNAPSHOT_ABOVE = ONE_CALL_BELOW  # members this big are not kept inflated (members._Inflated)
@@ -169,10 +172,10 @@ def read_in_steps(task: Task) -> bool:
     return task.method == DEFLATED and task.file_size >= STREAM_READ_ABOVE
 
 
-def open_raw(path: Path, task: Task) -> Raw | RawFile:
+def open_raw(path: str, task: Task) -> Raw | RawFile:
     """The member's compressed bytes (:func:`read_raw`); for a big deflated member a
     :class:`RawFile` reading them in steps."""
-    with path.open("rb") as fh:
+    with open(path, "rb") as fh:
         if not read_in_steps(task):
             return read_raw(fh.fileno(), task)
         start = task.offset + _data_start(
@@ -208,14 +211,14 @@ class Largest:
     second: int  # the inflated size of the next largest
 
 
-def largest_member(path: Path, algo: str = "sha256") -> Largest | None:
+def largest_member(path: str, algo: str = "sha256") -> Largest | None:
     """The member that inflates to the most bytes (the first of them), as :func:`task_for`
     makes its task, from the central directory alone: 4 ms for torch's 12,248 entries, where
     reading them all takes 20 ms. None when the archive has no such member, or is one this quick
     read leaves to :mod:`wheels.audit.directory` (zip64, spanned or prefixed archives, names
     with a NUL byte, anything unexpected)."""
     try:
-        with path.open("rb") as fh:
+        with open(path, "rb") as fh:
             found = plain_directory(fh.fileno())
     except OSError:
         return None

@@ -9,7 +9,6 @@ with the ELF.
 from __future__ import annotations
 
 import posixpath
-import re
 from collections import deque
 from collections.abc import Mapping, Sequence
 
@@ -27,7 +26,7 @@ from wheels.record import field, record
 LISTED_SYMBOLS = 200
 
 
-_PY_SYMBOL = re.compile(r"^_?Py")
+_PY_PREFIXES = ("Py", "_Py")
 
 
 @record(frozen=True)
@@ -257,7 +256,7 @@ def _bind_all(ctx: Elves, info: ElfInfo, scope: Scope, python_ok: bool) -> _Bind
                 continue
             absent.add(symbol)
         name, version = symbol
-        if python_ok and _PY_SYMBOL.match(name):
+        if python_ok and name.startswith(_PY_PREFIXES):
             out.python += 1
             continue
         label = f"{name}@{version}" if version else name

@@ -9,6 +9,8 @@ code is listed per target.
 
 from __future__ import annotations
 
+import os
+
 from wheels.audit.archive import Archive, is_member_file
 from wheels.audit.findings import Findings
 from wheels.audit_report import DeviceSize, MemberSize, SizeReport
@@ -30,7 +32,7 @@ def check_size(
     files = [i for i in archive.infos if is_member_file(i)]
     ranked = sorted(files, key=lambda i: (-i.compress_size, i.filename))[:LARGEST]
     report = SizeReport(
-        wheel_bytes=archive.path.stat().st_size,
+        wheel_bytes=os.stat(archive.path).st_size,
         unpacked=sum(i.file_size for i in files),
         limit=max_size if max_size is not None else PYPI_MAX_SIZE,
         limit_from="wheel.max_size / --max-size" if max_size is not None else PYPI_LIMIT,

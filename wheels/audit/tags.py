@@ -77,7 +77,7 @@ def tag_verdicts(
     (for musl, against every musllinux policy, not only this host's)."""
     members = {n: s.elf for n, s in scans.items()}
     order = archive.record_order or list(members)
-    name = split_variant(archive.path.name)[0]
+    name = split_variant(archive.name)[0]
     plain = platform_verdict(name, members, order, host)
     bundled = {posixpath.basename(n) for n, e in members.items() if e is not None}
 

@@ -12,14 +12,13 @@ major version of the ``libcudart.so.N`` the ELF files need.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping
 
 from wheels.audit.archive import Archive, read_member
 from wheels.audit.findings import Findings
 from wheels.audit.raw import MemberError
 from wheels.elf import ElfInfo
+from wheels.matching import lazy
 from wheels.naming import VARIANT_FILE, split_variant, vendor_of_variant
 from wheels.policy import VariantPolicy, VendorPolicy
 
@@ -32,6 +31,9 @@ if TYPE_CHECKING:
 CODE = "variant-metadata"
 
 
+_CUDART = lazy(r"libcudart\.so\.(\d+)")
+
+
 def check_variant(
     archive: Archive,
     elfs: Mapping[str, ElfInfo],
@@ -41,7 +43,7 @@ def check_variant(
 ) -> None:
     """The variant checks; nothing to do for a wheel that is not a variant and says none.
     ``devices``: the device code the member scan read, by ELF file (those with some)."""
-    label = split_variant(archive.path.name)[1]
+    label = split_variant(archive.name)[1]
     doc = _read(archive, label, f)
     if label is None or doc is None:
         return
@@ -80,6 +82,8 @@ def _read(archive: Archive, label: str | None, f: Findings) -> Any:
     if label is None:
         f.warning(CODE, _member(archive), "variant metadata in a wheel whose name has no label")
         return None
+    import json  # (a variant wheel's: json.loads reads its bytes)
+
     try:
         return json.loads(text)
     except ValueError as exc:
@@ -121,7 +125,7 @@ def _check_runtime(
         m.group(1)
         for info in elfs.values()
         for need in info.needed
-        if (m := re.fullmatch(r"libcudart\.so\.(\d+)", need))
+        if (m := _CUDART.fullmatch(need))
     }
     for value in declared:
         major = value.split(".")[0]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from wheels.elf.dynamic import read_dynamic
 from wheels.elf.info import ElfInfo
@@ -27,6 +26,7 @@ from wheels.elf.versions import Versions, read_versions
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
     from wheels.elf.reader import Data
@@ -137,7 +137,7 @@ def _arch(r: Reader, h: Header) -> tuple[str | None, str | None]:
     return arch, None
 
 
-def read_elf_file(path: Path, symbols_later: bool = False) -> ElfInfo:
+def read_elf_file(path: str | Path, symbols_later: bool = False) -> ElfInfo:
     """Read a file from disk (as :func:`read_elf`); a missing or unreadable file raises
     :class:`ElfError`. Only the ranges the decoding asks for are read, the file kept open for
     definitions decoded later (``symbols_later``): this host's libc, libstdc++, libm and

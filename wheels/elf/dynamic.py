@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from wheels.elf.reader import (
     PT_DYNAMIC,
@@ -21,6 +20,8 @@ from wheels.record import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from wheels.elf.reader import Data
 
 _DT_NULL, _DT_NEEDED, _DT_STRTAB, _DT_STRSZ = 0, 1, 5, 10
@@ -55,10 +56,10 @@ def read_dynamic(image: Image, *, every_path: bool = False) -> Dynamic:
     if dyn is None:
         return Dynamic(interpreter, None, (), None, None)
     fmt = r.layout.fmt("iI", "qQ")
-    r.span(dyn.offset, dyn.filesz, "dynamic segment")
+    segment = r.window(dyn.offset, dyn.filesz, "dynamic segment")
     tags: list[tuple[int, int]] = []
     for i in range(dyn.filesz // fmt.size):
-        tag, val = r.unpack(fmt, dyn.offset + i * fmt.size, "dynamic entry")
+        tag, val = segment.unpack(fmt, dyn.offset + i * fmt.size, "dynamic entry")
         if tag == _DT_NULL:
             break
         tags.append((tag, val))

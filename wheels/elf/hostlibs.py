@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
 
 from wheels.elf.decode import read_elf_file
 from wheels.elf.info import ElfInfo
 from wheels.elf.reader import ElfError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    pass
 
 
 class HostLibraries:
@@ -64,9 +67,9 @@ class HostLibraries:
 
 
 def _try_read(path: str, symbols_later: bool) -> ElfInfo | None:
-    if not os.path.isfile(path):  # noqa: PTH113 - called thousands of times; pathlib is slower
+    if not os.path.isfile(path):
         return None
     try:
-        return read_elf_file(Path(path), symbols_later)
+        return read_elf_file(path, symbols_later)
     except ElfError:
         return None

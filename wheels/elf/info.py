@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import bisect
 import functools
-import re
 from array import array
 from collections.abc import Callable, Mapping
 
@@ -16,6 +15,7 @@ from wheels.record import fields, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import re
     from typing import Protocol
 
     class Lookup(Protocol):
@@ -170,6 +170,20 @@ class ElfInfo:
         first = names if end < 0 else names[:end]
         found = [m.group(1) for m in pattern.finditer("\0" + first)]
         return found + [m.group(1) for m in pattern.finditer(names, len(first))]
+
+    def exported_starting(self, prefixes: tuple[str, ...]) -> list[str]:
+        """Exported names that start with one of ``prefixes``, none of which starts another
+        (as :meth:`exported_like` with ``\\0(prefix[^\\0]*)`` finds them, by str.find)."""
+        names = self.export_names
+        found: list[str] = []
+        for prefix in prefixes:
+            at = 0 if names.startswith(prefix) else names.find("\0" + prefix)
+            while at >= 0:
+                start = at + 1 if names[at] == "\0" else at
+                end = names.find("\0", start)
+                found.append(names[start:] if end < 0 else names[start:end])
+                at = -1 if end < 0 else names.find("\0" + prefix, end)
+        return found
 
     @property
     def platform(self) -> tuple[bool, int, bool, int]:

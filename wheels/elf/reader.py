@@ -12,12 +12,12 @@ import contextlib
 import os
 import struct
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 
 from wheels.record import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Protocol
 
     class ByteSource(Protocol):
@@ -167,6 +167,11 @@ class Reader:
         values: tuple[int, ...] = fmt.unpack(self.span(offset, fmt.size, what))
         return values
 
+    def window(self, offset: int, size: int, what: str) -> Window:
+        """A table of the file read at once (one read of a file, not one a row), its rows
+        unpacked by :meth:`Window.unpack`; raises as :meth:`span` does."""
+        return Window(self, offset, self.span(offset, size, what))
+
     def forget_strings(self) -> None:
         """Lets go of the string tables read so far (read again if asked for again)."""
         self._strings.clear()
@@ -178,6 +183,25 @@ class Reader:
             # (decoded from the view: a copy of 82 MB of names first would double them)
             self._strings[key] = str(self.span(offset, size, what), "latin-1")
         return self._strings[key]
+
+
+class Window:
+    """The bytes of one table of an ELF file, held while its rows are read; a row outside it
+    (a link that leads elsewhere) is read from the file, as :meth:`Reader.unpack` reads it."""
+
+    __slots__ = ("reader", "start", "view")
+
+    def __init__(self, reader: Reader, start: int, view: memoryview) -> None:
+        self.reader = reader
+        self.start = start
+        self.view = view
+
+    def unpack(self, fmt: struct.Struct, offset: int, what: str) -> tuple[int, ...]:
+        inner = offset - self.start
+        if inner >= 0 and inner + fmt.size <= len(self.view):
+            values: tuple[int, ...] = fmt.unpack_from(self.view, inner)
+            return values
+        return self.reader.unpack(fmt, offset, what)
 
 
 @record(frozen=True)
@@ -235,17 +259,17 @@ def read_header(r: Reader) -> Header:
 def read_segments(r: Reader, h: Header) -> list[Segment]:
     if h.phnum == 0:
         return []
-    r.span(h.phoff, h.phnum * h.phentsize, "program header table")
+    table = r.window(h.phoff, h.phnum * h.phentsize, "program header table")
     out: list[Segment] = []
     if r.cls == 64:
         fmt = r.layout.fmt("", "IIQQQQQQ")
         for i in range(h.phnum):
-            p_type, fl, off, vaddr, _pa, filesz, _msz, _al = r.unpack(fmt, h.phoff + i * 56, "")
+            p_type, fl, off, vaddr, _pa, filesz, _msz, _al = table.unpack(fmt, h.phoff + i * 56, "")
             out.append(Segment(p_type, off, vaddr, filesz, fl))
     else:
         fmt = r.layout.fmt("IIIIIIII", "")
         for i in range(h.phnum):
-            p_type, off, vaddr, _pa, filesz, _msz, fl, _al = r.unpack(fmt, h.phoff + i * 32, "")
+            p_type, off, vaddr, _pa, filesz, _msz, fl, _al = table.unpack(fmt, h.phoff + i * 32, "")
             out.append(Segment(p_type, off, vaddr, filesz, fl))
     return out
 
@@ -279,10 +303,10 @@ def read_sections(r: Reader, h: Header) -> list[Section]:
         shnum = first[5]
         if shnum == 0:
             return []
-    r.span(h.shoff, shnum * fmt.size, "section header table")
+    table = r.window(h.shoff, shnum * fmt.size, "section header table")
     out: list[Section] = []
     for i in range(shnum):
-        name, sh_type, _fl, _addr, off, size, link, _info, _al, entsize = r.unpack(
+        name, sh_type, _fl, _addr, off, size, link, _info, _al, entsize = table.unpack(
             fmt, h.shoff + i * fmt.size, "section header"
         )
         out.append(Section(name, sh_type, off, size, link, entsize))
@@ -344,14 +368,14 @@ def _name_is(table: str, offset: int, name: str) -> bool:
 
 
 @contextlib.contextmanager
-def opened(source: Data | Path) -> Iterator[Image]:
+def opened(source: Data | str | os.PathLike[str]) -> Iterator[Image]:
     """The parsed structure of ``source``, a file read range by range when given as a path.
 
     A file that cannot be opened raises OSError; one that is not ELF, :class:`ElfError`.
     """
     with contextlib.ExitStack() as stack:
-        if isinstance(source, Path):
-            data: Data = FileBytes(stack.enter_context(source.open("rb")).fileno())
+        if isinstance(source, (str, os.PathLike)):
+            data: Data = FileBytes(stack.enter_context(open(source, "rb")).fileno())
         else:
             data = source
         stack.enter_context(malformed_as_elf_error())

@@ -15,7 +15,6 @@ from __future__ import annotations
 import sys
 from array import array
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 from wheels.elf.reader import ElfError, Reader, Section, linked_strtab, opened, string_at
 from wheels.elf.versions import Versions
@@ -23,6 +22,8 @@ from wheels.record import field, record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from wheels.elf.reader import Data
 
 SHT_GNU_VERSYM = 0x6FFFFFFF

@@ -24,17 +24,17 @@ class Versions:
 def _read_verneed(r: Reader, sec: Section, table: str) -> tuple[list[VersionNeed], dict[int, str]]:
     vn = r.layout.fmt("HHIII", "HHIII")
     vna = r.layout.fmt("IHHII", "IHHII")
-    r.span(sec.offset, sec.size, "version needs")
+    w = r.window(sec.offset, sec.size, "version needs")
     limit = sec.size // vn.size + 1
     needs: list[VersionNeed] = []
     by_index: dict[int, str] = {}
     off = sec.offset
     for _ in range(limit):
-        _ver, cnt, file_off, aux, nxt = r.unpack(vn, off, "version need entry")
+        _ver, cnt, file_off, aux, nxt = w.unpack(vn, off, "version need entry")
         names: list[str] = []
         aoff = off + aux
         for _ in range(min(cnt, limit * 2)):
-            _hash, _flags, other, name_off, anext = r.unpack(vna, aoff, "version need aux")
+            _hash, _flags, other, name_off, anext = w.unpack(vna, aoff, "version need aux")
             name = string_at(table, name_off)
             names.append(name)
             by_index[other & 0x7FFF] = name
@@ -51,15 +51,15 @@ def _read_verneed(r: Reader, sec: Section, table: str) -> tuple[list[VersionNeed
 def _read_verdef(r: Reader, sec: Section, table: str) -> tuple[list[str], dict[int, str]]:
     vd = r.layout.fmt("HHHHIII", "HHHHIII")
     vda = r.layout.fmt("II", "II")
-    r.span(sec.offset, sec.size, "version definitions")
+    w = r.window(sec.offset, sec.size, "version definitions")
     limit = sec.size // vd.size + 1
     defs: list[str] = []
     by_index: dict[int, str] = {}
     off = sec.offset
     for _ in range(limit):
-        _ver, flags, ndx, cnt, _hash, aux, nxt = r.unpack(vd, off, "version definition")
+        _ver, flags, ndx, cnt, _hash, aux, nxt = w.unpack(vd, off, "version definition")
         if cnt:
-            name_off, _ = r.unpack(vda, off + aux, "version definition aux")
+            name_off, _ = w.unpack(vda, off + aux, "version definition aux")
             name = string_at(table, name_off)
             by_index[ndx & 0x7FFF] = name
             if not flags & 1:  # VER_FLG_BASE names the file itself, not a version

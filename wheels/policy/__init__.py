@@ -32,14 +32,13 @@ file:
 from __future__ import annotations
 
 import functools
-import json
+import os
 import posixpath
-import re
 from collections.abc import Mapping
-from fnmatch import fnmatchcase
-from pathlib import Path
 from types import MappingProxyType
 
+from wheels.jsondata import loads
+from wheels.matching import lazy, star_match
 from wheels.policy.lddtree import host_library_dirs
 from wheels.policy.manylinux import manylinux_policies
 from wheels.policy.python_api import is_python_api
@@ -50,6 +49,7 @@ from wheels.record import field, record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    import re
     from typing import Any, NoReturn
 
 __all__ = [
@@ -94,7 +94,7 @@ class VendorPolicy:
     variant: VariantPolicy | None = None  # its PEP 825 variant data (wheels.policy.variants)
 
     def is_external(self, soname: str) -> bool:
-        return any(fnmatchcase(soname, pattern) for pattern in self.external)
+        return any(star_match(soname, pattern) for pattern in self.external)
 
     def supplier(self, soname: str) -> DistLib | None:
         return self.distributions.get(soname)
@@ -137,16 +137,17 @@ def vendor_of_local(local: str) -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def _policies() -> dict[str, VendorPolicy]:
-    text = (Path(__file__).parent / "vendors.json").read_text(encoding="utf-8")
+    with open(os.path.join(os.path.dirname(__file__), "vendors.json"), encoding="utf-8") as fh:
+        text = fh.read()
     return _parse(text)
 
 
 def _parse(text: str) -> dict[str, VendorPolicy]:
     """Every vendor's policy from the text of vendors.json; any problem is a StackError."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        _bad_data(f"line {exc.lineno}: {exc.msg}")
+        data = loads(text)
+    except ValueError as exc:  # (json.JSONDecodeError, from json.loads)
+        _bad_data(f"line {getattr(exc, 'lineno', '?')}: {getattr(exc, 'msg', exc)}")
     problems: list[str] = []
     if not isinstance(data, dict) or not data:
         _bad_data("expected an object of vendors")
@@ -230,8 +231,5 @@ def _local(name: str, raw: Mapping[str, Any], problems: list[str]) -> re.Pattern
     pattern = raw.get("local")
     if pattern is None:
         return None
-    try:
-        return re.compile(pattern) if isinstance(pattern, str) else None
-    except re.error as exc:
-        problems.append(f"{name}.local: not a regular expression ({exc})")
-        return None
+    # (compiled when a wheel's local version is matched: tests/unit/test_policy.py compiles each)
+    return lazy(pattern) if isinstance(pattern, str) else None

@@ -11,17 +11,24 @@ from __future__ import annotations
 import functools
 import os
 import posixpath
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 
 from wheels.elf import ElfInfo, HostLibraries
+from wheels.matching import glob_names, has_origin, lazy, substitute_origin
 from wheels.record import record
 
-LIBPYTHON_RE = re.compile(r"^libpython\d+\.\d+m?.so(\.\d)*$")
-_ORIGIN_RE = re.compile(r"\$(ORIGIN|\{ORIGIN\})")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    pass
+
+LIBPYTHON_RE = lazy(r"^libpython\d+\.\d+m?.so(\.\d)*$")
 _WHEEL_ROOT = "/\0wheel"
 _MAX_DEPTH = 256
+
+
+def is_libpython(soname: str) -> bool:
+    """Does ``soname`` match :data:`LIBPYTHON_RE` (compiled for the names that start so)?"""
+    return soname.startswith("libpython") and LIBPYTHON_RE.match(soname) is not None
 
 
 def host_library_dirs(libc: str = "glibc") -> tuple[str, ...]:
@@ -54,26 +61,24 @@ def _normpath(path: str) -> str:
 
 
 def _existing(paths: Iterable[str]) -> list[str]:
-    return [p for p in dict.fromkeys(paths) if os.path.isdir(p)]  # noqa: PTH112
+    return [p for p in dict.fromkeys(paths) if os.path.isdir(p)]
 
 
 def _parse_ld_paths(value: str) -> list[str]:
     """auditwheel's parse_ld_paths with no object path (an empty entry is the cwd)."""
     out = [
-        _normpath(str(Path.cwd()) if entry == "" else "/" + entry)
+        _normpath(os.getcwd() if entry == "" else "/" + entry)
         for entry in value.split(":")
-        if not _ORIGIN_RE.search(entry)
+        if not has_origin(entry)
     ]
     return _existing(out)
 
 
 def _parse_ld_so_conf(conf: str, *, first: bool = False) -> list[str]:
     """auditwheel's parse_ld_so_conf with root "/": comments, blank lines, includes (globbed)."""
-    import glob
-
     paths: list[str] = []
     try:
-        with open(conf, encoding="utf-8", errors="surrogateescape") as fh:  # noqa: PTH123
+        with open(conf, encoding="utf-8", errors="surrogateescape") as fh:
             lines = fh.readlines()
     except OSError:
         lines = []
@@ -86,11 +91,9 @@ def _parse_ld_so_conf(conf: str, *, first: bool = False) -> list[str]:
             pattern = (
                 "/" + pattern.lstrip("/")
                 if pattern[0] == "/"
-                else (
-                    os.path.dirname(conf) + "/" + pattern  # noqa: PTH120
-                )
+                else (os.path.dirname(conf) + "/" + pattern)
             )
-            for path in glob.glob(pattern):  # noqa: PTH207
+            for path in glob_names(pattern):
                 paths += _parse_ld_so_conf(path)
         else:
             paths.append(_normpath("/" + line))
@@ -98,12 +101,10 @@ def _parse_ld_so_conf(conf: str, *, first: bool = False) -> list[str]:
 
 
 def _musl_conf() -> list[str]:
-    import glob
-
-    found = glob.glob("//etc/ld-musl-*.path")  # noqa: PTH207
+    found = glob_names("//etc/ld-musl-*.path")
     if not found:
         return ["//lib", "//usr/local/lib", "//usr/lib"]
-    with open(found[0], encoding="utf-8") as fh:  # noqa: PTH123
+    with open(found[0], encoding="utf-8") as fh:
         return ["/" + d.strip() for d in fh.read().split(":") if d.strip()]
 
 
@@ -155,7 +156,7 @@ class Files:
 
     def is_dir(self, where: tuple[bool, str]) -> bool:
         in_wheel, path = where
-        return path in self.dirs if in_wheel else Path(path).is_dir()
+        return path in self.dirs if in_wheel else os.path.isdir(path)
 
     def lookup(self, where: tuple[bool, str], soname: str) -> tuple[str, bool, ElfInfo] | None:
         in_wheel, path = where
@@ -184,9 +185,9 @@ def _ld_dirs(value: str | None, origin: tuple[bool, str], files: Files) -> list[
     for entry in value.split(":"):
         if entry == "":
             where = (True, "")  # the current directory: auditwheel works in the unpacked wheel
-        elif _ORIGIN_RE.search(entry):
+        elif has_origin(entry):
             base = f"{_WHEEL_ROOT}/{origin_dir}" if in_wheel else origin_dir
-            where = _split_root(posixpath.normpath(_ORIGIN_RE.sub(base, entry)))
+            where = _split_root(posixpath.normpath(substitute_origin(entry, base)))
         else:
             where = (False, posixpath.normpath("/" + entry).replace("//", "/"))
         if where not in out and files.is_dir(where):
@@ -263,7 +264,7 @@ def ldd(
         needed.append(soname)
         if soname in libs:
             continue
-        if LIBPYTHON_RE.match(soname) or depth >= _MAX_DEPTH:
+        if is_libpython(soname) or depth >= _MAX_DEPTH:
             libs[soname] = Lib(soname, None, False, None)
             continue
         found = _find(files, info, soname, dirs)

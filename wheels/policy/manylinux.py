@@ -12,10 +12,11 @@ its check of the data's PEP 600 consistency is left to auditwheel's own tests.
 from __future__ import annotations
 
 import functools
-import json
+import os
+import sys
 from collections.abc import Iterable, Iterator, Mapping
-from pathlib import Path
 
+from wheels.jsondata import load_file
 from wheels.policy.elfutils import blacklisted
 from wheels.policy.lddtree import Tree
 from wheels.record import record
@@ -109,20 +110,21 @@ class Policies:
         return self.linux  # unreachable: linux allows everything
 
 
-def _policy_file(libc: str) -> Path:
-    import importlib.util
+def _policy_file(libc: str) -> str:
+    from builder.core.finder import find_spec
 
-    spec = importlib.util.find_spec("auditwheel")  # finds the package without importing it
+    imported = sys.modules.get("auditwheel")  # (else found without importing it)
+    spec = imported.__spec__ if imported is not None else find_spec("auditwheel")
     locations = list(spec.submodule_search_locations or []) if spec else []
     if not locations:
         raise ValueError("auditwheel is not installed: its policy data is needed")
     name = {"glibc": "manylinux", "musl": "musllinux"}[libc]
-    return Path(locations[0], "policy", f"{name}-policy.json")
+    return os.path.join(locations[0], "policy", f"{name}-policy.json")
 
 
 @functools.lru_cache(maxsize=2)
 def _policy_data(libc: str) -> list[dict[str, Any]]:
-    data: list[dict[str, Any]] = json.loads(_policy_file(libc).read_text(encoding="utf-8"))
+    data: list[dict[str, Any]] = load_file(_policy_file(libc))
     return data
 
 
@@ -162,7 +164,11 @@ def host_has_musl_libc() -> bool:
     ``/lib/libc.musl-*.so.1``; without any, it needs no import (auditwheel.libc imports
     dataclasses, enum, logging and subprocess: 20-60 ms, a musllinux wheel's audit on a glibc
     host took 0.16 s with it)."""
-    return any(Path("/lib").glob("libc.musl-*.so.1"))
+    try:
+        names = os.listdir("/lib")
+    except OSError:
+        return False
+    return any(n.startswith("libc.musl-") and n.endswith(".so.1") for n in names)
 
 
 def _host_musl_policy() -> str | None:

@@ -10,7 +10,6 @@ stack.yaml gives the vendor's compiler) or ``none``. ``provider`` is the provide
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -23,7 +22,16 @@ if TYPE_CHECKING:
     ArchSource = Literal["cuda-fatbin", "cuda_architectures", "none"]
 
 ARCH_SOURCES: tuple[ArchSource, ...] = ("cuda-fatbin", "cuda_architectures", "none")
-NAME = re.compile(r"^[a-z0-9_]+$")  # PEP 825: namespaces and feature names
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def is_name(text: str) -> bool:
+    """Is ``text`` a PEP 825 namespace or feature name, ``^[a-z0-9_]+$`` (``$`` takes one
+    final newline too)?"""
+    text = text[:-1] if text.endswith("\n") else text
+    return bool(text) and all(c in _NAME_CHARS for c in text)
+
+
 PROVIDER_KEYS = ("requires", "plugin-api", "optional", "static-properties", "feature-order")
 KEYS = ("namespace", "toolkit", "arch", "arch_from", "provider")
 
@@ -46,7 +54,7 @@ def parse_variant(where: str, raw: Any, problems: list[str]) -> VariantPolicy | 
         return None
     problems += [f"{where}: unknown key '{k}'" for k in raw if k not in KEYS]
     names = [raw.get(k) for k in ("namespace", "toolkit", "arch")]
-    if not all(isinstance(n, str) and NAME.match(n) for n in names):
+    if not all(isinstance(n, str) and is_name(n) for n in names):
         problems.append(f"{where}: namespace, toolkit and arch must match [a-z0-9_]+")
         return None
     arch_from = raw.get("arch_from", "none")
@@ -68,7 +76,7 @@ def _provider_ok(where: str, provider: Mapping[str, Any], problems: list[str]) -
         problems.append(f"{where}: exactly one of 'requires' and 'static-properties'")
     static = provider.get("static-properties", {})
     if not isinstance(static, dict) or not all(
-        NAME.match(f) and isinstance(v, list) and v for f, v in static.items()
+        is_name(f) and isinstance(v, list) and v for f, v in static.items()
     ):
         problems.append(f"{where}.static-properties: feature -> non-empty list of values")
     elif len(static) > 1 and sorted(provider.get("feature-order", [])) != sorted(static):

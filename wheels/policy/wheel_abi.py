@@ -10,7 +10,6 @@ in memory instead of an unpacked wheel.
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
@@ -86,7 +85,6 @@ class TagVerdict:
         return tag in self.priorities
 
 
-_PEP600 = re.compile(r"^(manylinux|musllinux)_(\d+)_(\d+)_(.+)$")
 _LEGACY = {"manylinux1_": (2, 5), "manylinux2010_": (2, 12), "manylinux2014_": (2, 17)}
 
 
@@ -96,10 +94,16 @@ def pep600(tag: str) -> tuple[str, tuple[int, int], str] | None:
     for prefix, version in _LEGACY.items():
         if tag.startswith(prefix):
             return "manylinux", version, tag[len(prefix) :]
-    m = _PEP600.match(tag)
-    if m is None:
+    # ^(manylinux|musllinux)_(\d+)_(\d+)_(.+)$, tested as strings (wheels.matching says why)
+    family, _, rest = tag.partition("_")
+    major, _, rest = rest.partition("_")
+    minor, _, arch = rest.partition("_")
+    arch = arch[:-1] if arch.endswith("\n") else arch  # ($ takes one final newline)
+    if family not in ("manylinux", "musllinux") or not (major.isdecimal() and minor.isdecimal()):
         return None
-    return m.group(1), (int(m.group(2)), int(m.group(3))), m.group(4)
+    if not arch or "\n" in arch:
+        return None
+    return family, (int(major), int(minor)), arch
 
 
 def platform_verdict(
@@ -319,19 +323,30 @@ def _analyze(data: _ElfData, host: HostLibraries) -> TagVerdict:
     )
 
 
-_GLIBC = re.compile(r"^GLIBC_(\d+)\.(\d+)")
+def glibc_version(version: str) -> tuple[int, int] | None:
+    """(X, Y) of a symbol version that starts ``GLIBC_X.Y`` (``^GLIBC_(\\d+)\\.(\\d+)``); None
+    for any other."""
+    if not version.startswith("GLIBC_"):
+        return None
+    major, dot, rest = version[6:].partition(".")
+    digits = 0
+    while digits < len(rest) and rest[digits].isdecimal():
+        digits += 1
+    if not dot or not major.isdecimal() or not digits:
+        return None
+    return int(major), int(rest[:digits])
 
 
 def glibc_needed(versioned: Mapping[str, set[str]]) -> tuple[int, int] | None:
     """The newest ``GLIBC_X.Y`` version any ELF file needs, as PEP 600 compares it."""
-    found = [m for vs in versioned.values() for v in vs if (m := _GLIBC.match(v))]
-    return max(((int(m.group(1)), int(m.group(2))) for m in found), default=None)
+    found = [g for vs in versioned.values() for v in vs if (g := glibc_version(v))]
+    return max(found, default=None)
 
 
 def _beyond_glibc(data: _ElfData) -> Any:
     """The best policy for the symbol versions other than glibc's own (GLIBCXX, CXXABI, GCC,
     GLIBC_PRIVATE): those are held to the policies' lists, which is all PEP 600 gives them."""
-    rest = {k: {v for v in vs if not _GLIBC.match(v)} for k, vs in data.versioned.items()}
+    rest = {k: {v for v in vs if not glibc_version(v)} for k, vs in data.versioned.items()}
     return data.policies.versioned_symbols_policy(rest)
 
 
