@@ -15,20 +15,42 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 import select
 import signal
 import struct
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar
+
+try:  # the pickler pickle.py hands out, without pickle.py, which imports re (with enum, 6.6 ms)
+    from _pickle import Pickler, dumps, loads
+except ImportError:  # (an interpreter without the C pickler)
+    from pickle import Pickler, dumps, loads
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (and re) at run time
+if TYPE_CHECKING:
+    from typing import Any, Generic, TypeVar
+
+    T = TypeVar("T")
+
+    class _Typed(Generic[T]):
+        """A job's result type, for type checkers."""
+
+else:
+    T = None
+
+    class _Typed:
+        """(At run time a job takes no type parameter.)"""
+
+        def __class_getitem__(cls, _item: object) -> type:
+            return cls
+
 
 _LENGTH = struct.Struct("<Q")
+_PROTOCOL = -1  # the highest the pickler knows (pickle.HIGHEST_PROTOCOL)
 _PIPE_SIZE = 1 << 20  # asked of the kernel for each pipe (F_SETPIPE_SZ), so that a batch's
 # results (a big library's export names: megabytes) seldom wait for this process to read them
 _F_SETPIPE_SZ = 1031
-T = TypeVar("T")
 
 
 class LostChild(RuntimeError):
@@ -41,7 +63,7 @@ def usable() -> bool:
     return hasattr(os, "fork") and threading.active_count() == 1
 
 
-class Job(Generic[T]):
+class Job(_Typed[T]):
     """One call given to a child: its result once it came back."""
 
     def __init__(self, child: _Child) -> None:
@@ -109,7 +131,7 @@ class _Child:
             job._settle("error", LostChild("the child has ended"))
             return job
         try:
-            data = pickle.dumps((fn, args), pickle.HIGHEST_PROTOCOL)
+            data = dumps((fn, args), _PROTOCOL)
         except Exception as exc:  # (raised from the result, as the executor does)
             job._settle("error", exc)
             return job
@@ -168,7 +190,7 @@ class _Child:
             # Unpickled from a view: a slice would copy the result (80 MB of TensorFlow's
             # exported names) beside the buffer and what it unpickles to.
             with memoryview(self.buffer) as view, view[_LENGTH.size : _LENGTH.size + size] as part:
-                ok, value = pickle.loads(part)
+                ok, value = loads(part)
             del self.buffer[: _LENGTH.size + size]
             self.waiting.popleft()._settle("ok" if ok else "error", value)
 
@@ -245,7 +267,7 @@ def _serve(calls: int, results: int, others: Sequence[int]) -> None:
             os.close(fd)
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # (this process's Ctrl-C ends it too)
         while (call := _read_message(calls)) is not None:
-            fn, args = pickle.loads(call)
+            fn, args = loads(call)
             try:
                 reply = (True, fn(*args))
             except Exception as exc:  # handed back, raised there
@@ -295,7 +317,7 @@ class _Gathered:
 
 def _pickled(value: object) -> list[bytes]:
     gathered = _Gathered()
-    pickle.Pickler(gathered, pickle.HIGHEST_PROTOCOL).dump(value)
+    Pickler(gathered, _PROTOCOL).dump(value)
     return gathered.parts
 
 

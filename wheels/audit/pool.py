@@ -84,9 +84,11 @@ _KEPT: dict[int, bytes | bytearray] = {}
 def _failures() -> tuple[type[BaseException], ...]:
     """What a lost or failing child raises from a future: forks.LostChild and the executor's
     BrokenProcessPool are RuntimeErrors."""
-    import pickle
-
-    return (OSError, EOFError, RuntimeError, pickle.PickleError)
+    try:  # (pickle.PickleError, without pickle.py, which imports re)
+        from _pickle import PickleError
+    except ImportError:
+        from pickle import PickleError
+    return (OSError, EOFError, RuntimeError, PickleError)
 
 
 def _run_batch(
