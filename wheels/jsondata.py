@@ -61,3 +61,75 @@ def load_file(path: str) -> Any:
     """The JSON value in the UTF-8 file at ``path``."""
     with open(path, encoding="utf-8") as fh:
         return loads(fh.read())
+
+
+class _Unusual(Exception):
+    """A value :func:`dumps` leaves to json (a key that is not a string, an object of no JSON
+    type, a cycle)."""
+
+
+def dumps(value: Any, indent: int = 2) -> str:
+    """``json.dumps(value, indent=indent)``, written here for the JSON types with str keys
+    (``_json``'s own string quoting; json's indented output is written in Python by json too);
+    anything else by json itself, with its errors."""
+    quote: Callable[[str], str] | None
+    try:
+        from _json import encode_basestring_ascii as quote
+    except ImportError:
+        quote = None
+    if quote is not None:
+        out: list[str] = []
+        try:
+            _encode(value, quote, out, "\n", " " * indent)
+        except (_Unusual, RecursionError):
+            pass
+        else:
+            return "".join(out)
+    import json
+
+    return json.dumps(value, indent=indent)
+
+
+def _encode(
+    value: Any, quote: Callable[[str], str], out: list[str], newline: str, step: str
+) -> None:
+    if isinstance(value, str):
+        out.append(quote(value))
+    elif value is None or value is True or value is False:
+        out.append("null" if value is None else "true" if value else "false")
+    elif isinstance(value, int):
+        out.append(int.__repr__(value))
+    elif isinstance(value, float):
+        out.append("NaN" if math.isnan(value) else _FLOATS.get(value) or float.__repr__(value))
+    elif isinstance(value, (dict, list, tuple)):
+        _container(value, quote, out, newline, step)
+    else:
+        raise _Unusual
+
+
+_FLOATS = {math.inf: "Infinity", -math.inf: "-Infinity"}
+
+
+def _container(
+    value: dict[Any, Any] | list[Any] | tuple[Any, ...],
+    quote: Callable[[str], str],
+    out: list[str],
+    newline: str,
+    step: str,
+) -> None:
+    is_dict = isinstance(value, dict)
+    if not value:
+        out.append("{}" if is_dict else "[]")
+        return
+    inner = newline + step
+    out.append("{" if is_dict else "[")
+    items = value.items() if isinstance(value, dict) else ((None, v) for v in value)
+    for number, (key, item) in enumerate(items):
+        out.append(inner if number == 0 else "," + inner)
+        if is_dict:
+            if not isinstance(key, str):
+                raise _Unusual
+            out.append(quote(key))
+            out.append(": ")
+        _encode(item, quote, out, inner, step)
+    out.append(newline + ("}" if is_dict else "]"))

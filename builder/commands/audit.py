@@ -139,9 +139,9 @@ def run(args: argparse.Namespace) -> int:
     if args.html:
         _write_html(args.html, audits)
     if args.json:
-        import json
+        from wheels.jsondata import dumps
 
-        print(json.dumps(to_json(audits, symbols=args.symbols), indent=2))
+        print(dumps(to_json(audits, symbols=args.symbols)))
     else:
         print(render_text(audits, terminal_width(sys.stdout)))
     broken = [a for a in audits if a.errors]

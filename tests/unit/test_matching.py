@@ -336,10 +336,14 @@ def test_the_policy_files_read_as_json_reads_them() -> None:
     assert jsondata.loads("[NaN, Infinity, -Infinity]")[1:] == [float("inf"), float("-inf")]
 
 
-def test_a_small_wheels_audit_imports_no_re_fnmatch_glob_csv_or_json(tmp_path: Path) -> None:
+@pytest.mark.parametrize("options", [(), ("--json",)], ids=["text", "json"])
+def test_a_small_wheels_audit_imports_no_re_fnmatch_glob_csv_or_json(
+    tmp_path: Path, options: tuple[str, ...]
+) -> None:
     """An extension module that needs libm, with a RUNPATH of $ORIGIN, in a wheel with
     Requires-Dist lines of the common form: its audit (as the launcher starts it, without
-    ``site``) imports none of them, nor enum (which re imports), nor importlib.util."""
+    ``site``), its report as text or as JSON, imports none of them, nor enum (which re
+    imports), nor importlib.util."""
     if not have_gcc():
         pytest.skip("needs gcc")
     ext = Compiler(tmp_path / "build").shared(
@@ -355,7 +359,7 @@ def test_a_small_wheels_audit_imports_no_re_fnmatch_glob_csv_or_json(tmp_path: P
         tag=f"{TAG}-{TAG}-manylinux_2_17_x86_64",
         requires=["numpy>=1.23", "cffi >=1.12 ; platform_python_implementation != 'PyPy'"],
     )
-    _, modules = modules_of_an_audit(wheel, tmp_path)
+    _, modules = modules_of_an_audit(wheel, tmp_path, *options)
     assert "wheels.audit.requires" in modules  # (its lines were read)
     assert not {"re", "enum", "fnmatch", "glob", "csv", "json", "importlib.util"} & set(modules), {
         "re",
@@ -366,3 +370,31 @@ def test_a_small_wheels_audit_imports_no_re_fnmatch_glob_csv_or_json(tmp_path: P
         "json",
         "importlib.util",
     } & set(modules)
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.lists(inner, max_size=2).map(tuple)
+        | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@MANY
+@given(JSON_VALUES)
+@example({"a": [], "b": {}, "c": [1.5, float("nan"), float("-inf")], "é": "\x00\u2028😀"})
+def test_json_is_written_as_json_writes_it_indented(value: object) -> None:
+    assert jsondata.dumps(value) == json.dumps(value, indent=2)
+
+
+def test_what_json_alone_writes_or_refuses_goes_to_it() -> None:
+    assert jsondata.dumps({1: [2]}) == json.dumps({1: [2]}, indent=2)
+    cycle: list[object] = []
+    cycle.append(cycle)
+    with pytest.raises(ValueError, match="Circular reference"):
+        jsondata.dumps(cycle)
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        jsondata.dumps({"a": object()})
