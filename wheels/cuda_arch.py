@@ -35,18 +35,21 @@ The rules, and where they come from:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
 
 from wheels.fatbin import DeviceCode, FatbinEntry
+from wheels.matching import lazy
 from wheels.record import record
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (and re) at run time
 if TYPE_CHECKING:
+    from typing import Literal
+
     from wheels.fatbin import Variant  # (a type only)
 
+    Severity = Literal["violation", "warning"]
+
 Capability = tuple[int, int]
-Severity = Literal["violation", "warning"]
 
 # Compute capabilities nvcc 12.9 and 13.0 list (--list-gpu-code), less 10.1, which CUDA 13.0
 # renamed 11.0: the members of a family a declared "XYf" stands for.
@@ -78,7 +81,7 @@ CUDA_TO_DRIVER: Mapping[Capability, str] = {
 }  # fmt: skip
 
 SYMBOLIC_ARCHITECTURES = frozenset({"native", "all", "all-major"})
-_ARCH = re.compile(r"(?:sm_|compute_)?(\d{2,3})([af]?)(?:-real|-virtual)?")
+_ARCH = lazy(r"(?:sm_|compute_)?(\d{2,3})([af]?)(?:-real|-virtual)?")
 
 
 class CudaArchError(ValueError):

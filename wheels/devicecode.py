@@ -73,21 +73,25 @@ def distinct(code: DeviceCode) -> DeviceCode:
     """``code`` with equal images (same kind, target, versions, compression, section) merged:
     a library of 400 kernel objects for two architectures has a handful, each counting its
     copies and summing their sizes."""
-    merged: dict[tuple[object, ...], FatbinEntry] = {}
+    first: dict[tuple[object, ...], FatbinEntry] = {}
+    sums: dict[tuple[object, ...], list[int]] = {}  # (summed: one record made for each image)
     for entry in code.entries:
         key = _identity(entry)
-        seen = merged.get(key)
-        merged[key] = (
-            entry
-            if seen is None
-            else replace(
-                seen,
-                count=seen.count + entry.count,
-                size=seen.size + entry.size,
-                uncompressed_size=seen.uncompressed_size + entry.uncompressed_size,
-            )
-        )
-    return DeviceCode(tuple(merged.values()), code.sections)
+        summed = sums.get(key)
+        if summed is None:
+            first[key] = entry
+            sums[key] = [entry.count, entry.size, entry.uncompressed_size, 1]
+        else:
+            summed[0] += entry.count
+            summed[1] += entry.size
+            summed[2] += entry.uncompressed_size
+            summed[3] += 1
+    merged = (
+        e if sums[k][3] == 1 else replace(e, count=sums[k][0], size=sums[k][1],
+                                         uncompressed_size=sums[k][2])
+        for k, e in first.items()
+    )  # fmt: skip
+    return DeviceCode(tuple(merged), code.sections)
 
 
 def to_record(code: DeviceCode) -> dict[str, object]:

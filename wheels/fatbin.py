@@ -100,7 +100,6 @@ _HEADER = struct.Struct("<IHHQ")
 # kind, entry version, header size, padded payload size, compressed size, extension offset,
 # minor, major, arch, identifier offset, identifier size, flags, key, uncompressed size
 _ENTRY = struct.Struct("<HHIQIIHHIIIQQQ")
-_NONZERO = lazy(rb"[^\x00]")
 _PTX_VERSION = lazy(rb"(?m)^[ \t]*\.version[ \t]+(\d+)\.(\d+)")
 _PTX_PREAMBLE = 4096
 
@@ -214,6 +213,21 @@ def read_fatbin_at(
     return _read(_Window(source, offset, size, seen or Seen({}, {})), section)
 
 
+def first_nonzero(data: bytes | bytearray, at: int = 0) -> int:
+    """Where the first byte that is not zero is in ``data`` from ``at`` (re's ``[^\\x00]``
+    search); -1 where there is none. Read in growing windows: the zeros it skips are a fat
+    binary's padding, a few bytes most often."""
+    window = 256
+    while at < len(data):
+        chunk = data[at : at + window]
+        rest = chunk.lstrip(b"\x00")
+        if rest:
+            return at + len(chunk) - len(rest)
+        at += len(chunk)
+        window = min(window * 8, 1 << 20)
+    return -1
+
+
 class _Buffer:
     def __init__(self, data: bytes) -> None:
         self.data, self.size = data, len(data)
@@ -222,8 +236,8 @@ class _Buffer:
         return self.data[offset : offset + size]
 
     def nonzero(self, offset: int) -> int | None:
-        found = _NONZERO.search(self.data, offset)
-        return found.start() if found else None
+        found = first_nonzero(self.data, offset)
+        return found if found >= 0 else None
 
 
 class _Window:
@@ -251,9 +265,9 @@ class _Window:
         if known is not None:
             return known - self.base if known - self.base < self.size else None
         while offset < self.size:
-            found = _NONZERO.search(self.read(offset, self.STEP))
-            if found:
-                return offset + found.start()
+            found = first_nonzero(self.read(offset, self.STEP))
+            if found >= 0:
+                return offset + found
             offset += self.STEP
         return None
 

@@ -19,17 +19,16 @@ from __future__ import annotations
 
 import functools
 import heapq
-import re
 import struct
 from collections.abc import Callable, Iterator
 
 from wheels.elf import ElfError
 from wheels.elf.reader import HEAD, PT_LOAD, head_layout
-from wheels.fatbin import FATBIN_MAGIC, FATBIN_VERSION, Seen
+from wheels.fatbin import FATBIN_MAGIC, FATBIN_VERSION, Seen, first_nonzero
+from wheels.matching import lazy
 
 _NEEDLE = struct.pack("<IH", FATBIN_MAGIC, FATBIN_VERSION)
-_MAGIC = re.compile(re.escape(_NEEDLE))
-_NONZERO = re.compile(rb"[^\x00]")
+_MAGIC = lazy(b"".join(b"\\x%02x" % c for c in _NEEDLE))  # (re.escape, without re)
 _HEADER = struct.Struct("<IHHQ")  # as wheels.fatbin reads them
 _ENTRY = struct.Struct("<HHIQ")  # kind, version, header size, padded payload size
 ENTRY_SIZE = 64
@@ -77,8 +76,10 @@ class FatbinTap:
     def _find(self, part: bytes, start: int) -> None:
         edge = self._tail[-5:]
         data = edge + part[:5]
-        for hit in _MAGIC.finditer(data):  # a magic across the edge of two parts
-            self._schedule(start - len(edge) + hit.start(), _HEADER.size, 0)
+        hit = data.find(_NEEDLE)  # a magic across the edge of two parts
+        while hit >= 0:
+            self._schedule(start - len(edge) + hit, _HEADER.size, 0)
+            hit = data.find(_NEEDLE, hit + len(_NEEDLE))
         for lo, hi in self._ranges or ():
             a = max(lo, start, self._covered) - start
             b = min(hi, start + len(part)) - start
@@ -124,8 +125,8 @@ class FatbinTap:
         for fat_end in self._zeros:
             if fat_end >= start + len(part):
                 waiting.append(fat_end)
-            elif found := _NONZERO.search(part, max(fat_end - start, 0)):
-                self.nonzero[fat_end] = start + found.start()
+            elif (found := first_nonzero(part, max(fat_end - start, 0))) >= 0:
+                self.nonzero[fat_end] = start + found
             else:
                 waiting.append(fat_end)
         self._zeros = waiting

@@ -34,6 +34,8 @@ from wheels.audit.musl import is_musl_self
 from wheels.audit.requires import _extras_end, _name_end, _one_spec, _tokens
 from wheels.cxxruntime import _RUNTIME, is_cxx, runtime_internals
 from wheels.elf import ElfInfo
+from wheels.fatbin import first_nonzero
+from wheels.fatbin_tap import _MAGIC, _NEEDLE
 from wheels.filename import is_normal, is_wheel_name
 from wheels.matching import glob_names, lazy, star_match, substitute_origin
 from wheels.naming import bare_module, extension_parts
@@ -398,3 +400,18 @@ def test_what_json_alone_writes_or_refuses_goes_to_it() -> None:
         jsondata.dumps(cycle)
     with pytest.raises(TypeError, match="not JSON serializable"):
         jsondata.dumps({"a": object()})
+
+
+@MANY
+@given(st.binary(max_size=3000).map(lambda b: b.replace(b"\x01", b"\x00")), st.integers(0, 3100))
+@example(b"\x00" * 2000 + b"\x07", 3)
+def test_first_nonzero_is_the_search_for_a_byte_not_zero(data: bytes, at: int) -> None:
+    found = re.compile(rb"[^\x00]").search(data, at)
+    assert first_nonzero(data, at) == (found.start() if found else -1)
+
+
+def test_the_fat_binary_magic_pattern_finds_its_needle_as_the_needle_escaped_does() -> None:
+    data = b"x.*" + _NEEDLE + b"y" + _NEEDLE + _NEEDLE[:-1] + b"\\" + _NEEDLE
+    escaped = re.compile(re.escape(_NEEDLE))
+    found = [m.start() for m in _MAGIC.finditer(data)]
+    assert found == [m.start() for m in escaped.finditer(data)] == [3, 10, 22]

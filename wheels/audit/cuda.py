@@ -8,10 +8,7 @@ the lowest version its Requires-Dist on ``nvidia-cuda-runtime`` (or ``-cu12``...
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-
-from packaging.version import InvalidVersion, Version
 
 from wheels.audit.archive import Archive
 from wheels.audit.findings import Findings
@@ -31,15 +28,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from wheels.audit.requires import Requires
 
-_LOCAL = re.compile(r"^cu(\d{1,2})(\d)$")
-_RUNTIME_DIST = re.compile(r"^nvidia-cuda-runtime(?:-cu(\d+))?$")
+_RUNTIME_DIST = "nvidia-cuda-runtime"
 _LOWER_BOUNDS = (">=", "==", "~=", "===", ">")
 CHECKED_VENDOR = "nvidia"
 
 
 def declared_runtime(archive: Archive) -> tuple[Capability, str] | None:
     """The CUDA runtime the wheel declares, and where it says so."""
-    local = Version(archive.version).local if archive.version is not None else None
+    # (the version is normalized: its local part is what follows "+", as Version(...).local)
+    local = archive.version.partition("+")[2] or None if archive.version is not None else None
     if local and (version := local_runtime(local)) is not None:
         return version, f"local version +{local}"
     found = [(v, r.text) for r in archive.requires if (v := required_runtime(r)) is not None]
@@ -48,9 +45,10 @@ def declared_runtime(archive: Archive) -> tuple[Capability, str] | None:
 
 def local_runtime(local: str) -> Capability | None:
     """``cu130`` (a local version, or one of its dot-separated parts) is CUDA 13.0."""
-    for part in local.lower().split("."):
-        if m := _LOCAL.match(part):
-            return int(m.group(1)), int(m.group(2))
+    for part in local.lower().split("."):  # each as ^cu(\d{1,2})(\d)$ takes it
+        digits = part[2:].removesuffix("\n")
+        if part.startswith("cu") and 2 <= len(digits) <= 3 and digits.isdecimal():
+            return int(digits[:-1]), int(digits[-1])
     return None
 
 
@@ -58,9 +56,12 @@ def required_runtime(req: Requires) -> Capability | None:
     """The lowest CUDA runtime a Requires-Dist on nvidia-cuda-runtime admits: ``>=13`` is 13.0,
     ``nvidia-cuda-runtime-cu12==12.4.127`` is 12.4, a bare ``-cu12`` 12.0; None for another
     distribution or no lower bound."""
-    m = _RUNTIME_DIST.match(canonicalize_name(req.name))
-    if m is None:
+    name = canonicalize_name(req.name).removesuffix("\n")  # ^nvidia-cuda-runtime(?:-cu(\d+))?$
+    major = name[len(_RUNTIME_DIST) + 3 :] if name.startswith(_RUNTIME_DIST + "-cu") else ""
+    if name != _RUNTIME_DIST and not major.isdecimal():
         return None
+    from packaging.version import InvalidVersion, Version
+
     lows: list[Capability] = []
     for spec in req.parsed().specifier:  # (packaging, for a line on the runtime only)
         if spec.operator not in _LOWER_BOUNDS:
@@ -72,7 +73,7 @@ def required_runtime(req: Requires) -> Capability | None:
         lows.append((release[0], release[1] if len(release) > 1 else 0))
     if lows:
         return min(lows)
-    return (int(m.group(1)), 0) if m.group(1) else None
+    return (int(major), 0) if major else None
 
 
 def check_cuda(

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 # Each piece a subset of packaging's grammar (packaging._tokenizer, packaging.specifiers), read
 # by string tests rather than regular expressions (wheels.matching says why); the expressions
-# they are held to, in tests/unit/test_audit_requires.py:
+# they are held to, in tests/unit/test_matching.py:
 #   name      [A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?
 #   front     [ \t]*(?P<name>NAME)[ \t]*(?:\[[ \t]*NAME(?:[ \t]*,[ \t]*NAME)*[ \t]*\])?
 #             (?P<specs>[^;]*)
