@@ -23,9 +23,11 @@ from collections import deque
 from collections.abc import Callable, Sequence
 
 try:  # the pickler pickle.py hands out, without pickle.py, which imports re (with enum, 6.6 ms)
-    from _pickle import Pickler, dumps, loads
+    from _pickle import PickleError, Pickler, dumps, loads
 except ImportError:  # (an interpreter without the C pickler)
-    from pickle import Pickler, dumps, loads
+    from pickle import PickleError, Pickler, dumps, loads
+
+__all__ = ["ForkPool", "Job", "LostChild", "PickleError", "usable"]
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (and re) at run time
 if TYPE_CHECKING:

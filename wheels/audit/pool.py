@@ -83,11 +83,9 @@ _KEPT: dict[int, bytes | bytearray] = {}
 
 def _failures() -> tuple[type[BaseException], ...]:
     """What a lost or failing child raises from a future: forks.LostChild and the executor's
-    BrokenProcessPool are RuntimeErrors."""
-    try:  # (pickle.PickleError, without pickle.py, which imports re)
-        from _pickle import PickleError
-    except ImportError:
-        from pickle import PickleError
+    BrokenProcessPool are RuntimeErrors; a result that cannot be pickled, a PickleError."""
+    from wheels.audit.forks import PickleError
+
     return (OSError, EOFError, RuntimeError, PickleError)
 
 
