@@ -335,31 +335,30 @@ def absent_requirements(wheel: Path, python: str) -> list[str]:
     from packaging.requirements import InvalidRequirement, Requirement
 
     from builder.checks.requirements import unmet
+    from wheels.naming import escaped_name
 
-    lines = []
+    valid = []
     for line in _requires_dist(wheel):
         try:
-            lines.append(Requirement(line))
+            Requirement(line)
         except InvalidRequirement:
             continue  # (the audit's requires-dist rule says what is wrong with it)
-    lacking = {u.requirement for u in unmet([str(r) for r in lines], python) if u.found is None}
-    return sorted({re.sub(r"[-.]+", "_", r.name).lower() for r in lines if str(r) in lacking})
+        valid.append(line)
+    lacking = [Requirement(u.requirement) for u in unmet(valid, python) if u.found is None]
+    return sorted({escaped_name(r.name) for r in lacking})
 
 
 def _requires_dist(wheel: Path) -> list[str]:
-    """The Requires-Dist values of the wheel's METADATA."""
+    """The Requires-Dist values of the wheel's METADATA, read as the audit reads its headers."""
+    from wheels.audit.archive import Headers
+
     with zipfile.ZipFile(wheel) as zf:
         metadata = next(
             (n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")),
             None,
         )
         text = zf.read(metadata).decode("utf-8", "replace") if metadata else ""
-    headers = text.split("\n\n", 1)[0].splitlines()
-    return [
-        value.strip()
-        for key, _, value in (line.partition(":") for line in headers)
-        if key.strip().lower() == "requires-dist"
-    ]
+    return [value.strip() for value in Headers(text).get_all("Requires-Dist")]
 
 
 def _run(

@@ -90,16 +90,15 @@ def parse(
     values: dict[str, Any] = {o.dest: _fresh(o.default) for o in options}
     dest, convert = positional
     found: list[Any] = []
-    runs = 0  # separate runs of positional words (argparse takes one, then refuses the next)
     previous_positional = False
     i = 0
     while i < len(words):
         word = words[i]
-        if not word.startswith("-") or word == "-":
-            if word == "-" or not previous_positional:
-                runs += 1
-            if runs > 1 or word == "-":
-                return None
+        if word == "-":  # (standard input, to argparse)
+            return None
+        if not word.startswith("-"):
+            if found and not previous_positional:
+                return None  # a second run of positional words: argparse refuses it
             converted = _converted(convert, word)
             if converted is _REFUSED:
                 return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 import subprocess
 import sys
 from importlib import resources
@@ -358,3 +359,14 @@ def test_the_host_libc_is_auditwheels_and_a_glibc_host_needs_no_auditwheel_libc(
     argv = [sys.executable, "-c", code]
     done = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=ROOT)
     assert done.stdout.split() == ["glibc", "None", "False"], done.stderr
+
+
+def test_every_vendors_local_version_pattern_compiles() -> None:
+    """The patterns are compiled when a wheel's local version is first matched, not when
+    vendors.json is read: each must be a regular expression that matches its own locals."""
+    examples = {"cpu": "cpu", "nvidia": "cu130", "moore": "musa43", "thead": "ppu10"}
+    for name in vendor_names():
+        policy = load_vendor_policy(name)
+        assert policy.local is not None, name
+        assert re.compile(policy.local.pattern).match(examples[name]), name
+        assert policy.local.match(examples[name]) is not None, name

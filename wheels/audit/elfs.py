@@ -14,16 +14,19 @@ from wheels.audit.preloads import check_preloads
 from wheels.audit.scopes import check_stranded, check_symbols, scopes_by_member
 from wheels.audit_report import ElfReport, SymbolCheck, plural, shorten
 from wheels.elf import ElfInfo
-from wheels.policy.python_api import PYTHON_CORE, STATIC_PYTHON_MIN, is_python_api
-
-_PY_PREFIXES = ("Py", "_Py")
+from wheels.policy.python_api import (
+    PYTHON_CORE,
+    PYTHON_PREFIXES,
+    STATIC_PYTHON_MIN,
+    is_python_api,
+)
 
 
 def _check_python(ctx: Elves, member: str, info: ElfInfo, f: Findings) -> None:
     defined = sorted(
         {
             s
-            for s in info.exported_starting(_PY_PREFIXES)
+            for s in info.exported_starting(PYTHON_PREFIXES)
             if is_python_api(s) and not s.startswith("PyInit_")
         }
     )

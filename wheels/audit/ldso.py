@@ -23,6 +23,7 @@ from wheels.loading import site_dirs
 from wheels.matching import substitute_origin
 from wheels.naming import bare_module, extension_parts
 from wheels.policy import VendorPolicy
+from wheels.policy.python_api import PYTHON_PREFIXES
 from wheels.record import field, record
 
 TYPE_CHECKING = False
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from wheels.audit_report import ElfKind
 
 _SITE = "/\0site-packages"
-_PY_PREFIXES = ("Py", "_Py")
 
 
 @record
@@ -107,7 +107,7 @@ def extension_module(
 def uses_python(info: ElfInfo) -> bool:
     """Does the ELF export a ``PyInit_`` entry point or reference the interpreter's C API?"""
     return any(e.startswith("PyInit_") for e in info.entry_points) or any(
-        name.startswith(_PY_PREFIXES) for name in (*info.undefined, *info.undefined_weak)
+        name.startswith(PYTHON_PREFIXES) for name in (*info.undefined, *info.undefined_weak)
     )
 
 
@@ -143,9 +143,7 @@ def path_tokens(entry: str) -> list[str]:
         braced = entry.startswith("{", j + 1)
         start = j + 2 if braced else j + 1
         end = start
-        while end < len(entry) and (
-            entry[end] == "_" or (entry[end].isascii() and entry[end].isalpha())
-        ):
+        while end < len(entry) and _is_token_char(entry[end]):
             end += 1
         closed = not braced or entry.startswith("}", end)
         if end > start and closed:

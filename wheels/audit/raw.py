@@ -13,10 +13,6 @@ from wheels.audit.directory import CENTRAL, DEFLATED, ZIP64, Entry, plain_direct
 from wheels.audit.inflate import ONE_CALL_BELOW
 from wheels.record import record
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
-if TYPE_CHECKING:
-    pass
-
 ONE_SHOT_BELOW = 1 << 20  # members this small are read with their header, and inflated, in one call
 SNAPSHOT_ABOVE = ONE_CALL_BELOW  # members this big are not kept inflated (members._Inflated)
 STREAM_READ_ABOVE = 64 << 20  # deflated members this big (inflated) are left in the wheel and

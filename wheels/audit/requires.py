@@ -187,14 +187,17 @@ def _simple_marker(text: str) -> bool:
     tokens = _tokens(text)
     if tokens is None:
         return False
-    kinds: list[str] = []
-    for token in tokens:
-        word = token[5:] if token.startswith("word:") else None
-        kind = token if word is None else "bool" if word in ("and", "or") else "var"
-        if word is not None and kind == "var" and word not in _VARIABLES:
-            return False
-        kinds.append(kind)
-    return _well_formed(kinds)
+    kinds = [_kind(token) for token in tokens]
+    return all(kinds) and _well_formed(kinds)
+
+
+def _kind(token: str) -> str:
+    """A token's kind for :func:`_well_formed`; a word is ``bool`` (and, or) or ``var`` (a
+    marker variable), any other word "" (no simple marker has it)."""
+    if not token.startswith("word:"):
+        return token
+    word = token[5:]
+    return "bool" if word in ("and", "or") else "var" if word in _VARIABLES else ""
 
 
 _ITEMS = (["var", "op", "quoted"], ["quoted", "op", "var"])

@@ -21,12 +21,10 @@ from wheels.audit_report import Need, SymbolCheck, plural, shorten
 from wheels.elf import ElfInfo
 from wheels.loading import installed_copy, search_path, stranded_needs
 from wheels.policy import DistLib
+from wheels.policy.python_api import PYTHON_PREFIXES
 from wheels.record import field, record
 
 LISTED_SYMBOLS = 200
-
-
-_PY_PREFIXES = ("Py", "_Py")
 
 
 @record(frozen=True)
@@ -256,7 +254,7 @@ def _bind_all(ctx: Elves, info: ElfInfo, scope: Scope, python_ok: bool) -> _Bind
                 continue
             absent.add(symbol)
         name, version = symbol
-        if python_ok and name.startswith(_PY_PREFIXES):
+        if python_ok and name.startswith(PYTHON_PREFIXES):
             out.python += 1
             continue
         label = f"{name}@{version}" if version else name

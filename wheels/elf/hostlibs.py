@@ -10,10 +10,6 @@ from wheels.elf.decode import read_elf_file
 from wheels.elf.info import ElfInfo
 from wheels.elf.reader import ElfError
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
-if TYPE_CHECKING:
-    pass
-
 
 class HostLibraries:
     """Find and read libraries on this host by name; each path is looked at once.

@@ -193,7 +193,7 @@ def _vendor_from(name: str, raw: Any, problems: list[str]) -> VendorPolicy:
         tuple(external),
         MappingProxyType(dists),
         tuple(aliases),
-        _local(name, raw, problems),
+        _local(raw),
         parse_variant(f"{name}.variant", raw.get("variant"), problems),
     )
 
@@ -227,9 +227,8 @@ def _module_name(value: object) -> bool:
     return isinstance(value, str) and all(part.isidentifier() for part in value.split("."))
 
 
-def _local(name: str, raw: Mapping[str, Any], problems: list[str]) -> re.Pattern[str] | None:
+def _local(raw: Mapping[str, Any]) -> re.Pattern[str] | None:
+    # Compiled when a wheel's local version is first matched (re is not imported for a wheel
+    # without one); tests/unit/test_policy.py compiles every vendor's.
     pattern = raw.get("local")
-    if pattern is None:
-        return None
-    # (compiled when a wheel's local version is matched: tests/unit/test_policy.py compiles each)
     return lazy(pattern) if isinstance(pattern, str) else None

@@ -17,10 +17,6 @@ from wheels.elf import ElfInfo, HostLibraries
 from wheels.matching import glob_names, has_origin, lazy, substitute_origin
 from wheels.record import record
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
-if TYPE_CHECKING:
-    pass
-
 LIBPYTHON_RE = lazy(r"^libpython\d+\.\d+m?.so(\.\d)*$")
 _WHEEL_ROOT = "/\0wheel"
 _MAX_DEPTH = 256

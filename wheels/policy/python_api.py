@@ -137,6 +137,7 @@ PYTHON_CORE = frozenset(
     }
 )
 STATIC_PYTHON_MIN = 20  # this many C-API definitions also mean an interpreter inside
+PYTHON_PREFIXES = ("Py", "_Py")  # what the names of the interpreter's own symbols start with
 
 
 def is_python_api(symbol: str) -> bool:
