@@ -35,14 +35,13 @@ The rules, and where they come from:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-
 from wheels.fatbin import DeviceCode, FatbinEntry
 from wheels.matching import lazy
 from wheels.record import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (and re) at run time
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Mapping, Sequence
     from typing import Literal
 
     from wheels.fatbin import Variant  # (a type only)

@@ -9,8 +9,6 @@ hundreds of megabytes of kernels costs a few reads per image, not a copy of its 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-
 from wheels.elf import ElfError, section_spans
 from wheels.fatbin import (
     FATBIN_SECTIONS,
@@ -25,6 +23,8 @@ from wheels.record import fields, replace
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
     from wheels.elf import ByteSource
 
 _FIELDS = fields(FatbinEntry)

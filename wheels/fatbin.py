@@ -47,13 +47,13 @@ Format facts relied on (little-endian throughout):
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator, Mapping
 
 from wheels.matching import lazy
 from wheels.record import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Mapping
     from typing import Literal, Protocol
 
     class Ranges(Protocol):

@@ -17,15 +17,18 @@ libc's ``memmem`` 0.17 ms a megabyte, which a member kept only where it is read,
 
 from __future__ import annotations
 
-import functools
 import heapq
 import struct
-from collections.abc import Callable, Iterator
 
 from wheels.elf import ElfError
 from wheels.elf.reader import HEAD, PT_LOAD, head_layout
 from wheels.fatbin import FATBIN_MAGIC, FATBIN_VERSION, Seen, first_nonzero
 from wheels.matching import lazy
+from wheels.stdlite import cache
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
 
 _NEEDLE = struct.pack("<IH", FATBIN_MAGIC, FATBIN_VERSION)
 _MAGIC = lazy(b"".join(b"\\x%02x" % c for c in _NEEDLE))  # (re.escape, without re)
@@ -151,7 +154,7 @@ def _hits(part: bytes, a: int, b: int) -> Iterator[int]:
         a = found - base + 1
 
 
-@functools.cache
+@cache
 def _memmem() -> Callable[[int, int, bytes, int], int | None] | None:
     try:
         import ctypes

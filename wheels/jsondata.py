@@ -6,8 +6,7 @@ not take whole goes to ``json.loads``, for its value or its error (a ``ValueErro
 
 from __future__ import annotations
 
-import functools
-import math
+from wheels.stdlite import cache
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
@@ -15,6 +14,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 _WHITESPACE = " \t\n\r"  # JSON's (json.decoder.WHITESPACE)
+
+_INF = float("inf")  # (math.inf, without importing math)
 
 
 class _Options:
@@ -25,11 +26,11 @@ class _Options:
     object_pairs_hook = None
     parse_float = float
     parse_int = int
-    parse_constant = {"-Infinity": -math.inf, "Infinity": math.inf, "NaN": math.nan}.__getitem__
+    parse_constant = {"-Infinity": -_INF, "Infinity": _INF, "NaN": _INF - _INF}.__getitem__
     memo: dict[str, str] = {}
 
 
-@functools.cache
+@cache
 def _scanner() -> Callable[[str, int], tuple[Any, int]] | None:
     try:
         from _json import make_scanner
@@ -100,14 +101,15 @@ def _encode(
     elif isinstance(value, int):
         out.append(int.__repr__(value))
     elif isinstance(value, float):
-        out.append("NaN" if math.isnan(value) else _FLOATS.get(value) or float.__repr__(value))
+        text = float.__repr__(value)
+        out.append(_FLOATS.get(text, text))
     elif isinstance(value, (dict, list, tuple)):
         _container(value, quote, out, newline, step)
     else:
         raise _Unusual
 
 
-_FLOATS = {math.inf: "Infinity", -math.inf: "-Infinity"}
+_FLOATS = {"inf": "Infinity", "-inf": "-Infinity", "nan": "NaN"}  # (as json writes them)
 
 
 def _container(

@@ -45,6 +45,19 @@ def lazy(pattern: AnyStr, flags: int = 0) -> re.Pattern[AnyStr]:
     return made
 
 
+def starts_as(pattern: re.Pattern[str], text: str) -> bool:
+    """``pattern.match(text) is not None``; for a :func:`lazy` pattern that is ``^`` and then
+    letters, digits, ``_`` or ``-`` only (a vendor's local version: ``^cpu``), a string test,
+    without compiling it."""
+    source = pattern._source if isinstance(pattern, _Lazy) else None
+    if source is not None and isinstance(source[0], str) and not source[1]:
+        text_pattern = source[0]
+        literal = text_pattern[1:]
+        if text_pattern.startswith("^") and all(c.isalnum() or c in "_-" for c in literal):
+            return text.startswith(literal)
+    return pattern.match(text) is not None
+
+
 def star_match(name: str, pattern: str) -> bool:
     """``fnmatch.fnmatchcase(name, pattern)``, for patterns of ``*`` and ``?`` without importing
     fnmatch (and re); one with a ``[`` set is left to fnmatch."""

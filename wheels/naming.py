@@ -12,11 +12,14 @@ version, told apart by their label, which is the vendor's local version (``cu130
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
 
 from wheels.filename import canonicalize_name, normalized_version
 from wheels.matching import lazy
 from wheels.record import record, replace
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 # A CPython extension module's file name: `<module>.<cpython-312-x86_64-linux-gnu|abi3|...>.so`,
 # ^(?P<mod>[A-Za-z_]\w*)\.(cpython-[^./]+|abi3|pypy[^./]*)\.so$ ($ takes one final newline),

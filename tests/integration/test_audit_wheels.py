@@ -5,16 +5,18 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.wheelmaker import Corpus, corpus, have_gcc, make_wheel
 from wheels.audit import audit_wheel
 from wheels.audit.members import MemberScan
-from wheels.audit.pool import Complete
 from wheels.audit_report import WheelAudit, render_text, to_json
 from wheels.policy import load_vendor_policy
+
+if TYPE_CHECKING:
+    from wheels.audit.pool import Complete
 
 pytestmark = [
     pytest.mark.integration,

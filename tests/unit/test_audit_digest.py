@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import subprocess
 import sys
 
@@ -24,6 +25,35 @@ def _kind(hasher: object) -> str:
 @given(st.binary(max_size=4096))
 def test_a_digest_is_urlsafe_base64_without_padding(digest: bytes) -> None:
     assert digests.encoded(digest) == base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=96))
+def test_a_digest_encoded_in_python_is_what_base64_makes(digest: bytes) -> None:
+    assert digests.encoded_here(digest) == base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def test_the_first_digests_are_encoded_without_binascii_then_with_it() -> None:
+    code = (
+        "import sys\n"
+        "from wheels.audit import digests\n"
+        "n = digests.ENCODED_HERE\n"
+        "out = [digests.encoded(bytes([i]) * 32) for i in range(n)]\n"
+        "print(out[-1], 'binascii' in sys.modules)\n"
+        "print(digests.encoded(bytes([n]) * 32), 'binascii' in sys.modules)\n"
+    )
+    lines = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": os.pathsep.join(sys.path)},
+    ).stdout.splitlines()
+    n = digests.ENCODED_HERE
+    last_here, first_after = (
+        base64.urlsafe_b64encode(bytes([i]) * 32).rstrip(b"=").decode() for i in (n - 1, n)
+    )
+    assert lines == [f"{last_here} False", f"{first_after} True"]
 
 
 @pytest.mark.parametrize("algo", ["sha256", "sha384", "sha512"])

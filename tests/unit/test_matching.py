@@ -27,7 +27,7 @@ from tests.wheelmaker import (
     modules_of_an_audit,
 )
 from wheels import jsondata
-from wheels.audit.archive import has_drive, header_lines, is_header_line
+from wheels.audit.archive import has_drive, header_lines, is_header_line, record_rows
 from wheels.audit.cxx import is_grafted_runtime
 from wheels.audit.ldso import path_tokens
 from wheels.audit.musl import is_musl_self
@@ -37,7 +37,7 @@ from wheels.elf import ElfInfo
 from wheels.fatbin import first_nonzero
 from wheels.fatbin_tap import _MAGIC, _NEEDLE
 from wheels.filename import is_normal, is_wheel_name
-from wheels.matching import glob_names, lazy, star_match, substitute_origin
+from wheels.matching import glob_names, lazy, star_match, starts_as, substitute_origin
 from wheels.naming import bare_module, extension_parts
 from wheels.policy.lddtree import is_libpython
 from wheels.policy.python_api import PYTHON_API_FAMILIES, is_python_api
@@ -415,3 +415,40 @@ def test_the_fat_binary_magic_pattern_finds_its_needle_as_the_needle_escaped_doe
     escaped = re.compile(re.escape(_NEEDLE))
     found = [m.start() for m in _MAGIC.finditer(data)]
     assert found == [m.start() for m in escaped.finditer(data)] == [3, 10, 22]
+
+
+_LOCAL_PATTERNS = ["^cpu", "^(cu\\d+|cuda)", "^musa", "^ppu", "^", "^a-b_c", "cpu", "^cp.", "^é"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(_LOCAL_PATTERNS),
+    st.text(alphabet="cpuamsd0123456789.-_é", max_size=8),
+)
+@example("^cpu", "cpu")
+@example("^cpu", "cp")
+@example("^(cu\\d+|cuda)", "cu130")
+def test_starts_as_answers_as_the_compiled_pattern_matches(pattern: str, text: str) -> None:
+    """A vendor's local version pattern (``^cpu``) is a prefix test; any other is matched."""
+    assert starts_as(lazy(pattern), text) == (re.match(pattern, text) is not None)
+    assert starts_as(re.compile(pattern), text) == (re.match(pattern, text) is not None)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet='ab,"\n\r \t\0é=', max_size=40))
+@example("a,b,c\n\nd,e\n")
+@example('a,"b,c",d\n')
+@example('a,"b\n')
+def test_record_rows_are_the_rows_csv_reads(text: str) -> None:
+    """RECORD is split at commas without csv where that is what csv's reader would read."""
+    import csv
+
+    try:
+        expected: list[list[str]] | str = list(csv.reader(text.splitlines()))
+    except csv.Error:
+        expected = "error"
+    try:
+        found: list[list[str]] | str = record_rows(text)
+    except ValueError:
+        found = "error"
+    assert found == expected

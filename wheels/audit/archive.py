@@ -8,13 +8,6 @@ import posixpath
 import stat
 import zlib
 
-# csv's reader itself (csv.reader is _csv.reader, with its excel defaults), without csv.py,
-# which imports re
-from _csv import Error as CsvError
-from _csv import reader as csv_reader
-from collections import Counter
-from collections.abc import Sequence
-
 from wheels.audit.directory import Entry, NotAZip, read_directory
 from wheels.audit.findings import Findings
 from wheels.audit.members import MemberScan, content_of, inflate, with_changes
@@ -31,6 +24,8 @@ from wheels.record import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from wheels.audit.requires import Requires
 
 HASHES = ("sha256", "sha384", "sha512")
@@ -95,7 +90,9 @@ def read_member(archive: Archive, name: str) -> bytes | bytearray:
 
 def check_names(archive: Archive, f: Findings) -> None:
     """Member names and modes: absolute, climbing, odd, duplicate, links, special files."""
-    counts = Counter(i.filename for i in archive.infos)
+    counts: dict[str, int] = {}
+    for info in archive.infos:
+        counts[info.filename] = counts.get(info.filename, 0) + 1
     reported: set[str] = set()
     for info in archive.infos:
         name = info.filename
@@ -187,6 +184,22 @@ def _small(archive: Archive, member: str, f: Findings) -> str | None:
     except (MemberError, UnicodeDecodeError) as exc:
         f.violation("unreadable-metadata", member, f"cannot read: {exc}")
         return None
+
+
+def record_rows(text: str) -> list[list[str]]:
+    """RECORD's rows as ``csv.reader`` reads them (excel dialect): a text without quotes or NUL
+    is split at its commas (a blank line, no fields), and any other is left to csv's reader
+    itself (``_csv``, 0.6 ms to import; ``csv.py`` would import ``re`` as well), whose errors
+    are raised as ValueError."""
+    lines = text.splitlines()
+    if '"' not in text and "\0" not in text:
+        return [line.split(",") if line else [] for line in lines]
+    from _csv import Error, reader
+
+    try:
+        return list(reader(lines))
+    except Error as exc:
+        raise ValueError(str(exc)) from None
 
 
 def has_drive(name: str) -> bool:
@@ -323,8 +336,8 @@ def _read_record(archive: Archive, text: str | None, f: Findings) -> None:
         return
     member = f"{archive.dist_info}/RECORD"
     try:
-        rows = list(csv_reader(text.splitlines()))
-    except CsvError as exc:
+        rows = record_rows(text)
+    except ValueError as exc:
         f.violation("record", member, f"not CSV: {exc}")
         return
     for number, row in enumerate(rows, 1):

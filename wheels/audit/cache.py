@@ -5,18 +5,18 @@ compressed bytes (plain data, no pickle: :func:`wheels.elf.to_record` and, for C
 from __future__ import annotations
 
 import _thread
-import contextlib
 import os
-from collections.abc import Mapping, Sequence
 
 from wheels import devicecode
 from wheels.audit.members import MemberScan
 from wheels.audit.raw import RawFile, Task
 from wheels.elf import from_record, to_record
 from wheels.record import record
+from wheels.stdlite import suppress
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
 
 CACHE_VERSION = "infini-stack-audit-5"  # 5: export versions as indices (ElfInfo.export_versions)
@@ -68,7 +68,7 @@ class Cache:
                 json.dump({"version": CACHE_VERSION, "members": rows}, out)
             tmp.replace(target)
         except OSError:  # a cache that cannot be written is a cache miss next time, nothing worse
-            with contextlib.suppress(OSError):
+            with suppress(OSError):
                 tmp.unlink(missing_ok=True)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
 
 from wheels.audit.abi_partners import check_abi_partners
 from wheels.audit.archive import (
@@ -40,6 +39,7 @@ from wheels.record import replace
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
     from pathlib import Path
 
 FEW_UNDEFINED = 1024  # a wheel whose ELF files leave at most this many symbols undefined looks

@@ -8,8 +8,6 @@ the lowest version its Requires-Dist on ``nvidia-cuda-runtime`` (or ``-cu12``...
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 from wheels.audit.archive import Archive
 from wheels.audit.findings import Findings
 from wheels.audit_report import CudaReport
@@ -26,6 +24,8 @@ from wheels.filename import canonicalize_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from wheels.audit.requires import Requires
 
 _RUNTIME_DIST = "nvidia-cuda-runtime"

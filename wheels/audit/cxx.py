@@ -13,7 +13,6 @@ undefined ``_Z*`` symbol goes to the first object of the importer's load scope t
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Mapping, Sequence
 
 from wheels.audit.findings import Findings
 from wheels.audit.ldso import Elves
@@ -23,6 +22,10 @@ from wheels.cxxruntime import CxxRuntime, classify, cxx_exports, describe, is_cx
 from wheels.elf import ElfInfo
 from wheels.matching import lazy
 from wheels.record import record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
 
 SHOWN = 3
 # The standard library's own names (std::, std::ostream, its vtables and type names): listed

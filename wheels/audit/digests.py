@@ -4,10 +4,9 @@ it streams (:class:`Digest`)."""
 
 from __future__ import annotations
 
-import binascii
-import contextlib
-import functools
 import sys
+
+from wheels.stdlite import cache, suppress
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -96,7 +95,7 @@ class Digest:
 
     def stop(self) -> None:
         """As :meth:`wait`, once the inflating thread has failed: its error is the one told."""
-        with contextlib.suppress(Exception):
+        with suppress(Exception):
             self.wait()
 
     def finish(self) -> str:
@@ -130,7 +129,7 @@ def new_hash(algo: str, size: int) -> Hasher:
     return made
 
 
-@functools.cache  # (a module that is not there is searched for again on each import)
+@cache  # (a module that is not there is searched for again on each import)
 def _builtin_sha256() -> Callable[[], Hasher] | None:
     for module in ("_sha2", "_sha256"):
         try:
@@ -142,9 +141,27 @@ def _builtin_sha256() -> Callable[[], Hasher] | None:
 
 
 _URLSAFE = bytes.maketrans(b"+/", b"-_")
+_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+# Digests encoded in Python before binascii is imported (0.65 ms, as long as encoding 150 of
+# them here takes): a small wheel's audit does without it.
+ENCODED_HERE = 150
+_here_left = [ENCODED_HERE]
 
 
 def encoded(digest: bytes) -> str:
     """A digest as RECORD writes it: urlsafe base64 without padding (base64.urlsafe_b64encode,
-    which is this translation; base64 itself is not imported)."""
-    return binascii.b2a_base64(digest, newline=False).translate(_URLSAFE).rstrip(b"=").decode()
+    which is binascii's encoding and this translation; base64 itself is not imported)."""
+    if _here_left[0] > 0 and "binascii" not in sys.modules:
+        _here_left[0] -= 1
+        return encoded_here(digest)
+    from binascii import b2a_base64
+
+    return b2a_base64(digest, newline=False).translate(_URLSAFE).rstrip(b"=").decode()
+
+
+def encoded_here(digest: bytes) -> str:
+    """:func:`encoded`, six bits at a time from the digest as one number (4 us for sha256)."""
+    bits = len(digest) * 8
+    count = -(-bits // 6)
+    value = int.from_bytes(digest, "big") << (count * 6 - bits)
+    return "".join([_ALPHABET[(value >> shift) & 63] for shift in range(count * 6 - 6, -1, -6)])

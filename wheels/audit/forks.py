@@ -13,14 +13,13 @@ running (:func:`usable`); ``wheels.audit.pool`` falls back to the executor elsew
 
 from __future__ import annotations
 
-import contextlib
 import os
 import select
 import signal
 import struct
 import threading
-from collections import deque
-from collections.abc import Callable, Sequence
+
+from wheels.stdlite import deque, suppress
 
 try:  # the pickler pickle.py hands out, without pickle.py, which imports re (with enum, 6.6 ms)
     from _pickle import PickleError, Pickler, dumps, loads
@@ -31,6 +30,7 @@ __all__ = ["ForkPool", "Job", "LostChild", "PickleError", "usable"]
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (and re) at run time
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from typing import Any, Generic, TypeVar
 
     T = TypeVar("T")
@@ -203,15 +203,15 @@ class _Child:
 
     def close(self, kill: bool) -> None:
         if kill and not self.lost:
-            with contextlib.suppress(OSError):
+            with suppress(OSError):
                 os.kill(self.pid, signal.SIGKILL)
         for fd in (self.calls, self.results):
-            with contextlib.suppress(OSError):
+            with suppress(OSError):
                 os.close(fd)
         while self.waiting:
             self.waiting.popleft()._settle("cancelled", None)
         self.lost = True
-        with contextlib.suppress(ChildProcessError):
+        with suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
 
 

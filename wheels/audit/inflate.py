@@ -54,13 +54,14 @@ interleaved).
 
 from __future__ import annotations
 
-import functools
 import os
 import zlib
-from collections.abc import Callable
+
+from wheels.stdlite import cache
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Protocol, cast
 
     class Inflater(Protocol):
@@ -112,7 +113,7 @@ def _one_call_library() -> tuple[str, Callable[[bytes | memoryview, int], bytear
     return "libdeflate", inflate
 
 
-@functools.cache
+@cache
 def _stream_library() -> tuple[str, Callable[[], Inflater], type[Exception]]:
     """Imported on first use: zlib-ng imports gzip, and most wheels have no member to stream."""
     if not _zlib_only():
@@ -127,7 +128,7 @@ def _stream_library() -> tuple[str, Callable[[], Inflater], type[Exception]]:
     return "zlib", lambda: zlib.decompressobj(-15), zlib.error
 
 
-@functools.cache
+@cache
 def _one_way_stream_library() -> tuple[str, Callable[[], Inflater], type[Exception]] | None:
     """ISA-L, for a stream whose state is never copied (kept whole, or only where it is read);
     imported on first use."""

@@ -11,8 +11,6 @@ a library the vendor expects on the machine (:mod:`wheels.policy`).
 from __future__ import annotations
 
 import posixpath
-from collections import deque
-from collections.abc import Mapping, Sequence
 
 from wheels.audit.findings import Findings
 from wheels.audit.musl import is_musl_self
@@ -25,9 +23,11 @@ from wheels.naming import bare_module, extension_parts
 from wheels.policy import VendorPolicy
 from wheels.policy.python_api import PYTHON_PREFIXES
 from wheels.record import field, record
+from wheels.stdlite import deque
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
 
     from packaging.markers import Marker

@@ -9,10 +9,7 @@ between processes.
 
 from __future__ import annotations
 
-import bisect
-import contextlib
 import zlib
-from collections.abc import Generator, Iterator
 
 from wheels import devicecode
 from wheels.audit.digests import Digest, digest_of
@@ -37,9 +34,12 @@ from wheels.audit.sparse import SPARSE_ABOVE, Keeper, Sparse, Spooled
 from wheels.elf import ELF_MAGIC, Chunks, ElfError, ElfInfo, looks_like_elf, read_elf
 from wheels.fatbin import DeviceCode
 from wheels.record import record, replace
+from wheels.stdlite import closing
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Generator, Iterator
+
     from wheels.audit.inflate import Inflater
     from wheels.elf import ByteSource
     from wheels.fatbin_tap import FatbinTap
@@ -208,8 +208,10 @@ class _Inflated:
             return memoryview(b"")
         if offset + size <= len(self.prefix):
             return memoryview(self.prefix)[offset : offset + size]
-        first = bisect.bisect_right(self._outs, offset) - 1
-        last = bisect.bisect_left(self._outs, offset + size)
+        from bisect import bisect_left, bisect_right  # (only for members over a gigabyte)
+
+        first = bisect_right(self._outs, offset) - 1
+        last = bisect_left(self._outs, offset + size)
         blocks = [self._block(k) for k in range(first, last)]
         data = blocks[0] if len(blocks) == 1 else b"".join(blocks)
         start = offset - self.points[first].out
@@ -249,7 +251,7 @@ def _steps(
     else:
         view = memoryview(raw)
         chunks = (view[at : at + INFLATE_STEP] for at in range(pos, len(raw), INFLATE_STEP))
-    with contextlib.closing(chunks):  # (a reader thread stops when this does)
+    with closing(chunks):  # (a reader thread stops when this does)
         out = 0
         for read in chunks:
             if not read:

@@ -3,10 +3,7 @@ members first, each batch looked up in the cache before it is read."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections import deque
-from collections.abc import Callable, Sequence
 
 from wheels.audit.cache import Cache
 from wheels.audit.digests import digest_of
@@ -27,10 +24,12 @@ from wheels.audit.raw import (
 )
 from wheels.audit.sparse import SPARSE_ABOVE
 from wheels.record import record
+from wheels.stdlite import deque, suppress
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import multiprocessing.context
+    from collections.abc import Callable, Sequence
     from typing import Any, Protocol, TypeVar
 
     T = TypeVar("T")
@@ -72,10 +71,11 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-Result = tuple[list[MemberScan], bool]  # a batch's scans, and whether they came from the cache
-Complete = Callable[[], list[MemberScan]]  # the scans, every digest made (see scan_members)
-Made = dict[int, "str | MemberScan"]  # digests made late, or members read again to make them
-Kept = tuple[list[Task], "Future[dict[int, str]] | None"]  # kept in a child, and their digests
+if TYPE_CHECKING:
+    Result = tuple[list[MemberScan], bool]  # a batch's scans, and whether they came from the cache
+    Complete = Callable[[], list[MemberScan]]  # the scans, every digest made (see scan_members)
+    Made = dict[int, str | MemberScan]  # digests made late, or members read again to make them
+    Kept = tuple[list[Task], Future[dict[int, str]] | None]  # kept in a child, and their digests
 
 # In a child: members inflated whole whose hash waits for the end of the scan (_scan_parallel).
 _KEPT: dict[int, bytes | bytearray] = {}
@@ -335,7 +335,7 @@ def _scan_parallel(
     kept: list[Kept] = []  # members kept in the child, with the future of their digests
 
     def feed() -> None:  # (without a child, everything is read here)
-        with contextlib.suppress(*_failures()):
+        with suppress(*_failures()):
             while todo and sum(not f.done() for _, f in handed) < children:
                 batch = todo.popleft()
                 spare = beside and not handed  # (the first batch, the largest member)

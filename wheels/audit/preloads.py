@@ -12,7 +12,6 @@ provides then joins the scope of every ELF the package's extensions load.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Mapping, Sequence
 
 from wheels.audit.archive import Archive
 from wheels.audit.findings import Findings
@@ -27,6 +26,7 @@ from wheels.record import record
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import ast
+    from collections.abc import Callable, Mapping, Sequence
 
 
 @record(frozen=True)

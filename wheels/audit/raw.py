@@ -3,15 +3,18 @@ left in the wheel to be read in steps; and the :class:`Task` that says where the
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 import struct
-from collections.abc import Generator
 
 from wheels.audit.directory import CENTRAL, DEFLATED, ZIP64, Entry, plain_directory
 from wheels.audit.inflate import ONE_CALL_BELOW
 from wheels.record import record
+from wheels.stdlite import suppress
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from collections.abc import Generator
 
 ONE_SHOT_BELOW = 1 << 20  # members this small are read with their header, and inflated, in one call
 SNAPSHOT_ABOVE = ONE_CALL_BELOW  # members this big are not kept inflated (members._Inflated)
@@ -150,7 +153,7 @@ class RawFile:
         finally:
             stop.set()
             while reader.is_alive():  # (a reader waiting to hand a step over is let go)
-                with contextlib.suppress(Empty):
+                with suppress(Empty):
                     chunks.get(timeout=0.01)
             reader.join()
 

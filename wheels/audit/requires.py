@@ -14,9 +14,8 @@ distributions do.
 
 from __future__ import annotations
 
-import functools
-
 from wheels.record import record
+from wheels.stdlite import cache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -269,7 +268,7 @@ def read_requires(value: str) -> Requires:
         raise InvalidRequires(str(exc)) from None
 
 
-@functools.cache
+@cache
 def _parse(text: str) -> Requirement:
     from packaging.requirements import Requirement
 

@@ -9,8 +9,6 @@ with the ELF.
 from __future__ import annotations
 
 import posixpath
-from collections import deque
-from collections.abc import Mapping, Sequence
 
 from wheels.audit.archive import Archive, read_member
 from wheels.audit.findings import Findings
@@ -23,6 +21,11 @@ from wheels.loading import installed_copy, search_path, stranded_needs
 from wheels.policy import DistLib
 from wheels.policy.python_api import PYTHON_PREFIXES
 from wheels.record import field, record
+from wheels.stdlite import deque
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 LISTED_SYMBOLS = 200
 

@@ -18,9 +18,7 @@ the dynamic string table runs past the first :data:`PREFIX` bytes, as TensorFlow
 
 from __future__ import annotations
 
-import bisect
 import os
-from collections.abc import Callable, Iterable
 
 from wheels.elf import ElfError
 from wheels.elf.reader import HEAD, PT_LOAD, head_layout
@@ -28,6 +26,7 @@ from wheels.fatbin import Seen
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
     from typing import BinaryIO
 
     from wheels.elf import ByteSource
@@ -139,12 +138,15 @@ class Sparse:
         self.misses = 0
         self._again = again
         self._whole: ByteSource | None = None
+        from bisect import bisect_right  # (here: a small wheel's audit has no sparse member)
+
+        self._after = bisect_right
 
     def range(self, offset: int, size: int) -> memoryview:
         if size <= 0:
             return memoryview(b"")
         if self._whole is None:
-            i = bisect.bisect_right(self.starts, offset) - 1
+            i = self._after(self.starts, offset) - 1
             if i >= 0:
                 start, data = self.spans[i]
                 if offset + size <= start + len(data):

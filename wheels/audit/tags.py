@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
 
 from wheels.audit.archive import Archive
 from wheels.audit.findings import Findings
@@ -16,6 +15,10 @@ from wheels.policy import VendorPolicy
 from wheels.policy.manylinux import manylinux_policies
 from wheels.policy.wheel_abi import TagVerdict, pep600, platform_verdict
 from wheels.record import replace
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 def manylinux_whitelist(arch: str | None, libc: str = "glibc") -> frozenset[str]:

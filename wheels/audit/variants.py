@@ -12,8 +12,6 @@ major version of the ``libcudart.so.N`` the ELF files need.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from wheels.audit.archive import Archive, read_member
 from wheels.audit.findings import Findings
 from wheels.audit.raw import MemberError
@@ -24,6 +22,7 @@ from wheels.policy import VariantPolicy, VendorPolicy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
     from wheels.fatbin import DeviceCode

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 from wheels.elf.dynamic import read_dynamic
 from wheels.elf.info import ElfInfo
 from wheels.elf.loaderview import disagrees, loader_sections
@@ -26,6 +24,7 @@ from wheels.elf.versions import Versions, read_versions
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
     from typing import Any
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from wheels.elf.reader import (
     PT_DYNAMIC,
     PT_INTERP,
@@ -20,6 +18,7 @@ from wheels.record import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from pathlib import Path
 
     from wheels.elf.reader import Data

@@ -6,16 +6,13 @@ It crosses process boundaries (the audit's pool) and is kept in the audit cache
 
 from __future__ import annotations
 
-import bisect
-import functools
-from array import array
-from collections.abc import Callable, Mapping
-
 from wheels.record import fields, record
+from wheels.stdlite import cached_property
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
+    from collections.abc import Callable, Mapping
     from typing import Protocol
 
     class Lookup(Protocol):
@@ -119,12 +116,12 @@ class ElfInfo:
         )
         return _unpack_info, (values,)
 
-    @functools.cached_property
+    @cached_property
     def exports(self) -> frozenset[str]:
         """Built on first use: most ELFs' tens of thousands of names are never looked up."""
         return frozenset(self.export_names.split("\0")) if self.export_names else frozenset()
 
-    @functools.cached_property
+    @cached_property
     def exports_versioned(self) -> frozenset[str]:
         """``name@version`` of every definition with a version, hidden or not."""
         names = self.export_names.split("\0") if self.export_versions else []
@@ -143,7 +140,7 @@ class ElfInfo:
         names = self.export_names.split("\0")
         return frozenset(n for n, v in zip(names, self.export_versions, strict=True) if v == "\0")
 
-    @functools.cached_property
+    @cached_property
     def _versions(self) -> Mapping[str, str] | ExportIndex:
         """What :meth:`defines` asks for the versions a name is exported with (the characters
         of :attr:`export_versions`): a dict, or for a long list of names an
@@ -220,6 +217,8 @@ class ExportIndex:
     ``libtensorflow_cc.so.2`` (435,000 names, 80 MB) 10 MB, where a dict of them takes 130 MB."""
 
     def __init__(self, names: str, versions: str) -> None:
+        from array import array  # (only for long lists: it imports collections.abc)
+
         hashes, starts = array("q"), array("q")
         pos, end, find = 0, 0, names.find
         while end < len(names):
@@ -232,13 +231,16 @@ class ExportIndex:
         self.hashes = array("q", [hashes[i] for i in order])
         self.order = array("q", order)
         self.starts, self.names, self.versions = starts, names, versions
+        from bisect import bisect_left
+
+        self._first = bisect_left
 
     def get(self, name: str, default: str = "") -> str:
         """The version characters of ``name``'s entries; ``default`` when it has none."""
         if "\0" in name:
             return default
         key, found = hash(name), ""
-        i = bisect.bisect_left(self.hashes, key)
+        i = self._first(self.hashes, key)
         while i < len(self.hashes) and self.hashes[i] == key:
             k = self.order[i]
             start, end = self.starts[k], self.starts[k] + len(name)

@@ -8,10 +8,12 @@ audit reads the loader's view, so that a broken section table changes nothing.""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from wheels.elf.reader import ElfError, Image, Section, vaddr_to_offset
 from wheels.elf.symbols import SHT_GNU_VERSYM
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 _DT_HASH, _DT_STRTAB, _DT_SYMTAB, _DT_STRSZ = 4, 5, 6, 10
 _DT_GNU_HASH, _DT_VERSYM = 0x6FFFFEF5, 0x6FFFFFF0

@@ -15,10 +15,8 @@ whole after all (:meth:`wheels.elf.ElfInfo.__getattr__`): the answers are the sa
 from __future__ import annotations
 
 import struct
-import sys
-from array import array
 
-from wheels.elf.reader import ElfError, Image, Section
+from wheels.elf.reader import ElfError, Image, Section, unsigned_words
 from wheels.elf.symbols import VERSYM_HIDDEN, exported, read_versym
 from wheels.elf.versions import Versions
 
@@ -68,7 +66,7 @@ class HashedSymbols:
         self.symbols = r.span(dynsym.offset, self.count * self.entry.size, "dynamic symbol table")
         self.versym = read_versym(r, image.sections, self.count)
         self.word = struct.Struct(r.layout.end + "I")
-        self.swap = r.little != (sys.byteorder == "little")
+        self.little = r.little
         self.words = r.span(hashes.offset, hashes.size, "symbol hash table")
         self.gnu = hashes.sh_type == SHT_GNU_HASH
         self.lookups = 0
@@ -107,9 +105,7 @@ class HashedSymbols:
 
     def names_fit(self) -> bool:
         """Does every symbol's name start inside the string table (as decoding checks)?"""
-        words = array("I", bytes(self.symbols))
-        if self.swap:
-            words.byteswap()
+        words = unsigned_words(bytes(self.symbols), "I", self.little)
         names = words[0 :: self.entry.size // 4]
         return not names or max(names) < len(self.table)
 

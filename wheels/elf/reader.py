@@ -7,18 +7,18 @@ and size against the file, so that garbage raises :class:`ElfError` and nothing 
 
 from __future__ import annotations
 
-import bisect
-import contextlib
 import os
 import struct
-from collections.abc import Callable, Iterator, Sequence
+import sys
 
 from wheels.record import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from pathlib import Path
-    from typing import Protocol
+    from types import TracebackType
+    from typing import BinaryIO, Literal, Protocol
 
     class ByteSource(Protocol):
         """Random access to the bytes of one file that need not all be in memory at once."""
@@ -63,13 +63,17 @@ class Chunks:
     def range(self, offset: int, size: int) -> memoryview:
         if size <= 0:
             return memoryview(b"")
-        i = bisect.bisect_right(self.starts, offset) - 1
+        if len(self.parts) == 1:  # (most members: inflated in one piece)
+            view: memoryview = self.parts[0][offset : offset + size]
+            return view
+        from bisect import bisect_left, bisect_right
+
+        i = bisect_right(self.starts, offset) - 1
         inner = offset - self.starts[i]
         part = self.parts[i]
         if inner + size <= len(part):
-            view: memoryview = part[inner : inner + size]
-            return view
-        j = bisect.bisect_left(self.starts, offset + size)
+            return part[inner : inner + size]
+        j = bisect_left(self.starts, offset + size)
         return memoryview(b"".join(self.parts[i:j]))[inner : inner + size]
 
     def head(self, size: int) -> bytes:
@@ -112,21 +116,31 @@ class FileBytes:
         # (os.close bound here: at interpreter exit, this module's globals may be gone first)
         if self.owned:
             self.owned = False
-            try:  # noqa: SIM105 (contextlib is a global too)
+            try:  # noqa: SIM105 (contextlib is not imported)
                 _close(self.fd)
             except OSError:
                 pass
 
 
-@contextlib.contextmanager
-def malformed_as_elf_error() -> Iterator[None]:
-    """Whatever a damaged table makes the decoding code raise becomes :class:`ElfError`."""
-    try:
-        yield
-    except ElfError:
-        raise
-    except (struct.error, ValueError, IndexError, OverflowError, TypeError, MemoryError) as exc:
-        raise ElfError(f"malformed ELF: {exc}") from None
+class MalformedAsElfError:
+    """Whatever a damaged table makes the decoding code raise in this block becomes
+    :class:`ElfError` (a class, not ``contextlib.contextmanager``: see wheels.stdlite)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if kind is not None and issubclass(kind, _MALFORMED):
+            raise ElfError(f"malformed ELF: {exc}") from None
+
+
+_MALFORMED = (struct.error, ValueError, IndexError, OverflowError, TypeError, MemoryError)
+
+
+def malformed_as_elf_error() -> MalformedAsElfError:
+    return MalformedAsElfError()
 
 
 @record(frozen=True)
@@ -367,19 +381,46 @@ def _name_is(table: str, offset: int, name: str) -> bool:
     return offset < len(table) and table.startswith(name + "\0", offset)
 
 
-@contextlib.contextmanager
-def opened(source: Data | str | os.PathLike[str]) -> Iterator[Image]:
-    """The parsed structure of ``source``, a file read range by range when given as a path.
+class Opened:
+    """The parsed structure of ``source``, a file read range by range when given as a path; in
+    the block, malformed data raises :class:`ElfError` (:func:`malformed_as_elf_error`).
 
     A file that cannot be opened raises OSError; one that is not ELF, :class:`ElfError`.
     """
-    with contextlib.ExitStack() as stack:
-        if isinstance(source, (str, os.PathLike)):
-            data: Data = FileBytes(stack.enter_context(open(source, "rb")).fileno())
+
+    def __init__(self, source: Data | str | os.PathLike[str]) -> None:
+        self.source = source
+        self._file: BinaryIO | None = None
+
+    def __enter__(self) -> Image:
+        data: Data
+        if isinstance(self.source, (str, os.PathLike)):
+            self._file = open(self.source, "rb")
+            data = FileBytes(self._file.fileno())
         else:
-            data = source
-        stack.enter_context(malformed_as_elf_error())
-        yield Image.parse(data)
+            data = self.source
+        try:
+            with MalformedAsElfError():
+                return Image.parse(data)
+        except BaseException:
+            self._close()
+            raise
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            MalformedAsElfError().__exit__(kind, exc, tb)
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        if self._file is not None:
+            file, self._file = self._file, None
+            file.close()
+
+
+opened = Opened
 
 
 def section_span(source: Data | Path, name: str) -> tuple[int, int] | None:
@@ -387,6 +428,16 @@ def section_span(source: Data | Path, name: str) -> tuple[int, int] | None:
     with opened(source) as image:
         section = image.section_named(name)
         return (section.offset, section.size) if section is not None else None
+
+
+def unsigned_words(data: bytes, code: Literal["H", "I", "Q"], little: bool) -> Sequence[int]:
+    """``data`` as unsigned integers of the ``struct`` format ``code`` (``H``, ``I``, ``Q``) in
+    the given byte order: a view when that is this machine's (``array`` would import
+    ``collections.abc``: see wheels.stdlite)."""
+    if little == (sys.byteorder == "little"):
+        return memoryview(data).cast(code)
+    count = len(data) // struct.calcsize(code)
+    return struct.unpack(f"{'<' if little else '>'}{count}{code}", data)
 
 
 def section_spans(source: Data | Path, names: Sequence[str]) -> dict[str, tuple[int, int]]:

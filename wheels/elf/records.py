@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from wheels.elf.info import ElfInfo, VersionNeed
 from wheels.record import fields as fields_of
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 def to_record(info: ElfInfo) -> dict[str, object]:

@@ -12,16 +12,21 @@ table and mapping offsets to its parts takes 63 ms (split 15, offsets 7, dict 15
 
 from __future__ import annotations
 
-import sys
-from array import array
-from collections.abc import Iterator, Sequence
-
-from wheels.elf.reader import ElfError, Reader, Section, linked_strtab, opened, string_at
+from wheels.elf.reader import (
+    ElfError,
+    Reader,
+    Section,
+    linked_strtab,
+    opened,
+    string_at,
+    unsigned_words,
+)
 from wheels.elf.versions import Versions
 from wheels.record import field, record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
     from pathlib import Path
 
     from wheels.elf.reader import Data
@@ -50,7 +55,7 @@ class Symbols:
 
     exports: list[str]
     hidden_versioned: set[str]  # ``name@version`` of the hidden definitions that have one
-    versions: array[int]
+    versions: list[int]
     undefined: list[str]
     undefined_versions: list[str]
     undefined_weak: list[str]
@@ -75,10 +80,7 @@ class Symbols:
 
     def export_versions(self) -> str:
         """Each exported name's version index as one character (ElfInfo.export_versions)."""
-        data = self.versions if sys.byteorder == "little" else array("H", self.versions)
-        if data is not self.versions:
-            data.byteswap()
-        return data.tobytes().decode("utf-16-le")  # (indices below 0x8000: no surrogates)
+        return "".join(map(chr, self.versions))
 
 
 def read_symbols(
@@ -89,12 +91,12 @@ def read_symbols(
     versions: Versions,
 ) -> Symbols:
     """The dynamic symbols; ``table`` is the string table ``dynsym`` links to."""
-    out = Symbols([], set(), array("H"), [], [], [], set())
+    out = Symbols([], set(), [], [], [], [], set())
     if dynsym is None or table is None:
         return out
     count, rows = _rows(r, dynsym)
     versym = read_versym(r, sections, count)
-    versions_or_zero = versym if versym is not None else array("H", bytes(2 * count))
+    versions_or_zero = versym if versym is not None else (0,) * count
     _scan_symbols(out, table, rows, versions_or_zero, versions)
     return out
 
@@ -151,7 +153,7 @@ def _scan_symbols(
     out: Symbols,
     table: str,
     rows: Iterator[tuple[int, ...]],
-    versym: array[int],
+    versym: Sequence[int],
     versions: Versions,
 ) -> None:
     # The hot loop of the whole audit (75,000 rows for libtorch_cpu): keep lookups local.
@@ -193,14 +195,11 @@ def _add_undefined(out: Symbols, name: str, bind: int, kind: int, version: str) 
         out.undefined_versions.append(version)
 
 
-def read_versym(r: Reader, sections: Sequence[Section], count: int) -> array[int] | None:
+def read_versym(r: Reader, sections: Sequence[Section], count: int) -> Sequence[int] | None:
+    """Each symbol's version index; 0 for those past the end of a short table."""
     sec = next((s for s in sections if s.sh_type == SHT_GNU_VERSYM), None)
     if sec is None:
         return None
     n = min(count, sec.size // 2)
-    values = array("H", bytes(r.span(sec.offset, n * 2, "symbol version table")))
-    if r.little != (sys.byteorder == "little"):
-        values.byteswap()
-    if n < count:
-        values.extend([0] * (count - n))
-    return values
+    data = bytes(r.span(sec.offset, n * 2, "symbol version table")) + bytes(2 * (count - n))
+    return unsigned_words(data, "H", r.little)

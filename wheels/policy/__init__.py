@@ -31,14 +31,11 @@ file:
 
 from __future__ import annotations
 
-import functools
 import os
 import posixpath
-from collections.abc import Mapping
-from types import MappingProxyType
 
 from wheels.jsondata import loads
-from wheels.matching import lazy, star_match
+from wheels.matching import lazy, star_match, starts_as
 from wheels.policy.lddtree import host_library_dirs
 from wheels.policy.manylinux import manylinux_policies
 from wheels.policy.python_api import is_python_api
@@ -46,10 +43,12 @@ from wheels.policy.variants import VariantPolicy, parse_variant
 from wheels.policy.wheel_abi import TagVerdict, platform_verdict
 from wheels.policy.wheeltools import wheel_platform
 from wheels.record import field, record
+from wheels.stdlite import MappingProxyType, lru_cache
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     import re
+    from collections.abc import Mapping
     from typing import Any, NoReturn
 
 __all__ = [
@@ -130,12 +129,12 @@ def vendor_of_local(local: str) -> str | None:
     """The vendor whose wheels' local version ``local`` (``cu130``) is; None when none."""
     key = local.lower()
     return next(
-        (p.name for p in _policies().values() if p.local is not None and p.local.match(key)),
+        (p.name for p in _policies().values() if p.local is not None and starts_as(p.local, key)),
         None,
     )
 
 
-@functools.lru_cache(maxsize=1)
+@lru_cache(maxsize=1)
 def _policies() -> dict[str, VendorPolicy]:
     with open(os.path.join(os.path.dirname(__file__), "vendors.json"), encoding="utf-8") as fh:
         text = fh.read()

@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
 
 from wheels.elf import ElfInfo
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 def python_extension(path: str, info: ElfInfo) -> int | None:

@@ -8,14 +8,17 @@ place in the wheel, an absolute path a place on this host (read through
 
 from __future__ import annotations
 
-import functools
 import os
 import posixpath
-from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from wheels.elf import ElfInfo, HostLibraries
 from wheels.matching import glob_names, has_origin, lazy, substitute_origin
 from wheels.record import record
+from wheels.stdlite import lru_cache
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping, Sequence
 
 LIBPYTHON_RE = lazy(r"^libpython\d+\.\d+m?.so(\.\d)*$")
 _WHEEL_ROOT = "/\0wheel"
@@ -33,7 +36,7 @@ def host_library_dirs(libc: str = "glibc") -> tuple[str, ...]:
     return tuple(dict.fromkeys([*env, *conf]))
 
 
-@functools.lru_cache(maxsize=4)
+@lru_cache(maxsize=4)
 def host_search(libc: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """auditwheel's ``load_ld_paths``: $AUDITWHEEL_LD_LIBRARY_PATH and $LD_LIBRARY_PATH, then
     ld.so.conf (musl: /etc/ld-musl-*.path) and the trusted directories; cached per process as

@@ -11,18 +11,18 @@ its check of the data's PEP 600 consistency is left to auditwheel's own tests.
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping
 
 from wheels.jsondata import load_file
 from wheels.policy.elfutils import blacklisted
 from wheels.policy.lddtree import Tree
 from wheels.record import record
+from wheels.stdlite import lru_cache
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Mapping
     from typing import Any
 
 # auditwheel.architecture.Architecture, in its order (is_subset compares positions).
@@ -57,7 +57,6 @@ def is_superset(arch: str, other: str) -> bool:
     return ARCHITECTURES.index(other) <= ARCHITECTURES.index(arch)
 
 
-@functools.total_ordering
 @record(frozen=True, eq=True)
 class Policy:
     """auditwheel's ``Policy``: one platform tag's symbol versions and libraries."""
@@ -69,10 +68,27 @@ class Policy:
     whitelist: frozenset[str]
     blacklist: Mapping[str, frozenset[str]]
 
+    # Ordered by priority, as functools.total_ordering orders it from __lt__ and __eq__
+    # (functools is not imported: see wheels.stdlite).
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, Policy):
             return NotImplemented
         return self.priority < other.priority
+
+    def __le__(self, other: object) -> bool:
+        if not isinstance(other, Policy):
+            return NotImplemented
+        return self.priority < other.priority or self == other
+
+    def __gt__(self, other: object) -> bool:
+        if not isinstance(other, Policy):
+            return NotImplemented
+        return not self.priority < other.priority and self != other
+
+    def __ge__(self, other: object) -> bool:
+        if not isinstance(other, Policy):
+            return NotImplemented
+        return not self.priority < other.priority
 
     def __hash__(self) -> int:
         return hash((self.name, self.priority))
@@ -122,7 +138,7 @@ def _policy_file(libc: str) -> str:
     return os.path.join(locations[0], "policy", f"{name}-policy.json")
 
 
-@functools.lru_cache(maxsize=2)
+@lru_cache(maxsize=2)
 def _policy_data(libc: str) -> list[dict[str, Any]]:
     data: list[dict[str, Any]] = load_file(_policy_file(libc))
     return data
@@ -185,7 +201,7 @@ def _host_musl_policy() -> str | None:
     return f"musllinux_{version.major}_{version.minor}"
 
 
-@functools.lru_cache(maxsize=8)
+@lru_cache(maxsize=8)
 def manylinux_policies(libc: str, arch: str, every_musl: bool = False) -> Policies:
     """auditwheel's ``WheelPolicies`` for ``libc`` (glibc/musl) and a baseline architecture;
     ValueError or KeyError for a pair auditwheel has none for. For musl, auditwheel keeps one

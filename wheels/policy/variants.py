@@ -10,13 +10,12 @@ stack.yaml gives the vendor's compiler) or ``none``. ``provider`` is the provide
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from types import MappingProxyType
-
 from wheels.record import record
+from wheels.stdlite import MappingProxyType
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any, Literal
 
     ArchSource = Literal["cuda-fatbin", "cuda_architectures", "none"]

@@ -10,8 +10,6 @@ in memory instead of an unpacked wheel.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Mapping, Sequence
-from types import MappingProxyType
 
 from wheels.elf import ElfInfo, HostLibraries
 from wheels.policy.elfutils import add_version_needs, python_extension
@@ -26,9 +24,11 @@ from wheels.policy.manylinux import (
 )
 from wheels.policy.wheeltools import wheel_platform
 from wheels.record import record
+from wheels.stdlite import MappingProxyType
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
 
