@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import platform
 import subprocess
 import sys
 
@@ -101,3 +102,20 @@ def test_a_small_member_is_hashed_without_importing_hashlib() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()
     assert out == [digests.encoded(hashlib.sha256(b"hello").digest()), "False"]
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt's settings are glibc's")
+def test_a_member_hashed_beside_keeps_the_heap_glibc_takes_the_settings() -> None:
+    code = (
+        "from wheels.audit import digests\n"
+        "d = digests.Digest('sha256', 1, background=True); d.add(b'x'); d.finish()\n"
+        "print(digests.keep_heap())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": os.pathsep.join(sys.path)},
+    ).stdout.split()
+    assert out == ["True"]

@@ -53,6 +53,8 @@ class Digest:
             import threading
             from queue import Queue
 
+            keep_heap()
+
             self.queue = Queue(self.QUEUED)
             self.thread = threading.Thread(target=self._drain, name="audit-hash", daemon=True)
             self.thread.start()
@@ -101,6 +103,28 @@ class Digest:
     def finish(self) -> str:
         self.wait()
         return encoded(self.hasher.digest())
+
+
+def keep_heap() -> bool:
+    """Ask glibc to keep freed heap memory, and to serve parts of a few megabytes from the heap
+    rather than from maps of their own: a streamed member's parts (a few hundred kilobytes each,
+    made on one thread and freed on another) otherwise go back to the kernel as they are freed
+    and come back as fresh pages, each faulted in and zeroed. The CLI on cuBLAS 13.1's wheel
+    (a 516 MB library streamed): 46,000 page faults against 62,000, 0.80 s against 0.83 s; on
+    NCCL 2.29's 12,000 against 20,000, 0.32 s against 0.34 s (three runs each). Nothing where
+    ``mallopt`` is missing (musl's is a no-op). Whether each setting was taken."""
+    try:
+        import ctypes
+
+        mallopt = ctypes.CDLL(None).mallopt
+    except (ImportError, OSError, AttributeError):
+        return False
+    taken = [
+        mallopt(-1, 256 << 20),  # M_TRIM_THRESHOLD: keep this much free at the heap's top
+        mallopt(-2, 64 << 20),  # M_TOP_PAD: and grow it this much at a time
+        mallopt(-3, 32 << 20),  # M_MMAP_THRESHOLD: its largest (allocations below it: the heap)
+    ]
+    return taken == [1, 1, 1]
 
 
 def digest_of(task: Task, content: bytes | bytearray) -> str:

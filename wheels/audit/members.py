@@ -48,6 +48,11 @@ if TYPE_CHECKING:
 MAX_MEMBER = 4 << 30  # larger members are reported, not inflated
 INFLATE_STEP = 256 << 10  # compressed bytes fed per inflate call (zlib-ng: 0.84 s at 32 KB,
 # 0.75 s at 256 KB for torch's ELF members)
+# Compressed bytes per read and inflate call for a member read ahead and hashed beside (ISA-L):
+# fewer hand-overs between the three threads on two cores. The CLI against 256 KB steps (and 8
+# read ahead, not 4): cuBLAS 13.1 0.74 s against 0.85 s, NCCL 2.29 0.29 against 0.34, cuSPARSE
+# 12.6 0.25 against 0.30 (three runs each).
+AHEAD_STEP = 2 << 20
 OUT_STEP = 4 << 20  # inflated bytes per call at most: bounded output, however dense the input
 SNAPSHOT_EVERY = 4 << 20
 KEEP_PREFIX = 8 << 20
@@ -247,7 +252,7 @@ def _steps(
     ``ahead``, a :class:`RawFile` is read on a helper thread (:meth:`RawFile.ahead`)."""
     chunks: Generator[bytes | memoryview, None, None]
     if isinstance(raw, RawFile):
-        chunks = raw.ahead(pos, INFLATE_STEP) if ahead else raw.steps(INFLATE_STEP, pos)
+        chunks = raw.ahead(pos, AHEAD_STEP) if ahead else raw.steps(INFLATE_STEP, pos)
     else:
         view = memoryview(raw)
         chunks = (view[at : at + INFLATE_STEP] for at in range(pos, len(raw), INFLATE_STEP))

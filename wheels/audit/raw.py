@@ -20,7 +20,7 @@ ONE_SHOT_BELOW = 1 << 20  # members this small are read with their header, and i
 SNAPSHOT_ABOVE = ONE_CALL_BELOW  # members this big are not kept inflated (members._Inflated)
 STREAM_READ_ABOVE = 64 << 20  # deflated members this big (inflated) are left in the wheel and
 # read in steps (RawFile), neither read whole nor mapped: a mapping's pages count in the peak RSS
-READ_AHEAD = 8  # steps read ahead of the inflater at most (RawFile.ahead)
+READ_AHEAD = 4  # steps read ahead of the inflater at most (RawFile.ahead)
 
 Raw = bytes | memoryview  # a member's compressed bytes, read or mapped
 
