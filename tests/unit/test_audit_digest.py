@@ -22,6 +22,18 @@ def _kind(hasher: object) -> str:
     return "hashlib" if type(hasher).__module__ == "_hashlib" else "builtin"
 
 
+def _printed_without_site(code: str) -> list[str]:
+    """The lines ``code`` prints in a fresh interpreter started without ``site`` (as the
+    launcher starts an audit), given this one's paths."""
+    return subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": os.pathsep.join(sys.path)},
+    ).stdout.splitlines()
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=4096))
 def test_a_digest_is_urlsafe_base64_without_padding(digest: bytes) -> None:
@@ -43,13 +55,7 @@ def test_the_first_digests_are_encoded_without_binascii_then_with_it() -> None:
         "print(out[-1], 'binascii' in sys.modules)\n"
         "print(digests.encoded(bytes([n]) * 32), 'binascii' in sys.modules)\n"
     )
-    lines = subprocess.run(
-        [sys.executable, "-S", "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PYTHONPATH": os.pathsep.join(sys.path)},
-    ).stdout.splitlines()
+    lines = _printed_without_site(code)
     n = digests.ENCODED_HERE
     last_here, first_after = (
         base64.urlsafe_b64encode(bytes([i]) * 32).rstrip(b"=").decode() for i in (n - 1, n)
@@ -111,11 +117,5 @@ def test_a_member_hashed_beside_keeps_the_heap_glibc_takes_the_settings() -> Non
         "d = digests.Digest('sha256', 1, background=True); d.add(b'x'); d.finish()\n"
         "print(digests.keep_heap())\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-S", "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PYTHONPATH": os.pathsep.join(sys.path)},
-    ).stdout.split()
+    out = _printed_without_site(code)
     assert out == ["True"]
