@@ -176,6 +176,30 @@ def test_corrupt_deflate_data_is_a_member_error_not_a_crash(archive: Path) -> No
     )
 
 
+@pytest.mark.parametrize(
+    ("raw", "error"),
+    [
+        (b"\x03\x00", None),  # zlib's empty stream
+        (b"\x01\x00\x00\xff\xff", None),  # an empty stored block
+        (b"\x02\x00", "deflate data ends early"),  # an empty block, not the final one
+        (b"K\x04\x00", "inflates past"),  # zlib's "a", where nothing is stated
+        (b"\x07\x00", "corrupt deflate data"),  # a reserved block type
+    ],
+)
+def test_an_empty_member_is_empty_only_when_its_stream_says_so(
+    archive: Path, raw: bytes, error: str | None
+) -> None:
+    info = next(x for x in read_directory(archive) if x.filename == "mid.so")
+    info.file_size, info.compress_size = 0, len(raw)
+    scan = scan_member(task_for(0, info, "sha256"), raw, archive, spare_core=False)
+    if error is None:
+        assert scan.read_error is None and scan.size == 0
+        expected = base64.urlsafe_b64encode(hashlib.sha256(b"").digest()).rstrip(b"=").decode()
+        assert scan.digest == expected
+    else:
+        assert scan.read_error is not None and scan.read_error.startswith(error), scan.read_error
+
+
 def audit_threads() -> list[str]:
     """The audit's helper threads still running (the hash beside, the reader ahead)."""
     return [t.name for t in threading.enumerate() if t.name.startswith("audit-")]

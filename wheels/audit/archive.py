@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 import posixpath
 import stat
-import zlib
 
 from wheels.audit.directory import Entry, NotAZip, read_directory
 from wheels.audit.findings import Findings
+from wheels.audit.inflate import crc32
 from wheels.audit.members import MemberScan, content_of, inflate, with_changes
 from wheels.audit.raw import MemberError, read_raw, task_for
 from wheels.filename import (
@@ -83,7 +83,7 @@ def read_member(archive: Archive, name: str) -> bytes | bytearray:
             data = content_of(task, read_raw(fh.fileno(), task), archive.path)
     except OSError as exc:
         raise MemberError(f"cannot read the wheel: {exc}") from None
-    if zlib.crc32(data) != info.CRC:
+    if crc32(data) != info.CRC:
         raise MemberError("its content does not match its CRC-32")
     return data
 

@@ -9,8 +9,6 @@ between processes.
 
 from __future__ import annotations
 
-import zlib
-
 from wheels import devicecode
 from wheels.audit.digests import Digest, digest_of
 from wheels.audit.directory import DEFLATED, STORED
@@ -131,10 +129,17 @@ def _inflate_whole(task: Task, raw: Raw, path: str) -> bytes | bytearray | None:
         return bytes(raw)  # (only deflated members are mapped: this copies nothing)
     if task.method != DEFLATED:
         return _inflate_other(task, path)
+    if task.file_size == 0 and raw in _EMPTY_STREAMS:  # (an empty __init__.py, py.typed)
+        return b""
     fast = _inflate_fast(task, raw)
     if fast is not None:
         return fast
     return _inflate_small(task, raw) if len(raw) <= ONE_SHOT_BELOW else None
+
+
+# Whole deflate streams that inflate to nothing: an empty final block, fixed (zlib's, for an empty
+# file) or stored. libdeflate is not asked for an empty output; zlib's import is not spent on it.
+_EMPTY_STREAMS = (b"\x03\x00", b"\x01\x00\x00\xff\xff")
 
 
 def content_of(task: Task, raw: Raw, path: str) -> bytes | bytearray:
@@ -162,6 +167,8 @@ def _inflate_fast(task: Task, raw: Raw) -> bytearray | None:
 
 def _inflate_small(task: Task, raw: Raw) -> bytes:
     """Inflated to no more than the stated size and one byte: a byte more is a lie."""
+    import zlib  # (here: with libdeflate installed, most audits never need it)
+
     inflater = zlib.decompressobj(-15)
     try:
         data = inflater.decompress(raw, task.file_size + 1)  # all of it, unless a lie
@@ -339,6 +346,7 @@ def _tap(code_too: bool) -> FatbinTap:
 def _inflate_other(task: Task, path: str) -> bytes:
     # bzip2 and lzma are legal zip methods that wheels hardly use: let zipfile read them.
     import zipfile
+    import zlib
 
     try:
         with zipfile.ZipFile(path) as zf:

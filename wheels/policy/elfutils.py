@@ -34,5 +34,11 @@ def add_version_needs(into: dict[str, set[str]], info: ElfInfo) -> None:
 def blacklisted(info: ElfInfo, symbols: Mapping[str, frozenset[str]]) -> dict[str, list[str]]:
     if not symbols:
         return {}
-    undefined = {"*", *info.undefined}
-    return {lib: sorted(syms & undefined) for lib, syms in symbols.items() if syms & undefined}
+    found: dict[str, list[str]] = {}
+    for lib, syms in symbols.items():
+        hit = syms.intersection(info.undefined)  # (no set of all the undefined names made)
+        if "*" in syms:
+            hit |= {"*"}
+        if hit:
+            found[lib] = sorted(hit)
+    return found

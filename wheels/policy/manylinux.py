@@ -115,13 +115,17 @@ class Policies:
 
     def versioned_symbols_policy(self, versioned: Mapping[str, set[str]]) -> Policy:
         """The best policy whose symbol versions hold every one of ``versioned``'s."""
-        required: dict[str, set[str]] = {}
+        # By family (GLIBC of GLIBC_2.17), the versions after it ("2.17"; None for a name
+        # without "_", which no policy allows), held against each policy's own sets, not
+        # against "GLIBC_2.17" strings made anew for every policy (auditwheel's way).
+        required: dict[str, set[str | None]] = {}
         for symbols in versioned.values():
             for symbol in symbols:
-                required.setdefault(symbol.partition("_")[0], set()).add(symbol)
+                family, sep, version = symbol.partition("_")
+                required.setdefault(family, set()).add(version if sep else None)
         for p in reversed(self.policies):
-            allowed = {k: {f"{k}_{v}" for v in vs} for k, vs in p.symbol_versions.items()}
-            if all(required[k] <= allowed[k] for k in set(required) & set(allowed)):
+            allowed = p.symbol_versions
+            if all(needed <= allowed[k] for k, needed in required.items() if k in allowed):
                 return p
         return self.linux  # unreachable: linux allows everything
 
