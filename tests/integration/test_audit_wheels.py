@@ -280,13 +280,13 @@ def test_parallel_scan_equals_serial_scan(wheels: Corpus, monkeypatch: pytest.Mo
 _REAL: dict[str, Any] = {}  # the test's process and pool._run_batch, for _dies_in_a_child
 
 
-def _dies_in_a_child(*args: Any) -> Any:
+def _dies_in_a_child(*args: Any, **kwargs: Any) -> Any:
     """pool._run_batch, but a child forked while this stands in for it ends at once."""
     import os
 
     if os.getpid() != _REAL["pid"]:
         os._exit(9)
-    return _REAL["run_batch"](*args)
+    return _REAL["run_batch"](*args, **kwargs)
 
 
 def test_a_batch_whose_child_dies_is_read_here_and_the_audit_is_the_same(
@@ -345,6 +345,28 @@ def test_a_hash_left_to_the_child_still_catches_a_tampered_record(
     (finding,) = [f for f in deferred.violations if f.code == "record-hash"]
     assert finding.member == "demo/lib/libhelper.so"
     assert [f.line() for f in deferred.findings] == [f.line() for f in serial.findings]
+
+
+def test_members_hashed_beside_the_checks_still_catch_a_tampered_record(
+    wheels: Corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small wheel on two cores is read in this process alone; with every member hashed
+    later, on a thread beside the checks (digests.hash_later), the audit is the serial one."""
+    from wheels.audit import digests, pool
+
+    policy = load_vendor_policy("cpu")
+    serial = audit_wheel(wheels["tampered_record"], policy, workers=1)
+    monkeypatch.setattr(pool, "LATE_HASH_ABOVE", 0)
+    monkeypatch.setattr(pool, "BATCH_BYTES", 1)  # (a member read alone may be kept)
+    hashed: list[int] = []
+    hash_later = digests.hash_later
+    monkeypatch.setattr(pool, "hash_later", lambda t, k: hashed.append(len(k)) or hash_later(t, k))
+    late = audit_wheel(wheels["tampered_record"], policy, workers=2)
+    assert hashed and hashed[0] > 1  # (every member but those inflated in steps)
+    (finding,) = [f for f in late.violations if f.code == "record-hash"]
+    assert finding.member == "demo/lib/libhelper.so"
+    assert [f.line() for f in late.findings] == [f.line() for f in serial.findings]
+    assert to_json([late])["wheels"][0]["elfs"] == to_json([serial])["wheels"][0]["elfs"]
 
 
 def _scanned_early(path: Path) -> tuple[dict[int, str | None], list[MemberScan], Complete]:
@@ -441,7 +463,7 @@ def test_a_small_wheel_whose_largest_member_a_child_took_early_gets_the_same_aud
     assert to_json([early])["wheels"][0]["elfs"] == to_json([serial])["wheels"][0]["elfs"]
 
 
-def _run_batch_noted(*args: Any) -> Any:
+def _run_batch_noted(*args: Any, **kwargs: Any) -> Any:
     """pool._run_batch, noting in this (the test's) process the members of each batch it reads
     here, in order; a child reads as before, after a pause: the test's members are so small
     that a child could otherwise be done with the largest before this process hands out the
@@ -453,7 +475,7 @@ def _run_batch_noted(*args: Any) -> Any:
         _REAL["read_here"].append([t.name for t in args[1]])
     else:
         time.sleep(0.5)
-    return _REAL["run_batch"](*args)
+    return _REAL["run_batch"](*args, **kwargs)
 
 
 @pytest.mark.parametrize("long_above", [0, 1 << 40])

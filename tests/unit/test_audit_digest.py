@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from wheels.audit import digests
+from wheels.audit.raw import Task
 
 
 def _kind(hasher: object) -> str:
@@ -119,3 +120,25 @@ def test_a_member_hashed_beside_keeps_the_heap_glibc_takes_the_settings() -> Non
     )
     out = _printed_without_site(code)
     assert out == ["True"]
+
+
+def _task(index: int, algo: str) -> Task:
+    return Task(index, f"m{index}", b"m", 0, 0, 0, 8, 0, algo)
+
+
+def test_members_hashed_later_get_the_digests_made_at_once() -> None:
+    tasks = [_task(i, "sha256") for i in range(3)]
+    contents = {0: b"a" * 1000, 2: bytearray(b"b" * (3 << 20))}
+    kept = dict(contents)
+    wait = digests.hash_later(tasks, kept)
+    made = wait()
+    assert made == {i: digests.digest_of(tasks[i], c) for i, c in contents.items()}
+    assert kept == {}  # (each content let go once hashed)
+    assert wait() is made
+
+
+def test_what_hashing_later_raised_is_raised_where_the_digests_are_asked_for() -> None:
+    tasks = [_task(0, "no-such-hash")]
+    wait = digests.hash_later(tasks, {0: b"x"})
+    with pytest.raises(ValueError):
+        wait()

@@ -6,22 +6,14 @@ from __future__ import annotations
 import os
 
 from wheels.audit.cache import Cache
-from wheels.audit.digests import digest_of
+from wheels.audit.digests import digest_of, hash_later
 from wheels.audit.members import (
     HASH_THREAD_ABOVE,
     MemberScan,
     scan_member,
     with_changes,
 )
-from wheels.audit.raw import (
-    MemberError,
-    Raw,
-    RawFile,
-    Task,
-    largest_member,
-    open_raw,
-    read_raw,
-)
+from wheels.audit.raw import MemberError, Task, largest_member, raw_or_error, raws_or_errors
 from wheels.audit.sparse import SPARSE_ABOVE
 from wheels.record import record
 from wheels.stdlite import deque, suppress
@@ -59,6 +51,8 @@ EARLY_ABOVE = 8 << 20  # wheels this big (compressed) fork their children before
 BESIDE_RATIO = 3  # a largest member this many times the rest of its wheel is hashed beside
 MEMBER_WORK = 32 << 10  # what reading a member costs beyond its bytes, as bytes (torch's 12,000
 # small members take this process about 0.2 s)
+LATE_HASH_ABOVE = 8 << 20  # a member this big read in this process alone, with a spare core and
+# no cache, is hashed on a second thread while the checks run (digests.hash_later)
 REST_ALONE = 4 << 20  # members but the largest weighing less are read with it in this process:
 # a child costs more than the rest (ruff 0.8.4: 30 MB and 1.6 MB, 0.16-0.19 s against 0.21-0.26)
 
@@ -95,18 +89,21 @@ def _run_batch(
     cache: Cache | None,
     spare_core: bool = False,
     defer: bool = False,
+    late: dict[int, bytes | bytearray] | None = None,
 ) -> Result:
     # A member alone: a big one left in the wheel and read in steps (its cache key too).
     alone = len(batch) == 1
-    raws = [_open_raw(path, batch[0])] if alone else _read_raws(path, batch)
+    raws = [raw_or_error(path, batch[0])] if alone else raws_or_errors(path, batch)
     good = [r for r in raws if not isinstance(r, MemberError)]
     key = cache.key(batch, good) if cache is not None and len(good) == len(raws) else None
     if key is not None and cache is not None:
         hit = cache.get(key, batch)
         if hit is not None:
             return hit, True
-    # A big member's hash can wait (its content kept here): see _kept_digests.
+    # A big member's hash can wait (its content kept here): see _kept_digests, hash_later.
     keep = _KEPT if defer and batch[0].file_size >= HASH_THREAD_ABOVE else None
+    if late is not None and batch[0].file_size >= LATE_HASH_ABOVE:
+        keep = late
     scans = [
         scan_member(task, raw, path, spare_core, keep if alone else None)
         for task, raw in zip(batch, raws, strict=True)
@@ -114,29 +111,6 @@ def _run_batch(
     if key is not None and cache is not None and not any(s.read_error for s in scans):
         cache.put(key, scans)
     return scans, False
-
-
-def _open_raw(path: str, task: Task) -> Raw | RawFile | MemberError:
-    try:
-        return open_raw(path, task)
-    except MemberError as exc:
-        return exc
-    except OSError as exc:
-        return MemberError(f"cannot open the wheel: {exc}")
-
-
-def _read_raws(path: str, batch: Sequence[Task]) -> list[Raw | RawFile | MemberError]:
-    raws: list[Raw | RawFile | MemberError] = []
-    try:
-        with open(path, "rb") as fh:
-            for task in batch:
-                try:
-                    raws.append(read_raw(fh.fileno(), task))
-                except MemberError as exc:
-                    raws.append(exc)
-    except OSError as exc:
-        raws += [MemberError(f"cannot open the wheel: {exc}")] * (len(batch) - len(raws))
-    return raws
 
 
 def hashes_beside(size: int, rest_bytes: int, rest_members: int) -> bool:
@@ -283,8 +257,12 @@ def scan_members(
         if children is not None:
             children.pool.shutdown(wait=False)
         meanwhile()
-        results = _run_batches(path, batches, cache, spare_core=workers > 1)
+        late: dict[int, bytes | bytearray] | None = {} if workers > 1 and cache is None else None
+        results = [_run_batch(path, b, cache, workers > 1, late=late) for b in batches]
         digests: Callable[[], Made] = dict
+        if late:  # (a spare core: hashed beside the checks)
+            wait = hash_later(tasks, late)
+            digests = lambda: {**wait()}  # noqa: E731
     else:
         results, digests = _scan_parallel(
             path, batches, cache, workers, meanwhile, while_waiting, children

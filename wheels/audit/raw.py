@@ -14,7 +14,7 @@ from wheels.stdlite import suppress
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
-    from collections.abc import Generator
+    from collections.abc import Generator, Sequence
 
 ONE_SHOT_BELOW = 1 << 20  # members this small are read with their header, and inflated, in one call
 SNAPSHOT_ABOVE = ONE_CALL_BELOW  # members this big are not kept inflated (members._Inflated)
@@ -249,3 +249,28 @@ def _largest(directory: bytes, count: int, algo: str) -> Largest | None:
     except (struct.error, UnicodeDecodeError):
         return None
     return None if best is None else Largest(best, total - best.file_size, count - 1, second)
+
+
+def raw_or_error(path: str, task: Task) -> Raw | RawFile | MemberError:
+    """:func:`open_raw`, or what keeps the member from being read."""
+    try:
+        return open_raw(path, task)
+    except MemberError as exc:
+        return exc
+    except OSError as exc:
+        return MemberError(f"cannot open the wheel: {exc}")
+
+
+def raws_or_errors(path: str, batch: Sequence[Task]) -> list[Raw | RawFile | MemberError]:
+    """:func:`read_raw` of each member of ``batch``, or what keeps it from being read."""
+    raws: list[Raw | RawFile | MemberError] = []
+    try:
+        with open(path, "rb") as fh:
+            for task in batch:
+                try:
+                    raws.append(read_raw(fh.fileno(), task))
+                except MemberError as exc:
+                    raws.append(exc)
+    except OSError as exc:
+        raws += [MemberError(f"cannot open the wheel: {exc}")] * (len(batch) - len(raws))
+    return raws
