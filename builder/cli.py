@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (and re) at run time
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence

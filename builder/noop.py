@@ -22,7 +22,8 @@ import sys
 import time
 
 # No ``from __future__ import annotations`` either: annotations naming these are quoted.
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (and re) at run time
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from builder.core import termwrap
 from wheels.devicecode import summary as device_summary
 from wheels.fatbin import DeviceCode
-from wheels.record import record
 from wheels.sizes import human_size
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from typing import Any, Literal
 
@@ -22,7 +22,7 @@ JSON_VERSION = 1
 _SHOWN = 8
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Finding:
     """One problem, located: the wheel, the member when there is one, and what is wrong."""
 
@@ -40,7 +40,7 @@ class Finding:
         return f"{self.severity}: {self.location}: {self.message} [{self.code}]"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Need:
     """One DT_NEEDED entry and where it resolves."""
 
@@ -49,7 +49,7 @@ class Need:
     where: str | None
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class SymbolCheck:
     """Undefined, non-weak dynamic symbols of one ELF against the libraries it loads."""
 
@@ -61,7 +61,7 @@ class SymbolCheck:
     missing: tuple[str, ...]
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class ElfReport:
     """What the audit found about one ELF file of the wheel."""
 
@@ -84,7 +84,7 @@ class ElfReport:
     cxx_runtime: str | None = None  # "shared", "private (isolated)", ...; None: no C++ seen
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class CudaReport:
     """The CUDA device code of a wheel's ELF files, and what it was checked against."""
 
@@ -97,7 +97,7 @@ class CudaReport:
     checked: bool  # the vendor's wheels are checked (nvidia)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class MemberSize:
     """A member of the wheel: what it takes in the archive, and unpacked."""
 
@@ -106,7 +106,7 @@ class MemberSize:
     unpacked: int
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class DeviceSize:
     """One ELF's CUDA device code per target (sm_90, compute_90): bytes in its fat binaries,
     as stored (compressed where nvcc compressed them) and unpacked."""
@@ -115,7 +115,7 @@ class DeviceSize:
     targets: tuple[tuple[str, int, int], ...]  # (target, stored, unpacked), by target
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class SizeReport:
     """How big the wheel is, against which limit, and what makes it so."""
 
@@ -127,7 +127,7 @@ class SizeReport:
     device: tuple[DeviceSize, ...]
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class AuditStats:
     """How much the audit read, and how long it took."""
 
@@ -140,7 +140,7 @@ class AuditStats:
     seconds: float
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class WheelAudit:
     """The audit of one wheel; ``ok`` is what a release gate looks at."""
 

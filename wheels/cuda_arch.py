@@ -35,11 +35,12 @@ The rules, and where they come from:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from wheels.fatbin import DeviceCode, FatbinEntry
 from wheels.matching import lazy
-from wheels.record import record
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (and re) at run time
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping, Sequence
     from typing import Literal
@@ -87,7 +88,7 @@ class CudaArchError(ValueError):
     """A string that is not a CUDA architecture."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class CudaArch:
     """A CUDA architecture: ``number`` 90 with ``variant`` "a" is sm_90a / compute_90a."""
 
@@ -102,7 +103,7 @@ class CudaArch:
         return f"{self.number}{self.variant}"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Finding:
     severity: Severity
     message: str

@@ -15,11 +15,12 @@ compiler.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from wheels.elf import ElfInfo
 from wheels.matching import lazy
-from wheels.record import record
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from typing import Literal
 
@@ -107,7 +108,7 @@ HIDDEN_SIGNS = (
 )
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class CxxRuntime:
     """How one ELF gets its C++ runtime."""
 

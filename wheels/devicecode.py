@@ -9,6 +9,9 @@ hundreds of megabytes of kernels costs a few reads per image, not a copy of its 
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
+from typing import TYPE_CHECKING
+
 from wheels.elf import ElfError, section_spans
 from wheels.fatbin import (
     FATBIN_SECTIONS,
@@ -19,15 +22,13 @@ from wheels.fatbin import (
     combine,
     read_fatbin_at,
 )
-from wheels.record import fields, replace
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
     from wheels.elf import ByteSource
 
-_FIELDS = fields(FatbinEntry)
+_FIELDS = tuple(f.name for f in fields(FatbinEntry))
 _INTS = ("arch", "size", "uncompressed_size", "offset", "kind_code", "count")
 
 

@@ -47,11 +47,11 @@ Format facts relied on (little-endian throughout):
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from wheels.matching import lazy
-from wheels.record import record
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
     from typing import Literal, Protocol
@@ -108,7 +108,7 @@ class FatbinError(Exception):
     """Bytes given as a fat binary section that cannot be read as one; says what and where."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class FatbinEntry:
     """One image in a fat binary: SASS for ``sm_<arch>`` or PTX for ``compute_<arch>``.
 
@@ -143,7 +143,7 @@ class FatbinEntry:
         return f"{prefix}_{self.arch}{self.variant}"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class DeviceCode:
     """The device code of one ELF file: its entries, in section order, and the sections read."""
 
@@ -192,7 +192,7 @@ def read_fatbin(data: bytes, section: str = FATBIN_SECTION) -> DeviceCode:
     return _read(_Buffer(data), section)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Seen:
     """What is known of a file's bytes without reading them again (:mod:`wheels.fatbin_tap`
     collects it as the file streams past): bytes by offset, and where the first byte that is

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import heapq
 import struct
+from functools import cache
+from typing import TYPE_CHECKING
 
 from wheels.elf import ElfError
 from wheels.elf.reader import HEAD, PT_LOAD, head_layout
 from wheels.fatbin import FATBIN_MAGIC, FATBIN_VERSION, Seen, first_nonzero
 from wheels.matching import lazy
-from wheels.stdlite import cache
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 

@@ -6,9 +6,9 @@ not take whole goes to ``json.loads``, for its value or its error (a ``ValueErro
 
 from __future__ import annotations
 
-from wheels.stdlite import cache
+from functools import cache
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

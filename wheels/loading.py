@@ -25,12 +25,12 @@ from __future__ import annotations
 import os
 import posixpath
 import sys
+from typing import TYPE_CHECKING
 
 from wheels.elf import ElfInfo, HostLibraries
 from wheels.matching import substitute_origin
 from wheels.policy import DistLib
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Collection, Mapping, Sequence
     from pathlib import Path

@@ -11,8 +11,8 @@ audit uses are written as string tests beside their pattern (each checked agains
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     import re
     from typing import AnyStr

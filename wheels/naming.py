@@ -12,12 +12,12 @@ version, told apart by their label, which is the vendor's local version (``cu130
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from wheels.filename import canonicalize_name, normalized_version
 from wheels.matching import lazy
-from wheels.record import record, replace
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -56,7 +56,7 @@ def is_module_name(text: str) -> bool:
     return all(c == "_" or c.isalnum() for c in text[1:])
 
 
-@record(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class WheelName:
     """A wheel's name, in its parts."""
 

@@ -8,8 +8,8 @@ pay for nothing else. Add a subcommand by writing its module and naming it here.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     import argparse
     from typing import Protocol

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from builder.core.errors import EXIT_AUDIT, EXIT_INTERNAL, UsageError
 from builder.core.quickargs import Namespace, Option, parse
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence

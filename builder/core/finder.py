@@ -5,8 +5,8 @@ which imports warnings with it: 0.4 ms of a small wheel's audit, whose start-up 
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
 

@@ -5,8 +5,8 @@ audit's start-up counts its modules): os.path only."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     import argparse
 

@@ -14,7 +14,8 @@ Imports nothing: the command's start-up is what it is for.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Sequence

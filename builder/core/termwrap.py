@@ -8,8 +8,8 @@ as they were. Imports nothing but :mod:`os` (the audit's start-up imports are co
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from typing import TextIO

@@ -24,7 +24,7 @@ from builder.core.errors import UsageError
 from builder.pipeline.built import Built, audit_or_keep, sbom_finisher
 from builder.pipeline.context import Context
 from builder.plan import Plan
-from wheels import record, variants
+from wheels import variants
 from wheels.assemble import pack
 from wheels.naming import VARIANT_FILE, variant_label, wheel_name
 from wheels.policy import load_vendor_policy
@@ -46,7 +46,7 @@ def variant_of(ctx: Context, plan: Plan, built: Built, dest: Path) -> Built:
         repair.unpack_payload(built.path, root)
         doc = _document(ctx, root)
         spec = built.inputs.spec
-        name = record.replace(
+        name = dataclasses.replace(
             wheel_name(spec.name, spec.version, "", platform=built.inputs.name.platform_tag),
             variant=next(iter(doc["variants"])),
         )

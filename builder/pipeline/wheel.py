@@ -264,7 +264,9 @@ def verify_rebuild(
 
 def repair_and_audit(ctx: Context, plan: Plan, built: Built, work: Path) -> Built:
     """auditwheel repair (excluding what the vendor supplies), packed again by us, audited."""
-    from wheels import record, repair
+    import dataclasses
+
+    from wheels import repair
     from wheels.policy import load_vendor_policy
 
     policy = load_vendor_policy(ctx.vendor)
@@ -274,7 +276,7 @@ def repair_and_audit(ctx: Context, plan: Plan, built: Built, work: Path) -> Buil
     root.mkdir(parents=True)
     repair.unpack_payload(repaired, root)
     # WheelName is a wheels.record class (the audit's import path keeps away from dataclasses)
-    name = record.replace(built.inputs.name, platform_tag=repair.platform_tag(repaired))
+    name = dataclasses.replace(built.inputs.name, platform_tag=repair.platform_tag(repaired))
     inputs = dataclasses.replace(built.inputs, name=name, extra_files=None)
     finish = sbom_finisher(plan, inputs)
     if finish is not None:

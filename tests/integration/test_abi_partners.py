@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,6 @@ from wheels.audit import audit_wheel
 from wheels.audit_report import WheelAudit, render_text
 from wheels.naming import wheel_name
 from wheels.policy import DistLib, VendorPolicy, load_vendor_policy
-from wheels.record import replace
 from wheels.spec import WheelSpec
 
 pytestmark = [

@@ -107,7 +107,7 @@ def fake_elf(**changes: object) -> ElfInfo:
             if (Path(d) / "libc.so.6").exists()
         )
     )
-    from wheels.record import replace
+    from dataclasses import replace
 
     return replace(base, **changes)
 
@@ -165,8 +165,7 @@ def test_pickle_round_trip_keeps_one_element_and_empty_name_lists(
     undefined: tuple[str, ...], versions: tuple[str, ...]
 ) -> None:
     import pickle
-
-    from wheels.record import replace
+    from dataclasses import replace
 
     base = read_elf_file(host_lib("libm.so.6"))
     info = replace(

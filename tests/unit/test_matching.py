@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,6 @@ from wheels.policy.lddtree import is_libpython
 from wheels.policy.python_api import PYTHON_API_FAMILIES, is_python_api
 from wheels.policy.variants import is_name
 from wheels.policy.wheel_abi import glibc_version, pep600
-from wheels.record import fields
 
 ROOT = Path(__file__).resolve().parents[2]
 MANY = settings(max_examples=600, deadline=None)
@@ -167,7 +167,7 @@ def test_is_cxx_leaves_out_the_vector_function_abi(name: str) -> None:
 
 
 def info_with_exports(names: list[str]) -> ElfInfo:
-    values: dict[str, object] = dict.fromkeys(fields(ElfInfo))
+    values: dict[str, object] = dict.fromkeys(f.name for f in fields(ElfInfo))
     values.update(export_names="\0".join(names), export_versions="\0" * len(names))
     return ElfInfo(**values)
 

@@ -8,6 +8,7 @@ import posixpath
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,6 @@ from wheels.policy import (
 from wheels.policy.lddtree import _dirname, host_search
 from wheels.policy.manylinux import ARCHITECTURES, baseline, is_superset
 from wheels.policy.wheel_abi import glibc_needed, pep600
-from wheels.record import replace
 
 KEYS = {"distribution", "dir", "import", "after"}
 

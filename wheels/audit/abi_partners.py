@@ -19,6 +19,9 @@ warning that names every library those symbols may come from.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from wheels.audit.findings import Findings
 from wheels.audit.ldso import Elves
 from wheels.cxxruntime import is_cxx
@@ -26,9 +29,7 @@ from wheels.elf import ElfInfo
 from wheels.filename import canonicalize_name
 from wheels.loading import installed_copy
 from wheels.matching import lazy
-from wheels.record import record
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
 
@@ -130,7 +131,7 @@ def _minor(distribution: str) -> bool:
     return canonicalize_name(distribution) in MINOR_SERIES
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Bound:
     """The C++ symbols ``member`` binds from ``library``; ``others`` are the other libraries
     it needs that are not readable here, when the symbols may as well come from them."""

@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import posixpath
 import stat
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from wheels.audit.directory import Entry, NotAZip, read_directory
 from wheels.audit.findings import Findings
 from wheels.audit.inflate import crc32
-from wheels.audit.members import MemberScan, content_of, inflate, with_changes
+from wheels.audit.members import MemberScan, content_of, inflate
 from wheels.audit.raw import MemberError, read_raw, task_for
 from wheels.filename import (
     InvalidWheelName,
@@ -20,9 +22,7 @@ from wheels.filename import (
 )
 from wheels.naming import escaped_name, split_variant
 from wheels.policy.wheel_abi import pep600
-from wheels.record import field, record
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 HASHES = ("sha256", "sha384", "sha512")
 
 
-@record
+@dataclass
 class Archive:
     """The zip's entries and what its file name and dist-info say, filled in as they are read."""
 
@@ -368,9 +368,9 @@ def rehash(archive: Archive, path: str, scans: list[MemberScan]) -> list[MemberS
             try:
                 _, digest = inflate(task, read_raw(fh.fileno(), task), path, False)
             except MemberError as exc:
-                out.append(with_changes(scan, read_error=str(exc)))
+                out.append(replace(scan, read_error=str(exc)))
                 continue
-        out.append(with_changes(scan, digest=digest, algo=algo))
+        out.append(replace(scan, digest=digest, algo=algo))
     return out
 
 

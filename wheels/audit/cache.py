@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import _thread
 import os
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from wheels import devicecode
 from wheels.audit.members import MemberScan
 from wheels.audit.raw import RawFile, Task
 from wheels.elf import from_record, to_record
-from wheels.record import record
-from wheels.stdlite import suppress
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from pathlib import Path
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 CACHE_VERSION = "infini-stack-audit-5"  # 5: export versions as indices (ElfInfo.export_versions)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Cache:
     """Batch results under ``root``, one JSON file per batch key."""
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from wheels.audit.abi_partners import check_abi_partners
 from wheels.audit.archive import (
@@ -35,9 +37,7 @@ from wheels.naming import split_variant, vendor_of_wheel
 from wheels.policy import VendorPolicy
 from wheels.policy.lddtree import host_library_dirs
 from wheels.policy.wheeltools import wheel_platform
-from wheels.record import replace
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
     from pathlib import Path

@@ -8,6 +8,8 @@ the lowest version its Requires-Dist on ``nvidia-cuda-runtime`` (or ``-cu12``...
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from wheels.audit.archive import Archive
 from wheels.audit.findings import Findings
 from wheels.audit_report import CudaReport
@@ -22,7 +24,6 @@ from wheels.devicecode import NO_SECTIONS
 from wheels.fatbin import DeviceCode, combine
 from wheels.filename import canonicalize_name
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 

@@ -13,6 +13,8 @@ undefined ``_Z*`` symbol goes to the first object of the importer's load scope t
 from __future__ import annotations
 
 import posixpath
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from wheels.audit.findings import Findings
 from wheels.audit.ldso import Elves
@@ -21,9 +23,7 @@ from wheels.audit_report import plural, shorten
 from wheels.cxxruntime import CxxRuntime, classify, cxx_exports, describe, is_cxx
 from wheels.elf import ElfInfo
 from wheels.matching import lazy
-from wheels.record import record
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
@@ -41,7 +41,7 @@ BREAKS = (
 )
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Crossing:
     """C++ symbols bound from ``importer`` to ``definer`` (members, or outside libraries)."""
 

@@ -5,10 +5,10 @@ it streams (:class:`Digest`)."""
 from __future__ import annotations
 
 import sys
+from contextlib import suppress
+from functools import cache
+from typing import TYPE_CHECKING
 
-from wheels.stdlite import cache, suppress
-
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import threading
     from collections.abc import Callable, Sequence

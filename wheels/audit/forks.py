@@ -18,8 +18,8 @@ import select
 import signal
 import struct
 import threading
-
-from wheels.stdlite import deque, suppress
+from collections import deque
+from contextlib import suppress
 
 try:  # the pickler pickle.py hands out, without pickle.py, which imports re (with enum, 6.6 ms)
     from _pickle import PickleError, Pickler, dumps, loads
@@ -28,7 +28,8 @@ except ImportError:  # (an interpreter without the C pickler)
 
 __all__ = ["ForkPool", "Job", "LostChild", "PickleError", "usable"]
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (and re) at run time
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any, Generic, TypeVar

@@ -55,10 +55,9 @@ interleaved).
 from __future__ import annotations
 
 import os
+from functools import cache
+from typing import TYPE_CHECKING
 
-from wheels.stdlite import cache
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Protocol, cast

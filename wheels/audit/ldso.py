@@ -11,6 +11,9 @@ a library the vendor expects on the machine (:mod:`wheels.policy`).
 from __future__ import annotations
 
 import posixpath
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from wheels.audit.findings import Findings
 from wheels.audit.musl import is_musl_self
@@ -22,10 +25,7 @@ from wheels.matching import substitute_origin
 from wheels.naming import bare_module, extension_parts
 from wheels.policy import VendorPolicy
 from wheels.policy.python_api import PYTHON_PREFIXES
-from wheels.record import field, record
-from wheels.stdlite import deque
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from pathlib import Path
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 _SITE = "/\0site-packages"
 
 
-@record
+@dataclass
 class Elves:
     """Everything the per-ELF checks need about the wheel."""
 
@@ -226,7 +226,7 @@ def _requires_covers(ctx: Elves, distribution: str, arch: str | None) -> bool:
     return False
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class _Problem:
     """A finding about one need, before it is known in which contexts it occurs."""
 
@@ -303,7 +303,7 @@ def _from_distribution(
     return need, None
 
 
-@record
+@dataclass
 class Group:
     """What loading one root (an extension, an executable, a library) brings in, as ld.so does."""
 

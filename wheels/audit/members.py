@@ -9,6 +9,10 @@ between processes.
 
 from __future__ import annotations
 
+from contextlib import closing
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
 from wheels import devicecode
 from wheels.audit.digests import Digest, digest_of
 from wheels.audit.directory import DEFLATED, STORED
@@ -31,10 +35,7 @@ from wheels.audit.raw import (
 from wheels.audit.sparse import SPARSE_ABOVE, Keeper, Sparse, Spooled
 from wheels.elf import ELF_MAGIC, Chunks, ElfError, ElfInfo, looks_like_elf, read_elf
 from wheels.fatbin import DeviceCode
-from wheels.record import record, replace
-from wheels.stdlite import closing
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Generator, Iterator
 
@@ -59,7 +60,7 @@ HASH_THREAD_ABOVE = 64 << 20  # streamed members this big are hashed on a second
 # free core (a member inflated in one call is hashed after it: nothing to overlap)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class MemberScan:
     """One member after one pass: its size and hash, and its ELF data when it is an ELF file."""
 
@@ -179,7 +180,7 @@ def _inflate_small(task: Task, raw: Raw) -> bytes:
     return data
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class _Point:
     """An inflater state to resume from: ``out`` bytes produced after ``inp`` bytes consumed."""
 
@@ -400,7 +401,7 @@ def _scan(
     if not looks_like_elf(task.name, head):
         return base
     if head != ELF_MAGIC:
-        return with_changes(base, not_elf_but_named=True)
+        return replace(base, not_elf_but_named=True)
     content = Chunks([inflated]) if isinstance(inflated, bytes | bytearray) else inflated
     try:
         return _read(base, content)
@@ -413,12 +414,7 @@ def _read(base: MemberScan, content: ByteSource) -> MemberScan:
     try:
         elf = read_elf(content)
     except ElfError as exc:
-        return with_changes(base, elf_error=str(exc))
+        return replace(base, elf_error=str(exc))
     # From the same bytes: in memory, or for a big member the headers seen while inflating.
     device, device_error = devicecode.scan(content, getattr(content, "fatbin_seen", None))
-    return with_changes(base, elf=elf, device=device, device_error=device_error)
-
-
-def with_changes(scan: MemberScan, **changes: object) -> MemberScan:
-    """``scan`` with some fields replaced."""
-    return replace(scan, **changes)
+    return replace(base, elf=elf, device=device, device_error=device_error)

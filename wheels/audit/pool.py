@@ -4,6 +4,10 @@ members first, each batch looked up in the cache before it is read."""
 from __future__ import annotations
 
 import os
+from collections import deque
+from contextlib import suppress
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from wheels.audit.cache import Cache
 from wheels.audit.digests import digest_of, hash_later
@@ -11,14 +15,10 @@ from wheels.audit.members import (
     HASH_THREAD_ABOVE,
     MemberScan,
     scan_member,
-    with_changes,
 )
 from wheels.audit.raw import MemberError, Task, largest_member, raw_or_error, raws_or_errors
 from wheels.audit.sparse import SPARSE_ABOVE
-from wheels.record import record
-from wheels.stdlite import deque, suppress
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import multiprocessing.context
     from collections.abc import Callable, Sequence
@@ -189,7 +189,7 @@ def _batches(tasks: Sequence[Task]) -> list[list[Task]]:
     return batches
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Children:
     """The child processes of one audit, forked before its zip directory is read, and the
     batch of its largest member when that was handed to them then."""
@@ -279,7 +279,7 @@ def scan_members(
 def _completed(scan: MemberScan, made: str | MemberScan | None) -> MemberScan:
     if made is None:
         return scan
-    return made if isinstance(made, MemberScan) else with_changes(scan, digest=made)
+    return made if isinstance(made, MemberScan) else replace(scan, digest=made)
 
 
 def _scan_parallel(

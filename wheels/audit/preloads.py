@@ -12,6 +12,8 @@ provides then joins the scope of every ELF the package's extensions load.
 from __future__ import annotations
 
 import posixpath
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from wheels.audit.archive import Archive
 from wheels.audit.findings import Findings
@@ -21,15 +23,13 @@ from wheels.filename import canonicalize_name
 from wheels.loading import installed_copy, loaded_by_import, preload_modules
 from wheels.naming import extension_parts
 from wheels.policy import DistLib
-from wheels.record import record
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import ast
     from collections.abc import Callable, Mapping, Sequence
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Preloads:
     """A package's top-level imports before its first relative import, in order, and those of
     them whose extension module it makes global (``ctypes.CDLL(m.__file__, ... RTLD_GLOBAL``)."""

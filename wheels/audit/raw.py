@@ -6,13 +6,13 @@ from __future__ import annotations
 import os
 import stat
 import struct
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from wheels.audit.directory import CENTRAL, DEFLATED, ZIP64, Entry, plain_directory
 from wheels.audit.inflate import ONE_CALL_BELOW
-from wheels.record import record
-from wheels.stdlite import suppress
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Generator, Sequence
 
@@ -25,7 +25,7 @@ READ_AHEAD = 4  # steps read ahead of the inflater at most (RawFile.ahead)
 Raw = bytes | memoryview  # a member's compressed bytes, read or mapped
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Task:
     """Where one member's bytes are in the zip, how they are stored, and how to hash them."""
 
@@ -200,7 +200,7 @@ def task_for(index: int, entry: Entry, algo: str) -> Task:
     )
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Largest:
     """The largest member's task, and how much the rest of the wheel holds."""
 

@@ -14,10 +14,10 @@ distributions do.
 
 from __future__ import annotations
 
-from wheels.record import record
-from wheels.stdlite import cache
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
 
@@ -243,7 +243,7 @@ class InvalidRequires(ValueError):
     """A Requires-Dist line packaging rejects; the message is packaging's."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Requires:
     """One Requires-Dist line: its distribution's name as written, and the line."""
 

@@ -9,6 +9,9 @@ with the ELF.
 from __future__ import annotations
 
 import posixpath
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from wheels.audit.archive import Archive, read_member
 from wheels.audit.findings import Findings
@@ -20,17 +23,14 @@ from wheels.elf import ElfInfo
 from wheels.loading import installed_copy, search_path, stranded_needs
 from wheels.policy import DistLib
 from wheels.policy.python_api import PYTHON_PREFIXES
-from wheels.record import field, record
-from wheels.stdlite import deque
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
 LISTED_SYMBOLS = 200
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class _Stranded:
     """A need of another distribution's library that ld.so will not find (:mod:`wheels.loading`)."""
 
@@ -40,7 +40,7 @@ class _Stranded:
     lib: DistLib
 
 
-@record
+@dataclass
 class Scope:
     """What an ELF file finds loaded beside it, and what could not be read to tell."""
 
@@ -220,7 +220,7 @@ INTERPRETER_LIBRARIES = (
 )
 
 
-@record
+@dataclass
 class _Binding:
     """Where the undefined symbols of one ELF bind."""
 

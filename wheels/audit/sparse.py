@@ -19,12 +19,12 @@ the dynamic string table runs past the first :data:`PREFIX` bytes, as TensorFlow
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from wheels.elf import ElfError
 from wheels.elf.reader import HEAD, PT_LOAD, head_layout
 from wheels.fatbin import Seen
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import BinaryIO

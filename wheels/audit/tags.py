@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import posixpath
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from wheels.audit.archive import Archive
 from wheels.audit.findings import Findings
@@ -14,9 +16,7 @@ from wheels.naming import split_variant
 from wheels.policy import VendorPolicy
 from wheels.policy.manylinux import manylinux_policies
 from wheels.policy.wheel_abi import TagVerdict, pep600, platform_verdict
-from wheels.record import replace
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Mapping
 

@@ -12,6 +12,8 @@ major version of the ``libcudart.so.N`` the ELF files need.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from wheels.audit.archive import Archive, read_member
 from wheels.audit.findings import Findings
 from wheels.audit.raw import MemberError
@@ -20,7 +22,6 @@ from wheels.matching import lazy
 from wheels.naming import VARIANT_FILE, split_variant, vendor_of_variant
 from wheels.policy import VariantPolicy, VendorPolicy
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any

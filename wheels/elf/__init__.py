@@ -21,6 +21,8 @@ Given a path, :func:`dynamic`, :func:`defined_functions`, :func:`section_span`,
 :func:`section_bytes` and :func:`build_id_span` read only the ranges the headers point to.
 """
 
+from typing import TYPE_CHECKING
+
 from wheels.elf.decode import looks_like_elf, read_elf, read_elf_file
 from wheels.elf.dynamic import Dynamic, dynamic
 from wheels.elf.hostlibs import HostLibraries
@@ -37,7 +39,6 @@ from wheels.elf.reader import (
 from wheels.elf.records import from_record, to_record
 from wheels.elf.symbols import defined_functions
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from wheels.elf.reader import ByteSource
 

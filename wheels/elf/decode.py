@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from wheels.elf.dynamic import read_dynamic
 from wheels.elf.info import ElfInfo
 from wheels.elf.loaderview import disagrees, loader_sections
@@ -22,7 +24,6 @@ from wheels.elf.reader import (
 from wheels.elf.symbols import SHT_GNU_VERSYM, read_symbols
 from wheels.elf.versions import Versions, read_versions
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from pathlib import Path

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from wheels.elf.reader import (
     PT_DYNAMIC,
     PT_INTERP,
@@ -14,9 +17,7 @@ from wheels.elf.reader import (
     string_at,
     vaddr_to_offset,
 )
-from wheels.record import record
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
@@ -27,7 +28,7 @@ _DT_NULL, _DT_NEEDED, _DT_STRTAB, _DT_STRSZ = 0, 1, 5, 10
 _DT_SONAME, _DT_RPATH, _DT_RUNPATH = 14, 15, 29
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Dynamic:
     """What the dynamic segment says about loading the file."""
 

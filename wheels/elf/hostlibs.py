@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from wheels.elf.decode import read_elf_file
 from wheels.elf.info import ElfInfo
 from wheels.elf.reader import ElfError
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Sequence
 

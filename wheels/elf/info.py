@@ -6,10 +6,10 @@ It crosses process boundaries (the audit's pool) and is kept in the audit cache
 
 from __future__ import annotations
 
-from wheels.record import fields, record
-from wheels.stdlite import cached_property
+from dataclasses import dataclass, fields
+from functools import cached_property
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
     from collections.abc import Callable, Mapping
@@ -42,7 +42,7 @@ INDEX_ABOVE = 16 << 20  # export lists this long (characters) are looked up by a
 _LATER = "_symbols_later"  # (instance dict key: the lookup, and how to decode them)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class VersionNeed:
     """One DT_VERNEED entry: versions this object needs from the library named ``file``."""
 
@@ -50,7 +50,7 @@ class VersionNeed:
     versions: tuple[str, ...]
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class ElfInfo:
     """What the loader and an audit need to know about one ELF file."""
 
@@ -112,7 +112,7 @@ class ElfInfo:
         # string (a name cannot hold NUL: string tables end names with it).
         values = tuple(
             ("\0".join(v), type(v) is frozenset, len(v)) if _is_strings(v) else (v, None, 0)
-            for v in (getattr(self, name) for name in fields(ElfInfo))
+            for v in (getattr(self, name) for name in FIELD_NAMES)
         )
         return _unpack_info, (values,)
 
@@ -208,6 +208,9 @@ class ElfInfo:
     def split_path(self, which: str) -> tuple[str, ...]:
         value = self.runpath if which == "runpath" else self.rpath
         return tuple(value.split(":")) if value is not None else ()
+
+
+FIELD_NAMES = tuple(f.name for f in fields(ElfInfo))
 
 
 class ExportIndex:

@@ -8,10 +8,11 @@ audit reads the loader's view, so that a broken section table changes nothing.""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from wheels.elf.reader import ElfError, Image, Section, vaddr_to_offset
 from wheels.elf.symbols import SHT_GNU_VERSYM
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Sequence
 

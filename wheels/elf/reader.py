@@ -10,10 +10,9 @@ from __future__ import annotations
 import os
 import struct
 import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from wheels.record import record
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path
@@ -143,7 +142,7 @@ def malformed_as_elf_error() -> MalformedAsElfError:
     return MalformedAsElfError()
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Formats:
     """Struct formats for one ELF class and byte order."""
 
@@ -218,7 +217,7 @@ class Window:
         return self.reader.unpack(fmt, offset, what)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Header:
     """The ELF header's fields that locate everything else."""
 
@@ -234,7 +233,7 @@ class Header:
     shstrndx: int
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Section:
     """One section header."""
 
@@ -246,7 +245,7 @@ class Section:
     entsize: int
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Segment:
     """One program header."""
 
@@ -350,7 +349,7 @@ def vaddr_to_offset(segments: Sequence[Segment], vaddr: int) -> int | None:
     return None
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Image:
     """One ELF file's reader, header, segments and sections, read once."""
 

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from wheels.elf.info import ElfInfo, VersionNeed
-from wheels.record import fields as fields_of
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+from wheels.elf.info import FIELD_NAMES, ElfInfo, VersionNeed
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
 
 def to_record(info: ElfInfo) -> dict[str, object]:
     record: dict[str, object] = {}
-    for key in fields_of(ElfInfo):
+    for key in FIELD_NAMES:
         value = getattr(info, key)
         if isinstance(value, frozenset):
             record[key] = sorted(value)
@@ -30,19 +30,19 @@ _SET_FIELDS = frozenset({"hidden_versioned", "entry_points"})
 
 def from_record(record: Mapping[str, object]) -> ElfInfo:
     """Inverse of :func:`to_record`; a record that does not fit raises ValueError or TypeError."""
-    fields: dict[str, object] = {}
-    for key in fields_of(ElfInfo):
+    values: dict[str, object] = {}
+    for key in FIELD_NAMES:
         value = record[key]
         if key == "version_needs":
-            fields[key] = tuple(VersionNeed(str(f), tuple(map(str, v))) for f, v in _rows(value))
+            values[key] = tuple(VersionNeed(str(f), tuple(map(str, v))) for f, v in _rows(value))
         elif isinstance(value, list):
             items = tuple(str(v) for v in value)
-            fields[key] = frozenset(items) if key in _SET_FIELDS else items
+            values[key] = frozenset(items) if key in _SET_FIELDS else items
         elif value is None or isinstance(value, (bool, int, str)):
-            fields[key] = value
+            values[key] = value
         else:
             raise TypeError(f"unexpected {type(value).__name__} for {key}")
-    info = ElfInfo(**fields)  # type: ignore[arg-type]
+    info = ElfInfo(**values)  # type: ignore[arg-type]
     if len(info.undefined) != len(info.undefined_versions):
         raise ValueError("undefined symbols and their versions differ in length")
     return info

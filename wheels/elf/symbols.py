@@ -12,6 +12,9 @@ table and mapping offsets to its parts takes 63 ms (split 15, offsets 7, dict 15
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
 from wheels.elf.reader import (
     ElfError,
     Reader,
@@ -22,9 +25,7 @@ from wheels.elf.reader import (
     unsigned_words,
 )
 from wheels.elf.versions import Versions
-from wheels.record import field, record
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
     from pathlib import Path
@@ -42,7 +43,7 @@ _ENTRY_PREFIXES = ("PyInit_", "init", "_cffi_pypyinit_")
 EXPORT_CHUNK = 4096  # exported names joined this many at a time (see Symbols.export_names)
 
 
-@record
+@dataclass
 class Symbols:
     """The dynamic symbols of one ELF file, sorted the ways the audit asks.
 

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from wheels.elf.info import VersionNeed
 from wheels.elf.reader import Reader, Section, linked_strtab, string_at
-from wheels.record import record
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
 _SHT_GNU_VERDEF, _SHT_GNU_VERNEED = 0x6FFFFFFD, 0x6FFFFFFE
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Versions:
     """The GNU symbol-version tables of one ELF file."""
 

@@ -33,6 +33,10 @@ from __future__ import annotations
 
 import os
 import posixpath
+from dataclasses import dataclass, field
+from functools import lru_cache
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from wheels.jsondata import loads
 from wheels.matching import lazy, star_match, starts_as
@@ -42,10 +46,7 @@ from wheels.policy.python_api import is_python_api
 from wheels.policy.variants import VariantPolicy, parse_variant
 from wheels.policy.wheel_abi import TagVerdict, platform_verdict
 from wheels.policy.wheeltools import wheel_platform
-from wheels.record import field, record
-from wheels.stdlite import MappingProxyType, lru_cache
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     import re
     from collections.abc import Mapping
@@ -68,7 +69,7 @@ __all__ = [
 ]
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class DistLib:
     """A library that another Python distribution installs into ``dir`` of site-packages."""
 
@@ -81,7 +82,7 @@ class DistLib:
     after: tuple[str, ...] = ()
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class VendorPolicy:
     """What one vendor's wheels may take from outside them."""
 

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import posixpath
+from typing import TYPE_CHECKING
 
 from wheels.elf import ElfInfo
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Mapping
 

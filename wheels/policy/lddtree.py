@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 import posixpath
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from wheels.elf import ElfInfo, HostLibraries
 from wheels.matching import glob_names, has_origin, lazy, substitute_origin
-from wheels.record import record
-from wheels.stdlite import lru_cache
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping, Sequence
 
@@ -107,7 +107,7 @@ def _musl_conf() -> list[str]:
         return ["/" + d.strip() for d in fh.read().split(":") if d.strip()]
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Lib:
     """One library of an ELF tree, as auditwheel's lddtree records it."""
 
@@ -118,7 +118,7 @@ class Lib:
     needed: tuple[str, ...] = ()
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Tree:
     """auditwheel's DynamicExecutable: one ELF file and what it loads."""
 
@@ -129,7 +129,7 @@ class Tree:
     libraries: dict[str, Lib]
 
 
-@record
+@dataclass
 class _Search:
     """The ldpaths dict auditwheel threads through one ``ldd`` call tree."""
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from wheels.jsondata import load_file
 from wheels.policy.elfutils import blacklisted
 from wheels.policy.lddtree import Tree
-from wheels.record import record
-from wheels.stdlite import lru_cache
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
     from typing import Any
@@ -57,7 +57,7 @@ def is_superset(arch: str, other: str) -> bool:
     return ARCHITECTURES.index(other) <= ARCHITECTURES.index(arch)
 
 
-@record(frozen=True, eq=True)
+@dataclass(frozen=True, eq=True)
 class Policy:
     """auditwheel's ``Policy``: one platform tag's symbol versions and libraries."""
 
@@ -94,7 +94,7 @@ class Policy:
         return hash((self.name, self.priority))
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Policies:
     """auditwheel's ``WheelPolicies`` for one libc and architecture, lowest priority first."""
 
@@ -240,7 +240,7 @@ def policies_for(libc: str, arch: str, every_musl: bool = False) -> Any:
         raise Unsupported(f"auditwheel has no policies for {libc} on {arch}: {exc}") from None
 
 
-@record
+@dataclass
 class Ref:
     """auditwheel's ExternalReference: per policy, libraries to graft and blacklisted symbols."""
 

@@ -10,10 +10,10 @@ stack.yaml gives the vendor's compiler) or ``none``. ``provider`` is the provide
 
 from __future__ import annotations
 
-from wheels.record import record
-from wheels.stdlite import MappingProxyType
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any, Literal
@@ -35,7 +35,7 @@ PROVIDER_KEYS = ("requires", "plugin-api", "optional", "static-properties", "fea
 KEYS = ("namespace", "toolkit", "arch", "arch_from", "provider")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class VariantPolicy:
     namespace: str
     toolkit: str  # feature name: the toolkit version the wheel was built with, as a lower bound

@@ -10,6 +10,9 @@ in memory instead of an unpacked wheel.
 from __future__ import annotations
 
 import posixpath
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from wheels.elf import ElfInfo, HostLibraries
 from wheels.policy.elfutils import add_version_needs, python_extension
@@ -23,16 +26,13 @@ from wheels.policy.manylinux import (
     policies_for,
 )
 from wheels.policy.wheeltools import wheel_platform
-from wheels.record import record
-from wheels.stdlite import MappingProxyType
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class TagVerdict:
     """The most compatible platform tag the ELF files allow, and why not a better one."""
 
@@ -129,7 +129,7 @@ def platform_verdict(
         return TagVerdict(None, libc, arch, {}, (), (), error=str(exc))
 
 
-@record
+@dataclass
 class _ElfData:
     """auditwheel's get_wheel_elfdata result."""
 
