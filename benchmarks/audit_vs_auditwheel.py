@@ -4,7 +4,7 @@
     python benchmarks/audit_vs_auditwheel.py --corpus DIR [--runs 3]
 
 The tool is installed first as a user has it: this checkout ``pip install``-ed (not editable,
-with its dependencies and the ``fast`` extra) into a fresh virtual environment; when that cannot
+with its dependencies) into a fresh virtual environment; when that cannot
 be done (no index reachable), into one that sees this interpreter's packages
 (``builder.checks.venv.make``), which the output says. Every ``infini-stack`` timing is that
 installed command, cold (``--no-cache``, a fresh state home) unless it says otherwise.
@@ -99,17 +99,18 @@ class Timings:
 # --- the tool as a user has it ----------------------------------------------------------------
 
 
-def install(venv: Path) -> tuple[Path, str]:
-    """This checkout installed (not editable) into a fresh venv; its bin directory, and how."""
+def install(venv: Path, source: str = str(ROOT)) -> tuple[Path, str]:
+    """``source`` (this checkout by default; a requirement pip takes: a directory, with extras)
+    installed (not editable) into a fresh venv; its bin directory, and how."""
     python = make_venv(venv, sys.executable, inherit=False)
-    done = _pip_install(python, f"{ROOT}[fast]")
+    done = _pip_install(python, source)
     if done.returncode == 0:
         return venv / "bin", "a fresh venv holding the tool and its dependencies"
     reason = (done.stderr.strip().splitlines() or ["?"])[-1]
     inherit = venv.with_name(venv.name + "-inherit")
     python = make_venv(inherit, sys.executable)  # sees this interpreter's packages
     # No build isolation: that would fetch setuptools from the index this fallback lacks.
-    _pip_install(python, "--no-deps", "--no-build-isolation", str(ROOT)).check_returncode()
+    _pip_install(python, "--no-deps", "--no-build-isolation", source).check_returncode()
     return inherit / "bin", (
         "a fresh venv that reaches this interpreter's packages through a .pth file (installing "
         f"the dependencies failed: {reason})"

@@ -22,7 +22,8 @@ import sys
 import time
 
 # No ``from __future__ import annotations`` either: annotations naming these are quoted.
-from typing import TYPE_CHECKING
+# typing.TYPE_CHECKING without typing, which imports re: this check must cost what ninja's does.
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

@@ -2,118 +2,92 @@
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import sys
-from typing import TYPE_CHECKING
+from pathlib import Path
 
+from builder import __version__
 from builder.core.errors import EXIT_AUDIT, EXIT_INTERNAL, UsageError
-from builder.core.quickargs import Namespace, Option, parse
-
-if TYPE_CHECKING:
-    import argparse
-    from collections.abc import Sequence
-    from pathlib import Path
-
-    from wheels.audit_report import WheelAudit
-
-
-def path_argument(text: str) -> Path:
-    """A path option's value (pathlib imported when a path is given)."""
-    from pathlib import Path
-
-    return Path(text)
+from builder.core.termwrap import terminal_width
+from builder.noop import default_home
+from wheels.audit import audit_wheel, default_cache_dir, infer_vendor
+from wheels.audit_html import audit_page
+from wheels.audit_report import WheelAudit, render_text, to_json
+from wheels.policy import canonical_vendor, load_vendor_policy
+from wheels.sizes import parse_size
 
 
 def size_argument(text: str) -> int:
     """``--max-size``'s value in bytes; argparse makes a bad one a usage error (exit 2)."""
-    from wheels.sizes import parse_size
-
     try:
         return parse_size(text)
     except ValueError as exc:
-        import argparse
-
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-OPTIONS = (
-    Option(
-        ("--vendor", "-V"),
-        "value",
-        "vendor policy for every wheel: cpu, nvidia, moore or thead (alias ali); default: "
-        "from each wheel's local version (+cpu, +cu130, +musa..., +ppu...), else cpu",
-    ),
-    Option(
-        ("--cuda-arch",),
-        "append",
-        "a CUDA architecture the NVIDIA wheel's device code must run on (90, 100f, 90a); "
-        "repeatable; added to those of --manifest",
-        metavar="ARCH",
-    ),
-    Option(
-        ("--manifest", "-m"),
-        "value",
-        "take the CUDA architectures from this stack.yaml (vendors.nvidia.cuda_architectures)",
-        convert=path_argument,
-    ),
-    Option(
-        ("--max-size",),
-        "value",
-        "a wheel larger than SIZE (100MB, 95MiB, bytes) fails the audit; default: "
-        "--manifest's wheel.max_size, else a warning above PyPI's 100 MB upload limit",
-        convert=size_argument,
-        metavar="SIZE",
-    ),
-    Option(("--json",), "flag", "print the full graph as JSON"),
-    Option(
-        ("--html",),
-        "value",
-        "also write the audit as one self-contained HTML page: each ELF, what it needs "
-        "and where each need resolves, findings marked, CUDA architectures per ELF",
-        convert=path_argument,
-        metavar="FILE",
-    ),
-    Option(("--symbols",), "flag", "with --json: list every ELF's defined and undefined symbols"),
-    # How the audit reads: its processes and its cache.
-    Option(
-        ("--jobs", "-j"),
-        "value",
-        "processes for reading big wheels (default: the number of cores)",
-        convert=int,
-    ),
-    Option(("--no-cache",), "flag", "do not read or write the audit cache"),
-    Option(
-        ("--cache-dir",),
-        "value",
-        "audit cache (default: $INFINI_STACK_HOME/audit-cache or "
-        "$XDG_CACHE_HOME/infini-stack/audit-cache)",
-        convert=path_argument,
-    ),
-)
-WHEELS = ("wheels", str)  # (as given: each is opened by its name, without pathlib)
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("wheels", nargs="+", type=WHEELS[1], metavar="WHEEL", help="wheel files")
-    for option in OPTIONS:
-        option.add_to(parser)
-
-
-def parse_fast(words: Sequence[str]) -> Namespace | None:
-    """``audit WORDS...`` read without argparse (:mod:`builder.core.quickargs`); None: let
-    argparse read it."""
-    return parse(words, OPTIONS, WHEELS, {"command": "audit", "handler": run})
+    parser.add_argument("wheels", nargs="+", metavar="WHEEL", help="wheel files")
+    parser.add_argument(
+        "--vendor",
+        "-V",
+        help="vendor policy for every wheel: cpu, nvidia, moore or thead (alias ali); default: "
+        "from each wheel's local version (+cpu, +cu130, +musa..., +ppu...), else cpu",
+    )
+    parser.add_argument(
+        "--cuda-arch",
+        action="append",
+        default=[],
+        metavar="ARCH",
+        help="a CUDA architecture the NVIDIA wheel's device code must run on (90, 100f, 90a); "
+        "repeatable; added to those of --manifest",
+    )
+    parser.add_argument(
+        "--manifest",
+        "-m",
+        type=Path,
+        help="take the CUDA architectures from this stack.yaml (vendors.nvidia.cuda_architectures)",
+    )
+    parser.add_argument(
+        "--max-size",
+        type=size_argument,
+        metavar="SIZE",
+        help="a wheel larger than SIZE (100MB, 95MiB, bytes) fails the audit; default: "
+        "--manifest's wheel.max_size, else a warning above PyPI's 100 MB upload limit",
+    )
+    parser.add_argument("--json", action="store_true", help="print the full graph as JSON")
+    parser.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="also write the audit as one self-contained HTML page: each ELF, what it needs "
+        "and where each need resolves, findings marked, CUDA architectures per ELF",
+    )
+    parser.add_argument(
+        "--symbols",
+        action="store_true",
+        help="with --json: list every ELF's defined and undefined symbols",
+    )
+    # How the audit reads: its processes and its cache.
+    parser.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        help="processes for reading big wheels (default: the number of cores)",
+    )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="do not read or write the audit cache"
+    )
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        help="audit cache (default: $INFINI_STACK_HOME/audit-cache or "
+        "$XDG_CACHE_HOME/infini-stack/audit-cache)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    # Imported here, and only what this run needs: a small wheel's audit takes less time than
-    # most of the tool's modules take to import (the vendor registry alone, for one name).
-    from builder import noop
-    from builder.core.termwrap import terminal_width
-    from wheels.audit import audit_wheel, default_cache_dir, infer_vendor
-    from wheels.audit_report import render_text, to_json
-    from wheels.policy import load_vendor_policy
-
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     _check_paths(args.wheels)
@@ -122,9 +96,7 @@ def run(args: argparse.Namespace) -> int:
     max_size = args.max_size if args.max_size is not None else manifest_max_size(args.manifest)
     cache_dir = None
     if not args.no_cache:
-        cache_dir = args.cache_dir or default_cache_dir(
-            path_argument(noop.default_home(os.environ))
-        )
+        cache_dir = args.cache_dir or default_cache_dir(Path(default_home(os.environ)))
     audits = [
         audit_wheel(
             path,
@@ -139,9 +111,7 @@ def run(args: argparse.Namespace) -> int:
     if args.html:
         _write_html(args.html, audits)
     if args.json:
-        from wheels.jsondata import dumps
-
-        print(dumps(to_json(audits, symbols=args.symbols)))
+        print(json.dumps(to_json(audits, symbols=args.symbols), indent=2))
     else:
         print(render_text(audits, terminal_width(sys.stdout)))
     broken = [a for a in audits if a.errors]
@@ -163,7 +133,7 @@ def manifest_max_size(manifest: Path | None) -> int | None:
     """stack.yaml's ``wheel.max_size``, where a manifest is given."""
     if manifest is None:
         return None
-    from builder.manifest.loader import load_stack
+    from builder.manifest.loader import load_stack  # (yaml: only with --manifest)
 
     spec = load_stack(manifest).wheel
     return spec.max_size if spec is not None else None
@@ -179,10 +149,6 @@ def _check_paths(paths: list[str]) -> None:
 
 
 def _write_html(target: Path, audits: list[WheelAudit]) -> None:
-    from builder import __version__
-    from wheels.audit_html import audit_page
-    from wheels.audit_report import to_json
-
     text = audit_page(to_json(audits)["wheels"], f"infini-stack {__version__}")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
@@ -213,8 +179,6 @@ def cuda_architectures(manifest: Path | None, given: list[str]) -> tuple[str, ..
 
 def _vendor(name: str) -> str:
     """The canonical vendor name; an unknown one is a usage error with a suggestion."""
-    from wheels.policy import canonical_vendor
-
     found = canonical_vendor(name)
     if found is not None:
         return found

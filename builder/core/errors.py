@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING
+
+from builder.core.redact import redact
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -17,14 +20,6 @@ EXIT_SOURCES = 4
 EXIT_BUILD = 5
 EXIT_AUDIT = 6
 EXIT_CHECK = 7  # the vendor's runtime check of the installed wheel failed
-
-
-def redact(text: str) -> str:
-    """:func:`builder.core.redact.redact`, imported when an error is made: a command that
-    succeeds (a small audit takes tens of milliseconds) does not compile its patterns."""
-    from builder.core.redact import redact as masked
-
-    return masked(text)
 
 
 class StackError(Exception):
@@ -114,6 +109,4 @@ class CommandFailed(StackError):
 
 
 def _quote(argv: Sequence[str]) -> str:
-    import shlex
-
     return " ".join(shlex.quote(a) for a in argv)

@@ -1,6 +1,5 @@
 """Path options checked before any work starts (exit 2): a directory option naming a file, a file
-option naming a directory or inside one that cannot be written. Imported by every command (an
-audit's start-up counts its modules): os.path only."""
+option naming a directory or inside one that cannot be written."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Pure functions (text and a width in, lines out) and :func:`terminal_width`, which gives a width
 only for a terminal: logs, pipes and files get ``None``, and ``None`` means whole lines, exactly
-as they were. Imports nothing but :mod:`os` (the audit's start-up imports are counted).
+as they were.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def terminal_width(stream: TextIO, environ: Mapping[str, str] | None = None) -> 
     """The width to fit ``stream``'s lines to, or ``None`` when it is not a terminal.
 
     ``COLUMNS`` (a positive integer) wins over the width the terminal reports, as in
-    :func:`shutil.get_terminal_size` (not imported: it costs the audit bz2 and lzma)."""
+    :func:`shutil.get_terminal_size`, which asks standard output rather than ``stream``."""
     try:
         if not stream.isatty():
             return None

@@ -10,6 +10,7 @@ Everything else in the store, build/, src/ and logs/ goes, except what a running
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -127,8 +128,6 @@ def _logs(layout: Layout, keep: Keep) -> list[Doomed]:
             used.update(_run_dirs(record.get("logs", {}).values(), logs))
     last = layout.runs() / "last.json"
     if last.is_file():
-        import json
-
         try:
             report = json.loads(last.read_text(encoding="utf-8"))
         except ValueError:

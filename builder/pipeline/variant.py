@@ -16,6 +16,7 @@ start from; the variant wheel is made from it, so the two never differ in what t
 from __future__ import annotations
 
 import dataclasses
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -96,8 +97,6 @@ def _document(ctx: Context, root: Path) -> dict[str, Any]:
 
 def verify(ctx: Context, plan: Plan, first: Built, second_wheel: Built, work: Path) -> None:
     """The variant of the second, fresh build's wheel must be the same bytes as the first's."""
-    import sys
-
     from builder.pipeline.reproduce import require_identical
 
     again = variant_of(ctx, plan, second_wheel, work / "variant-again")

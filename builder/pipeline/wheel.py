@@ -264,8 +264,6 @@ def verify_rebuild(
 
 def repair_and_audit(ctx: Context, plan: Plan, built: Built, work: Path) -> Built:
     """auditwheel repair (excluding what the vendor supplies), packed again by us, audited."""
-    import dataclasses
-
     from wheels import repair
     from wheels.policy import load_vendor_policy
 
@@ -275,7 +273,6 @@ def repair_and_audit(ctx: Context, plan: Plan, built: Built, work: Path) -> Buil
     root = work / "root"
     root.mkdir(parents=True)
     repair.unpack_payload(repaired, root)
-    # WheelName is a wheels.record class (the audit's import path keeps away from dataclasses)
     name = dataclasses.replace(built.inputs.name, platform_tag=repair.platform_tag(repaired))
     inputs = dataclasses.replace(built.inputs, name=name, extra_files=None)
     finish = sbom_finisher(plan, inputs)
