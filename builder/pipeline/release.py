@@ -359,7 +359,13 @@ class Gate:
             return
         assert config.check is not None
         device = self.device()
-        result = run_check(wheel, self.ctx.vendor, config.check, self.ctx.host.python)
+        result = run_check(
+            wheel,
+            self.ctx.vendor,
+            config.check,
+            self.ctx.host.python,
+            jobs=self.request.check_jobs,
+        )
         (staging / CHECK_LOG).write_text(result.log(), encoding="utf-8")
         print(result.render(), file=sys.stderr)
         if not result.ok:
@@ -373,6 +379,7 @@ class Gate:
             device=device.what,
             rows=rows,
             columns=list(COLUMNS),
+            **result.pool(),
         )
 
     def write(
