@@ -78,6 +78,8 @@ class RunReport:
     # `release` only: its stages (seconds, start), and where it failed (failed_stage, exit_code,
     # kept: the failed-run directory).
     release: dict[str, Any] = field(default_factory=dict)
+    # CPU-seconds, cores, the bound (CPU work / cores) and the wall time (builder.engine.bound)
+    cpu: dict[str, Any] = field(default_factory=dict)
 
     def result(self, name: str) -> ComponentResult:
         return next(c for c in self.components if c.name == name)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.core.digest import file_digest
 from builder.core.errors import AuditError, CheckError, PreflightError, StackError, UsageError
+from builder.engine import bound
 from builder.pipeline import rebuild
 from builder.pipeline.build import build_plan, launcher_for
 from builder.pipeline.built import Built
@@ -171,6 +172,7 @@ class Gate:
         self.ctx = ctx
         self.report = ReleaseReport(vendor=ctx.vendor, manifest=ctx.stack.label)
         self._clock = time.monotonic()
+        self._began = bound.mark()  # the release's CPU work, against the cores
         self.stage = "preflight"  # the stage under way: the one a failure names
         self.run: RunReport | None = None
         self.kept: Path | None = None
@@ -295,7 +297,9 @@ class Gate:
             "ok": True,
             "output": str(self.request.output),
             "stages": dict(self.report.steps),
+            "cpu": bound.since(self._began),
         }
+        print(bound.render(run.release["cpu"], "release"), file=sys.stderr)
 
     def failed(self, exc: StackError, staging: Path | None, work: Path | None) -> None:
         """Keep what the run made in ``DIR.failed`` (once), name it in the error, and make the
