@@ -233,16 +233,16 @@ def run_child(
         except subprocess.TimeoutExpired:
             _ran(mode, spec, began, time.monotonic() - start, f"timed out after {timeout:g}s")
             return {"outcome": f"timed out after {timeout:g}s"}
-        seconds = round(time.monotonic() - start, 1)
+        elapsed = time.monotonic() - start
     lines = done.stdout.splitlines()
     results = [json.loads(line[7:]) for line in lines if line.startswith("RESULT ")]
     if done.returncode < 0:
         outcome = f"killed by {signal.Signals(-done.returncode).name}"
     else:
         outcome = "ok" if done.returncode == 0 else f"exit status {done.returncode}"
-    _ran(mode, spec, began, seconds, outcome)
+    _ran(mode, spec, began, elapsed, outcome)
     out = {"outcome": outcome, **(results[-1] if results else {})}
-    out["seconds"] = seconds
+    out["seconds"] = round(elapsed, 1)
     if annotate is not None:
         out.update(annotate(done.stdout + "\n" + done.stderr))
     if outcome != "ok":
@@ -257,8 +257,8 @@ def _ran(mode: str, spec: Mapping[str, Any], began: float, seconds: float, outco
     _TIMELINE.append(
         {
             "child": " ".join([mode, *said])[:80],
-            "start": round(began, 3),
-            "seconds": round(seconds, 3),
+            "start": round(began, 6),
+            "seconds": round(seconds, 6),
             "outcome": outcome,
         }
     )
