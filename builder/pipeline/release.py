@@ -2,8 +2,9 @@
 vendor's runtime check (where its device is present; ``check: not run (...)`` otherwise), the
 proof that a second build gives the same bytes, the SBOM, then the release directory (the wheel,
 its SBOM, the check's output, SHA256SUMS and the reports). The proof comes after the check: a
-second build started beside a cold first one (at a lower CPU priority) runs on while the wheel
-is smoke-tested and checked.
+second build started beside the first (at a lower CPU priority) runs on while the wheel is
+audited, smoke-tested and checked; when the first build is a store hit, the second is all there
+is to build, and the rest runs beside it.
 
 Everything is assembled in a temporary directory beside the output and renamed into place at the
 end: when any step fails, nothing is written to the output directory, and what the run made (its
@@ -278,9 +279,9 @@ class Gate:
         work: Path,
         early: rebuild.Rebuild | None,
     ) -> None:
-        """The first wheel built again and compared. After the check: a second build started
-        beside the first (cold) has run on through the smoke test and the check, at a lower
-        priority; otherwise it is built now."""
+        """The first wheel built again and compared. After the check: the second build,
+        started beside the first, has run on through the smoke test and the check, at a lower
+        priority; without it (``INFINI_STACK_VERIFY=after``) it is built now."""
         if not self.request.verify:
             return
         self.begin("verify")
