@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+MEANINGFUL = 0.05  # seconds of bound below which wall / bound says nothing (a no-op build)
+
 
 @dataclass(frozen=True, slots=True)
 class Mark:
@@ -50,7 +52,7 @@ def since(start: Mark, end: Mark | None = None, *, cpus: int | None = None) -> d
         "cores": n,
         "bound_seconds": round(bound, 3),
         "wall_seconds": round(wall, 3),
-        "ratio": round(wall / bound, 2) if bound > 0 else None,
+        "ratio": round(wall / bound, 2) if bound >= MEANINGFUL else None,
     }
 
 

@@ -94,8 +94,8 @@ class Rebuild:
         shutil.copyfile(made, second)
         require_identical(first, second)
         print(
-            f"verify: {first.name}: two builds are byte-identical (the second, built beside "
-            f"the first, took {result['seconds']:.1f}s)",
+            f"verify: {first.name}: two builds are byte-identical (the second, started with the "
+            f"first, took {result['seconds']:.1f}s)",
             file=sys.stderr,
         )
         return second
