@@ -3,11 +3,15 @@ driven through a real script that runs its modes in real child processes."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
+
+import pytest
 
 CHECKS = Path(__file__).resolve().parents[2] / "components" / "checks"
 SCRIPT = """\
@@ -194,3 +198,47 @@ def test_a_child_that_must_be_alone_runs_with_no_other(tmp_path: Path) -> None:
     assert events[at + 1] == "end tp2"  # nothing started or ended while it ran
     assert most_at_once(events[:at]) <= 2 and most_at_once(events[at + 2 :]) <= 2
     assert all(line.get("ok") for line in lines[:5])
+
+
+def run_cpu_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], jobs: int):  # type: ignore[no-untyped-def]
+    """components/checks/cpu.py's main() with stand-in children (the operators InfiniOps has
+    agree, embedding and random_sample are missing): its lines and the threads its children
+    were started from."""
+    monkeypatch.setenv("INFINI_STACK_CHECK_JOBS", str(jobs))
+    monkeypatch.setattr(sys, "argv", ["cpu.py"])
+    monkeypatch.syspath_prepend(str(CHECKS))
+    for name in ("children", "cpu_check"):
+        sys.modules.pop(name, None)
+    spec = importlib.util.spec_from_file_location("cpu_check", CHECKS / "cpu.py")
+    assert spec is not None and spec.loader is not None
+    cpu = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cpu)
+    threads: set[int] = set()
+
+    def child(mode: str, spec: dict[str, object]) -> dict[str, object]:
+        threads.add(threading.get_ident())
+        if mode == "import":
+            return {"outcome": "ok", "infinicore": "/site/infinicore/__init__.py"}
+        if mode == "op" and spec["op"] in cpu.NEEDED_ELSEWHERE:
+            return {"outcome": "exit status 3", "exception": "RuntimeError", "message": "none"}
+        if mode == "op":
+            return {"outcome": "ok", "max_abs_err": 0.0}
+        return {"outcome": "ok", "phase": "construct", "exception": "RuntimeError"}
+
+    monkeypatch.setattr(cpu, "run_child", child)
+    monkeypatch.setattr(cpu, "make_model", lambda directory: "w5 w17")
+    monkeypatch.setattr(cpu, "reference", lambda directory: [1, 2, 3])
+    assert cpu.main() == 0
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines()], threads
+
+
+def test_the_cpu_check_gives_the_serial_lines_with_its_children_side_by_side(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    serial, one = run_cpu_main(monkeypatch, capsys, jobs=1)
+    parallel, several = run_cpu_main(monkeypatch, capsys, jobs=3)
+    assert len(one) == 1 and len(several) > 1
+    assert [line["check"] for line in serial] == [line["check"] for line in parallel]
+    assert [line["check"] for line in parallel][-3:] == ["op:random_sample", "generate", "summary"]
+    assert parallel[-1]["gaps"] == ["op:embedding", "op:random_sample", "generate"]
+    assert "no CPU implementation of embedding, random_sample" in parallel[-2]["gap"]
