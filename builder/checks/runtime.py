@@ -7,6 +7,10 @@ runs there from an empty directory, and passes by exiting 0. It finds the wheel 
 ``INFINI_STACK_CHECK_WHEEL`` and ``INFINI_STACK_CHECK_VENDOR``. ``check --force-argmax`` sets
 ``INFINI_STACK_CHECK_FORCE_ARGMAX=1``: the script's engine then samples by argmax, which its
 sampling statistics must reject. ``NCCL_NVLS_ENABLE=0`` always (NVLink multicast off).
+``--check-jobs N`` sets ``INFINI_STACK_CHECK_JOBS``: how many of the script's child processes run
+at once (``components/checks/children.py``; 1: one after another); the script's summary line
+says how many did (``jobs``) and when each child ran (``children``: ``report --trace`` draws
+them as lanes).
 
 A script prints one JSON line per case. Lines that name a case's engine (``cache``, ``backend``,
 ``graph``, ``batch``) or its ids (``expected``, ``got``) make the table :func:`table` draws for
@@ -31,6 +35,7 @@ from builder.vendors.base import Vendor
 
 TIMEOUT = 1800.0  # seconds: the nvidia check builds a model and generates several times
 FORCE_ARGMAX = "INFINI_STACK_CHECK_FORCE_ARGMAX"
+JOBS = "INFINI_STACK_CHECK_JOBS"
 COLUMNS = ("case", "cache", "backend", "graph", "batch", "expected ids", "got ids", "verdict")
 
 
@@ -76,6 +81,14 @@ class CheckResult:
 
     def row_dicts(self) -> list[dict[str, str]]:
         return [asdict(row) for row in self.rows()]
+
+    def pool(self) -> dict[str, Any]:
+        """What the summary line says of the children: ``jobs`` and ``children`` (each with
+        ``child``, ``start`` in seconds since the epoch, ``seconds`` and ``outcome``)."""
+        for line in reversed(json_lines(self.output)):
+            if line.get("check") == "summary":
+                return {k: line[k] for k in ("jobs", "children") if k in line}
+        return {}
 
     def log(self) -> str:
         """The script's output, then the table of its cases (where it printed any)."""
@@ -140,8 +153,9 @@ def case_row(line: Mapping[str, Any]) -> CaseRow | None:
     )
 
 
-def case_rows(output: str) -> tuple[CaseRow, ...]:
-    rows = []
+def json_lines(output: str) -> list[dict[str, Any]]:
+    """The JSON objects the script printed, one a line."""
+    found = []
     for text in output.splitlines():
         if not text.startswith("{"):
             continue
@@ -149,10 +163,14 @@ def case_rows(output: str) -> tuple[CaseRow, ...]:
             line = json.loads(text)
         except json.JSONDecodeError:
             continue
-        row = case_row(line) if isinstance(line, dict) else None
-        if row is not None:
-            rows.append(row)
-    return tuple(rows)
+        if isinstance(line, dict):
+            found.append(line)
+    return found
+
+
+def case_rows(output: str) -> tuple[CaseRow, ...]:
+    rows = (case_row(line) for line in json_lines(output))
+    return tuple(row for row in rows if row is not None)
 
 
 def table(rows: Sequence[CaseRow]) -> str:
@@ -165,9 +183,16 @@ def table(rows: Sequence[CaseRow]) -> str:
 
 
 def run_check(
-    wheel: Path, vendor: str, script: Path, python: str, *, force_argmax: bool = False
+    wheel: Path,
+    vendor: str,
+    script: Path,
+    python: str,
+    *,
+    force_argmax: bool = False,
+    jobs: int | None = None,
 ) -> CheckResult:
-    """Install ``wheel`` into a fresh venv seeing ``python``'s packages, run ``script`` there."""
+    """Install ``wheel`` into a fresh venv seeing ``python``'s packages, run ``script`` there
+    (its children ``jobs`` at a time; None: as many as the script finds room for)."""
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="infini-check-") as tmp:
         work = Path(tmp)
@@ -188,6 +213,8 @@ def run_check(
             env[FORCE_ARGMAX] = "1"
         else:
             env.pop(FORCE_ARGMAX, None)
+        if jobs is not None:
+            env[JOBS] = str(jobs)
         result = proc.run(
             [str(interpreter), str(script)],
             cwd=work,

@@ -114,6 +114,17 @@ def add_jobs(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_check_jobs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--check-jobs",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="the runtime check's child processes at once (default: as many as the device's "
+        "memory and the host's cores hold; 1: one after another)",
+    )
+
+
 def add_build_options(parser: argparse.ArgumentParser) -> None:
     """What ``build``, ``wheel`` and ``release`` take: the plan, sources, launcher, progress."""
     add_plan_options(parser)

@@ -8,6 +8,7 @@ from pathlib import Path
 from builder.commands.common import (
     add_allow_worktree,
     add_build_options,
+    add_check_jobs,
     add_repair,
     add_variant,
     build_request,
@@ -37,6 +38,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_variant(parser)
     add_max_size(parser)
     add_allow_worktree(parser)
+    add_check_jobs(parser)
     parser.add_argument(
         "--no-verify",
         dest="verify",
@@ -64,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
         variant=args.variant,
         max_size=args.max_size,
         index=args.index,
+        check_jobs=args.check_jobs,
     )
     print(run_release(request))
     return 0

@@ -31,7 +31,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from builder.engine import report
+    from builder.engine import bound, report
 
     data = report.read_last(layout_from(args))
     if args.trace or args.html:
@@ -46,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
         verdict = f"FAILED at {release['failed_stage']} (exit {release.get('exit_code')})"
     print(f"{data['command']} --vendor {data['vendor']} of {data['manifest']} at {when}: {verdict}")
     print(report.summary_table(data))
+    for line in bound.lines(data):
+        print(line)
     if release:
         print("\n" + release_table(release))
     for c in data["components"]:

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -94,8 +94,10 @@ def run(
     echo: IO[str] | None = None,
     exit_code: int = EXIT_BUILD,
     children: Children | None = None,
+    on_line: Callable[[str], None] | None = None,
 ) -> Result:
-    """Run ``argv``; output goes to ``log`` (appended) when given, else it is captured.
+    """Run ``argv``; output goes to ``log`` (appended) when given, else it is captured;
+    ``on_line`` sees each line as it comes (a compile's progress).
 
     The child gets its own process group so that an interrupt stops everything it started.
     """
@@ -105,7 +107,7 @@ def run(
     start = time.monotonic()
     try:
         with _log_sink(log, argv, cwd) as sink:
-            ran = _communicate(resolved, cwd, env, sink, timeout, children)
+            ran = _communicate(resolved, cwd, env, sink, timeout, children, on_line)
     except OSError as exc:
         raise StackError(f"cannot run {quote(argv)}: {exc}") from exc
     if check and ran.returncode != 0:
@@ -151,6 +153,7 @@ def _communicate(
     sink: IO[str] | None,
     timeout: float | None,
     children: Children | None,
+    on_line: Callable[[str], None] | None = None,
 ) -> _Ran:
     """Start the child in a session of its own, stream its output to ``sink`` (or capture it)
     keeping the last lines, and wait; a timeout or an interrupt stops it."""
@@ -177,6 +180,8 @@ def _communicate(
             line = redact(raw) if sink is not None else raw  # a log gets it redacted
             (sink.write if sink is not None else captured.append)(line)
             tail.append(redact(line.rstrip("\n")))
+            if on_line is not None:
+                on_line(raw)
         returncode = proc.wait()
     except BaseException:
         terminate(proc)

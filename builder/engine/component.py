@@ -28,6 +28,7 @@ from builder.core import orphans, proc
 from builder.core.errors import BuildError, CommandFailed
 from builder.core.fs import atomic_write
 from builder.core.layout import Layout
+from builder.engine import ninja_status
 from builder.engine.report import ComponentResult, Progress
 from builder.engine.store import Store, file_lock, lock_path
 from builder.plan import (
@@ -133,6 +134,7 @@ class Builder:
                     env=env,
                     log=log,
                     children=children,
+                    on_line=self._ninja(component.name, result) if step.kind == "build" else None,
                 )
             except CommandFailed as exc:
                 if self.cancelled.is_set():
@@ -162,6 +164,18 @@ class Builder:
         record = self._record(component, result, commands)
         record["source_changed_during_build"] = changed
         self.store.commit(component.key, record)
+
+    def _ninja(self, name: str, result: ComponentResult) -> Callable[[str], None]:
+        """What reads the build step's Ninja status lines: the progress shows them, the
+        result keeps the last (edges done, of the total)."""
+
+        def seen(line: str) -> None:
+            status = ninja_status.parse(line)
+            if status is not None:
+                result.compiled = [status.done, status.total]
+                self.progress.compiling(name, status)
+
+        return seen
 
     def _prepare_configure(self, component: ComponentPlan, argv: tuple[str, ...]) -> bool:
         """True when the build dir is configured with exactly these inputs (configure skipped).
@@ -229,6 +243,7 @@ class Builder:
     def _env(self, component: ComponentPlan) -> dict[str, str]:
         env = dict(self.env if self.env is not None else self.plan.host.env or os.environ)
         env.update(component.env)
+        env["NINJA_STATUS"] = ninja_status.NINJA_STATUS  # what _ninja reads, whatever the user's
         return env
 
     def _record(

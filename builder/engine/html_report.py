@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from builder import __version__
+from builder.engine import bound
 from builder.engine.trace import critical_components, lanes, span
 
 STEP_COLOURS = {
@@ -47,6 +48,7 @@ def render(report: Mapping[str, Any]) -> str:
         f"{_e(report.get('manifest', ''))} at {_e(when)}, {float(report.get('seconds', 0)):.1f} s, "
         f"{_e(report.get('jobs', 0))} jobs; infini-stack {_e(__version__)}"
     )
+    subtitle += "".join(f"<br>{_e(line)}" for line in bound.lines(report))
     body = (
         "<nav><a href='#timeline'>Timeline</a><a href='#components'>Components</a>"
         "<a href='#wheels'>Wheels</a></nav><main>"

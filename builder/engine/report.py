@@ -2,7 +2,9 @@
 
 Every ``build`` (and ``wheel``) writes ``runs/<stamp>-<command>-<vendor>-<pid>.json`` and
 ``runs/last.json``. Progress is a live line per running component on a terminal, plain lines
-otherwise, with fold groups under GitHub Actions.
+otherwise, with fold groups under GitHub Actions. A compile's Ninja status (edges done of the
+total, the rate, the time left: :mod:`builder.engine.ninja_status`) is on its live line, and in
+plain and GitHub output a line at most once a minute per running component.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from builder import noop
 from builder.core.errors import UsageError
 from builder.core.layout import Layout
 from builder.core.redact import redact_data
+from builder.engine import ninja_status
+from builder.engine.ninja_status import Clock, Compile, Throttle
 
 Status = Literal["hit", "pulled", "built", "failed", "skipped", "interrupted"]
 STATUSES: tuple[Status, ...] = ("hit", "pulled", "built", "failed", "skipped", "interrupted")
@@ -42,6 +46,7 @@ class ComponentResult:
     waited: float = 0.0  # seconds spent waiting for another process's lock
     jobs: int = 0  # the share of the job budget it compiled with
     step_started: dict[str, float] = field(default_factory=dict)  # step -> s after run start
+    compiled: list[int] = field(default_factory=list)  # Ninja's last [done, total] edges
     build_dir: str = ""  # its CMake build directory (its .ninja_log: report --trace)
     depends: list[str] = field(default_factory=list)  # the components it waited for
     # The remote cache: where a pulled entry came from (cache, manifest, signer, bytes), or
@@ -73,6 +78,8 @@ class RunReport:
     # `release` only: its stages (seconds, start), and where it failed (failed_stage, exit_code,
     # kept: the failed-run directory).
     release: dict[str, Any] = field(default_factory=dict)
+    # CPU-seconds, cores, the bound (CPU work / cores) and the wall time (builder.engine.bound)
+    cpu: dict[str, Any] = field(default_factory=dict)
 
     def result(self, name: str) -> ComponentResult:
         return next(c for c in self.components if c.name == name)
@@ -113,6 +120,8 @@ def read_last(layout: Layout) -> dict[str, Any]:
 def _steps_text(c: Mapping[str, Any]) -> str:
     parts = [f"{k} {v:.1f}s" for k, v in c.get("steps", {}).items()]
     parts += [f"{k} reused" for k in c.get("reused", [])]
+    if c.get("compiled"):
+        parts.append("compiled {}/{}".format(*c["compiled"]))
     if c.get("waited"):
         parts.append(f"waited {c['waited']:.1f}s")
     if c.get("status") == "pulled" and (cache := c.get("cache") or {}).get("cache"):
@@ -156,9 +165,12 @@ ProgressKind = Literal["auto", "plain", "live", "github", "quiet"]
 class Progress:
     """Plain progress lines: one per event, safe to interleave in a log file."""
 
-    def __init__(self, stream: IO[str] | None = None) -> None:
+    def __init__(self, stream: IO[str] | None = None, clock: Clock = time.monotonic) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.lock = threading.Lock()
+        self.clock = clock
+        self.compiles: dict[str, Compile] = {}
+        self.throttle = Throttle()
 
     def _print(self, *lines: str) -> None:
         with self.lock:
@@ -183,6 +195,18 @@ class Progress:
 
     def step_done(self, component: str, step: str, seconds: float) -> None:
         self.say(component, f"{step} done in {seconds:.1f}s")
+
+    def compiling(self, component: str, status: ninja_status.Status) -> None:
+        """A Ninja status line of ``component``'s build: a line when a minute has passed."""
+        now = self.clock()
+        with self.lock:
+            tracker = self.compiles.get(component)
+            if tracker is None:
+                tracker = self.compiles[component] = Compile(started=now)
+                self.throttle.start(component, now)
+            tracker.update(status)
+        if self.throttle.due(component, now):
+            self.say(component, f"build {tracker.snapshot(now).render()}")
 
     def finish(self, result: ComponentResult) -> None:
         if result.status == "built":
@@ -241,8 +265,8 @@ class LiveProgress(Progress):
 
     REFRESH = 0.2
 
-    def __init__(self, stream: IO[str] | None = None) -> None:
-        super().__init__(stream)
+    def __init__(self, stream: IO[str] | None = None, clock: Clock = time.monotonic) -> None:
+        super().__init__(stream, clock)
         self.running: dict[str, tuple[str, float]] = {}  # component -> (step, started)
         self.shown = 0
         self.stop = threading.Event()
@@ -259,24 +283,39 @@ class LiveProgress(Progress):
             if self.shown:
                 out.append(f"\x1b[{self.shown}F\x1b[J")  # up to the live block, clear below
             out.extend(line + "\n" for line in lines)
-            now = time.monotonic()
+            now = self.clock()
             width = terminal_width(self.stream)
             live = [
-                clip(f"  {name:<14} {step:<10} {now - since:5.1f}s", width)
-                for name, (step, since) in self.running.items()
+                clip(f"  {name:<14} {step:<10} {now - since:5.1f}s  {compiled}".rstrip(), width)
+                for name, (step, since, compiled) in self._running_lines()
             ]
             out.extend(line + "\n" for line in live)
             self.shown = len(live)
             self.stream.write("".join(out))
             self.stream.flush()
 
+    def _running_lines(self) -> list[tuple[str, tuple[str, float, str]]]:
+        """Each running component's step, its start and its compile (under the lock)."""
+        lines = []
+        for name, (step, since) in self.running.items():
+            tracker = self.compiles.get(name) if step == "build" else None
+            compiled = tracker.snapshot(self.clock()).render() if tracker is not None else ""
+            lines.append((name, (step, since, compiled)))
+        return lines
+
+    def compiling(self, component: str, status: ninja_status.Status) -> None:
+        """On the component's live line, redrawn with the others: never a line of its own."""
+        now = self.clock()
+        with self.lock:
+            self.compiles.setdefault(component, Compile(started=now)).update(status)
+
     def _set(self, component: str, step: str | None, restart: bool = False) -> None:
         with self.lock:
             if step is None:
                 self.running.pop(component, None)
                 return
-            since = self.running.get(component, ("", time.monotonic()))[1]
-            self.running[component] = (step, time.monotonic() if restart else since)
+            since = self.running.get(component, ("", self.clock()))[1]
+            self.running[component] = (step, self.clock() if restart else since)
 
     def start(self, component: str, key: str, jobs: int) -> None:
         self._set(component, "starting", restart=True)

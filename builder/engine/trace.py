@@ -24,6 +24,7 @@ PID = 1
 STORE_TID = 1
 CRITICAL_TID = 2
 RELEASE_TID = 3  # a release's stages (preflight ... sbom), when the run was one
+CHECK_BASE = 1_000_000  # the runtime check's children: lane n is tid CHECK_BASE + n
 SLOT_BASE = 10  # slot n is tid SLOT_BASE + 100 * n; its Ninja tracks follow it
 CRITICAL = "terrible"  # a reserved colour name of chrome://tracing
 Event = dict[str, Any]
@@ -146,6 +147,7 @@ def trace(report: Mapping[str, Any]) -> dict[str, Any]:
         events += _component(c, SLOT_BASE + 100 * slot, c["name"] in critical, report)
     events += _settled(c for c in components if span(c) is None)
     events += _release_stages(report)
+    events += _check_children(report)
     return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": _other(report)}
 
 
@@ -167,9 +169,36 @@ def _release_stages(report: Mapping[str, Any]) -> list[Event]:
     return events
 
 
+def _check_children(report: Mapping[str, Any]) -> list[Event]:
+    """The runtime check's children as lanes, each child a slice at its wall-clock start (the
+    check's summary line says when each ran: ``children``)."""
+    check = ((report.get("release") or {}).get("stages") or {}).get("check") or {}
+    ran = sorted(
+        (float(c["start"]) - float(report.get("started", 0.0)), float(c["seconds"]), c)
+        for c in check.get("children") or []
+        if "start" in c and "seconds" in c
+    )
+    placed = lanes([(start, start + seconds) for start, seconds, _ in ran])
+    events: list[Event] = []
+    for lane in sorted(set(placed)):
+        tid = CHECK_BASE + lane
+        events += [
+            _meta("thread_name", tid, name=f"check child {lane + 1}"),
+            _meta("thread_sort_index", tid, sort_index=tid),
+        ]
+    for lane, (start, seconds, child) in zip(placed, ran, strict=True):
+        ok = child.get("outcome") == "ok"
+        events.append(
+            _slice(str(child["child"]), "check", CHECK_BASE + lane, start, seconds, ok=ok)
+        )
+    return events
+
+
 def _other(report: Mapping[str, Any]) -> dict[str, Any]:
-    keys = ("command", "vendor", "manifest", "started", "seconds", "ok", "jobs", "launcher")
-    return {k: report.get(k) for k in keys}
+    keys = ("command", "vendor", "manifest", "started", "seconds", "ok", "jobs", "launcher", "cpu")
+    other = {k: report.get(k) for k in keys}
+    release = report.get("release") or {}
+    return {**other, "release_cpu": release["cpu"]} if release.get("cpu") else other
 
 
 def _meta(kind: str, tid: int, **args: Any) -> Event:

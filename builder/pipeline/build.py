@@ -20,7 +20,7 @@ from builder.core.errors import BuildError, StackError, UsageError
 from builder.core.host import HostFacts
 from builder.core.layout import Layout
 from builder.core.redact import redact
-from builder.engine import executor, memo
+from builder.engine import bound, executor, memo
 from builder.engine import report as run_report
 from builder.engine.store import Store
 from builder.pipeline.context import (
@@ -120,6 +120,7 @@ def build_plan(
         host=host_summary(ctx.host),
     )
     progress = progress or run_report.progress_for()
+    began = bound.mark()
     remote = _open_cache(ctx, cache)
     try:
         with executor.interrupts():
@@ -152,6 +153,7 @@ def build_plan(
         raise
     finally:
         progress.close()
+        report.cpu = bound.since(began)
         _finish(report, ctx.layout)
     return report
 
@@ -262,4 +264,5 @@ def host_summary(host: HostFacts) -> dict[str, object]:
 def _finish(report: run_report.RunReport, layout: Layout) -> None:
     path = run_report.write(report, layout)
     print(run_report.summary_table(report.to_json()), file=sys.stderr)
+    print(bound.render(report.cpu), file=sys.stderr)
     print(f"run report: {path}", file=sys.stderr)

@@ -19,6 +19,7 @@ class CheckRequest:
     manifest: Path | None = None
     python: str | None = None  # the target interpreter (default: this one)
     force_argmax: bool = False  # the script's engine samples by argmax: its statistics must fail
+    jobs: int | None = None  # the check's children at once (None: as many as fit)
 
 
 class NoDevice(StackError):
@@ -70,6 +71,7 @@ def run_check_request(request: CheckRequest) -> CheckResult:
         script,
         request.python or sys.executable,
         force_argmax=request.force_argmax,
+        jobs=request.jobs,
     )
 
 

@@ -12,9 +12,10 @@ at a lower CPU priority (``NICE``): the first build, which the smoke test and th
 wait for, gets the cores it can use, and the second takes the rest, then all of them while the
 wheel is checked (a release proves reproducibility after its check).
 
-When the wheel's component is already in the store, the first build costs nothing and the proof
-runs after it, as :func:`builder.pipeline.wheel.verify_rebuild` does (its store record says which
-path lengths to match).
+When the wheel's component is already in the store, the first build costs nothing and the
+second is the release's long pole: it starts all the same, under a home and store as long as
+those the entry was built under (its store record says), and the wheel's audit, the smoke test
+and the runtime check run beside it. The proof itself is the same either way.
 
 The child is ``python -m builder.pipeline.rebuild JOB``: ``JOB`` is a pickle of what it builds,
 and it writes ``result.json`` (the second wheel, or the error and its exit code) beside it; its
@@ -93,8 +94,8 @@ class Rebuild:
         shutil.copyfile(made, second)
         require_identical(first, second)
         print(
-            f"verify: {first.name}: two builds are byte-identical (the second, built beside "
-            f"the first, took {result['seconds']:.1f}s)",
+            f"verify: {first.name}: two builds are byte-identical (the second, started with the "
+            f"first, took {result['seconds']:.1f}s)",
             file=sys.stderr,
         )
         return second
@@ -118,22 +119,25 @@ def beside(
     *,
     enabled: bool,
 ) -> Iterator[Rebuild | None]:
-    """The second build started now, in a child, when ``enabled`` and the wheel's component is
-    not in the store yet; None otherwise (the caller proves it afterwards). ``inputs_for(ctx,
+    """The second build started now, in a child, when ``enabled``; None otherwise (the caller
+    proves it afterwards). A store hit's second build matches the path lengths it was built
+    under (as :func:`builder.pipeline.wheel.verify_rebuild` does). ``inputs_for(ctx,
     plan)`` gives the wheel's inputs of the fresh plan, once the sources are fetched (the epoch
     reads their commit times). The child is stopped and its home removed when the block ends."""
     from builder.engine.store import Store
     from builder.pipeline.build import fetch_sources
-    from builder.pipeline.reproduce import fresh_layout
+    from builder.pipeline.reproduce import built_under, fresh_layout
 
     spec = ctx.stack.wheel
     enabled = enabled and os.environ.get(ORDER_VAR, "beside") != "after"
     plan = plan_for(ctx, selection) if enabled and spec is not None else None
-    if plan is None or spec is None or Store(ctx.layout).has(plan.get(spec.component).key):
+    if plan is None or spec is None:
         yield None
         return
+    store, key = Store(ctx.layout), plan.get(spec.component).key
+    like = built_under(store.record(key)) if store.has(key) else None
     fetch_sources(ctx, plan)  # the caches the child fetches from, and the epoch's commit times
-    with fresh_layout(ctx.layout) as layout:
+    with fresh_layout(ctx.layout, like) as layout:
         again = _again(ctx, plan, layout)
         inputs = inputs_for(again, plan_for(again, selection))
         job = Job(ctx=again, selection=selection, inputs=inputs, out=layout.home / "wheel")

@@ -2,8 +2,9 @@
 vendor's runtime check (where its device is present; ``check: not run (...)`` otherwise), the
 proof that a second build gives the same bytes, the SBOM, then the release directory (the wheel,
 its SBOM, the check's output, SHA256SUMS and the reports). The proof comes after the check: a
-second build started beside a cold first one (at a lower CPU priority) runs on while the wheel
-is smoke-tested and checked.
+second build started beside the first (at a lower CPU priority) runs on while the wheel is
+audited, smoke-tested and checked; when the first build is a store hit, the second is all there
+is to build, and the rest runs beside it.
 
 Everything is assembled in a temporary directory beside the output and renamed into place at the
 end: when any step fails, nothing is written to the output directory, and what the run made (its
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.core.digest import file_digest
 from builder.core.errors import AuditError, CheckError, PreflightError, StackError, UsageError
+from builder.engine import bound
 from builder.pipeline import rebuild
 from builder.pipeline.build import build_plan, launcher_for
 from builder.pipeline.built import Built
@@ -171,6 +173,7 @@ class Gate:
         self.ctx = ctx
         self.report = ReleaseReport(vendor=ctx.vendor, manifest=ctx.stack.label)
         self._clock = time.monotonic()
+        self._began = bound.mark()  # the release's CPU work, against the cores
         self.stage = "preflight"  # the stage under way: the one a failure names
         self.run: RunReport | None = None
         self.kept: Path | None = None
@@ -276,9 +279,9 @@ class Gate:
         work: Path,
         early: rebuild.Rebuild | None,
     ) -> None:
-        """The first wheel built again and compared. After the check: a second build started
-        beside the first (cold) has run on through the smoke test and the check, at a lower
-        priority; otherwise it is built now."""
+        """The first wheel built again and compared. After the check: the second build,
+        started beside the first, has run on through the smoke test and the check, at a lower
+        priority; without it (``INFINI_STACK_VERIFY=after``) it is built now."""
         if not self.request.verify:
             return
         self.begin("verify")
@@ -295,7 +298,9 @@ class Gate:
             "ok": True,
             "output": str(self.request.output),
             "stages": dict(self.report.steps),
+            "cpu": bound.since(self._began),
         }
+        print(bound.render(run.release["cpu"], "release"), file=sys.stderr)
 
     def failed(self, exc: StackError, staging: Path | None, work: Path | None) -> None:
         """Keep what the run made in ``DIR.failed`` (once), name it in the error, and make the
@@ -359,7 +364,13 @@ class Gate:
             return
         assert config.check is not None
         device = self.device()
-        result = run_check(wheel, self.ctx.vendor, config.check, self.ctx.host.python)
+        result = run_check(
+            wheel,
+            self.ctx.vendor,
+            config.check,
+            self.ctx.host.python,
+            jobs=self.request.check_jobs,
+        )
         (staging / CHECK_LOG).write_text(result.log(), encoding="utf-8")
         print(result.render(), file=sys.stderr)
         if not result.ok:
@@ -373,6 +384,7 @@ class Gate:
             device=device.what,
             rows=rows,
             columns=list(COLUMNS),
+            **result.pool(),
         )
 
     def write(

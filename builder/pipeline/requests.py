@@ -79,3 +79,4 @@ class ReleaseRequest:
     variant: bool = False  # also the PEP 825 variant wheel (stack.yaml wheel.variant says so too)
     max_size: int | None = None  # bytes; overrides stack.yaml's wheel.max_size
     index: Path | None = None  # the per-vendor package index tree the wheel is merged into
+    check_jobs: int | None = None  # the runtime check's children at once (None: as many as fit)

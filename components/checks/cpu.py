@@ -20,8 +20,9 @@ implementations for GPU vendors only). So:
   counts as a known gap, not a pass.
 
 Every infinicore/InfiniLM call runs in a child process of this script, so an abort is a reported
-outcome, not the end of the check. One JSON line per check on stdout, then a summary; exit
-status 0 only when every required check passed.
+outcome, not the end of the check; the children run side by side (``children.py``: as many as the
+host's cores and memory hold, or ``INFINI_STACK_CHECK_JOBS``). One JSON line per check on stdout,
+in a fixed order, then a summary; exit status 0 only when every required check passed.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import json
 import sys
 import tempfile
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,7 @@ import children  # beside this script
 from children import FAILED, GAPS, emit
 
 CHILD_TIMEOUT = 300.0
+CHILD_MEMORY = 1 << 30  # bytes of host memory a child is given room for (torch, infinicore)
 # The operators with a CPU implementation, each with its tolerance against torch (float32).
 PRESENT = {
     "add": 1e-5,
@@ -191,44 +194,51 @@ def reference(directory: str) -> list[int]:
 # --- the checks ---------------------------------------------------------------------------------
 
 
-def check_ops() -> list[str]:
-    """Each operator in a child of its own; returns the needed ones with no CPU implementation."""
-    for name, tolerance in PRESENT.items():
-        got = run_child("op", {"op": name})
-        err = got.get("max_abs_err")
-        ok = got.get("outcome") == "ok" and err is not None and err <= tolerance
-        emit(f"op:{name}", ok, max_abs_err=err, tolerance=tolerance, **_why(got))
-    missing = []
-    for name in NEEDED_ELSEWHERE:
-        got = run_child("op", {"op": name})
-        err = got.get("max_abs_err")
-        if got.get("outcome") == "ok" and err is not None and err == 0.0:
-            emit(f"op:{name}", True, max_abs_err=err, note="has a CPU implementation")
-            continue
-        missing.append(name)
-        emit(
-            f"op:{name}",
-            False,
-            gap=f"no CPU implementation of {name} in infinicore at these pins",
-            **_why(got),
-        )
-    return missing
+def check_op(name: str, tolerance: float) -> None:
+    """An operator with a CPU implementation, against torch."""
+    got = run_child("op", {"op": name})
+    err = got.get("max_abs_err")
+    ok = got.get("outcome") == "ok" and err is not None and err <= tolerance
+    emit(f"op:{name}", ok, max_abs_err=err, tolerance=tolerance, **_why(got))
 
 
-def check_generation(missing: list[str]) -> None:
+def check_needed(name: str, missing: list[str]) -> None:
+    """An operator greedy decoding needs: present, or named in ``missing`` (a known gap)."""
+    got = run_child("op", {"op": name})
+    err = got.get("max_abs_err")
+    if got.get("outcome") == "ok" and err is not None and err == 0.0:
+        emit(f"op:{name}", True, max_abs_err=err, note="has a CPU implementation")
+        return
+    missing.append(name)
+    emit(
+        f"op:{name}",
+        False,
+        gap=f"no CPU implementation of {name} in infinicore at these pins",
+        **_why(got),
+    )
+
+
+def generation(found: dict[str, Any]) -> None:
+    """The tiny model, transformers' ids and InfiniLM's, into ``found``."""
     try:
         with tempfile.TemporaryDirectory(prefix="infinilm-cpu-check-") as directory:
             prompt = make_model(directory)
-            expected = reference(directory)
-            got = run_child("llm", {"model": directory, "prompt": prompt})
+            found["expected"] = reference(directory)
+            found["got"] = run_child("llm", {"model": directory, "prompt": prompt})
     except Exception as exc:  # the reference itself: transformers' side
-        emit("generate", False, reason=f"the reference failed: {type(exc).__name__}: {exc}")
+        found["error"] = f"the reference failed: {type(exc).__name__}: {exc}"
+
+
+def check_generation(found: dict[str, Any], missing: list[str]) -> None:
+    if "error" in found:
+        emit("generate", False, reason=found["error"])
         return
+    expected, got = found["expected"], found["got"]
     ids = got.get("token_ids")
     if ids is not None:
         emit("generate", ids == expected, expected=expected, got=ids)
         return
-    names = ", ".join(missing) or "an operator"
+    names = ", ".join(sorted(missing, key=NEEDED_ELSEWHERE.index)) or "an operator"
     emit(
         "generate",
         False,
@@ -244,12 +254,21 @@ def _why(got: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> int:
+    children.pool(children.jobs_for(device_bytes=None, child_bytes=CHILD_MEMORY))
     got = run_child("import", {})
     emit("import", "infinicore" in got, **got)
     if "infinicore" in got:
-        check_generation(check_ops())
+        missing: list[str] = []
+        found: dict[str, Any] = {}
+        children.side_by_side(
+            *(partial(check_op, name, tolerance) for name, tolerance in PRESENT.items()),
+            *(partial(check_needed, name, missing) for name in NEEDED_ELSEWHERE),
+            partial(generation, found),
+        )
+        check_generation(found, missing)
     ok = not FAILED
-    print(json.dumps({"check": "summary", "ok": ok, "failed": FAILED, "gaps": GAPS}), flush=True)
+    summary = {"check": "summary", "ok": ok, "failed": FAILED, "gaps": GAPS}
+    print(json.dumps({**summary, **children.timeline()}), flush=True)
     return 0 if ok else 1
 
 

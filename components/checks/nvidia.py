@@ -50,8 +50,12 @@ transformers, tokenizers, safetensors, flash-attn). Downloads nothing:
   GPU)``, never a pass.
 
 Every InfiniLM call runs in a child process of this script, so a segmentation fault is a
-reported failure, not the end of the check. One JSON line per check on stdout, then a summary;
-exit status 0 only when every check passed.
+reported failure, not the end of the check. The children run side by side (``children.py``): as
+many at once as the GPU's free memory holds at CHILD_MEMORY each and the host has cores, or
+``INFINI_STACK_CHECK_JOBS`` (``--check-jobs``); TP=2 runs alone, on both GPUs. The tiny model and
+transformers' reference (its ids, its logits) are made once, in this process. One JSON line per
+check on stdout, each group of cases whole and in a fixed order, then a summary; exit status 0
+only when every check passed.
 """
 
 from __future__ import annotations
@@ -62,8 +66,10 @@ import math
 import os
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -92,8 +98,10 @@ DRAWS = 1024  # first tokens drawn per temperature
 DRAW_BATCH = 64  # requests per engine step
 TEMPERATURES = (1.0, 0.5)
 MIN_POWER = 0.99  # the share of temperature-ignoring samplers the test must fail (simulated)
-BUDGET = 360.0  # seconds the whole check should take on one H200 (reported, not enforced)
+BUDGET = 90.0  # seconds the whole check should take on one H200 (reported, not enforced)
 CHILD_TIMEOUT = 180.0  # seconds: a child that hangs is a failure after this
+CHILD_MEMORY = 3 << 30  # bytes of GPU (and host) memory a child is given room for: torch,
+# InfiniLM, the tiny model and its caches need well under it
 FORCE_ARGMAX = "INFINI_STACK_CHECK_FORCE_ARGMAX"
 GRAPH_CAPTURED = "Using InfiniRT C++ graph runtime API"
 GRAPH_FAILURES = ("device graph", "Falling back to eager", "using eager decode")
@@ -112,7 +120,7 @@ def forced_argmax() -> bool:
 # --- children: every infinicore/InfiniLM call runs in one ---------------------------------------
 
 
-def run_child(mode: str, spec: dict[str, Any]) -> dict[str, Any]:
+def run_child(mode: str, spec: dict[str, Any], *, alone: bool = False) -> dict[str, Any]:
     """``python THIS --child MODE SPEC`` (:func:`children.run_child`); for a graph case, with
     what infinicore logged about device graphs."""
     return children.run_child(
@@ -123,7 +131,16 @@ def run_child(mode: str, spec: dict[str, Any]) -> dict[str, Any]:
         env=CHILD_ENV,
         tail=1500,
         annotate=(lambda output: {"graph_log": graph_log(output)}) if spec.get("graph") else None,
+        alone=alone,
     )
+
+
+def size_pool() -> children.Pool:
+    """The children's pool: by the GPU's free memory and the host's cores (or --check-jobs)."""
+    import torch
+
+    free = torch.cuda.mem_get_info()[0] if torch.cuda.is_available() else CHILD_MEMORY
+    return children.pool(children.jobs_for(device_bytes=free, child_bytes=CHILD_MEMORY))
 
 
 def graph_log(text: str) -> dict[str, Any]:
@@ -353,7 +370,12 @@ def _top_level_rope_theta(path: Path) -> None:
     path.write_text(json.dumps(config, indent=2))
 
 
+REFERENCE = threading.Lock()  # one forward pass of the reference model at a time
+
+
+@children.once
 def load_reference(directory: str) -> tuple[Any, Any]:
+    """transformers' tokenizer and model, loaded once and shared by every group of cases."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -380,8 +402,6 @@ def reference(directory: str, prompts: Sequence[str] = (PROMPT,)) -> dict[str, l
                 pad_token_id=0,
             )
         found[text] = [int(t) for t in out[0, len(ids) :].tolist()]
-    del model
-    torch.cuda.empty_cache()
     return found
 
 
@@ -392,12 +412,9 @@ def next_token_logits(directory: str, text: str, continuation: Sequence[int]) ->
 
     tokenizer, model = load_reference(directory)
     prompt = tokenizer.encode(text)
-    with torch.no_grad():
+    with REFERENCE, torch.no_grad():
         logits = model(torch.tensor([prompt + list(continuation)], device="cuda")).logits[0]
-    rows = logits[len(prompt) - 1 :].float().cpu().tolist()
-    del model
-    torch.cuda.empty_cache()
-    return rows
+    return logits[len(prompt) - 1 :].float().cpu().tolist()
 
 
 # --- the checks ---------------------------------------------------------------------------------
@@ -411,7 +428,8 @@ def check_environment() -> bool:
         versions[name] = getattr(__import__(name), "__version__", "?")
     cuda = torch.cuda.is_available()
     device = torch.cuda.get_device_name(0) if cuda else None
-    emit("environment", cuda, device=device, **versions)
+    jobs = size_pool().jobs if cuda else None
+    emit("environment", cuda, device=device, jobs=jobs, **versions)
     return cuda
 
 
@@ -459,8 +477,9 @@ def check_generation(
     model: str, expected: list[int], *, graph: bool = False
 ) -> dict[str, dict[str, Any]]:
     """Greedy ids of every supported pair, by ``cache.backend``: its ids and graph mode."""
-    runs = {}
-    for cache, backend in SUPPORTED:
+    runs: dict[str, dict[str, Any]] = {}
+
+    def pair(cache: str, backend: str) -> None:
         spec = {"model": model, "cache": cache, "backend": backend, "graph": graph}
         found = run_child("llm", spec)
         got = found.get("token_ids")
@@ -471,7 +490,9 @@ def check_generation(
         name = f"graph.{cache}.{backend}" if graph else f"generate.{cache}.{backend}"
         emit(name, got == expected, **fields, expected=expected, got=got, **rest)
         runs[f"{cache}.{backend}"] = {"got": got, "graph": fields["graph"]}
-    return runs
+
+    children.side_by_side(*(partial(pair, cache, backend) for cache, backend in SUPPORTED))
+    return {f"{c}.{b}": runs[f"{c}.{b}"] for c, b in SUPPORTED}
 
 
 def check_graph(model: str, expected: list[int]) -> None:
@@ -492,53 +513,59 @@ def check_graph(model: str, expected: list[int]) -> None:
 
 def check_batch(model: str, expected: dict[str, list[int]]) -> None:
     """The prompts submitted together to one paged engine, then in reverse order."""
+    children.side_by_side(*(partial(batch_engine, model, expected, g) for g in (False, True)))
+
+
+def batch_engine(model: str, expected: dict[str, list[int]], graph: bool) -> None:
     prompts = list(BATCH_PROMPTS)
-    for graph in (False, True):
-        spec = {
-            "model": model,
-            "cache": "paged",
-            "backend": "paged-attn",
-            "batch": 4,
-            "graph": graph,
-            "prompt_sets": [prompts, prompts[::-1]],
-        }
-        found = run_child("llm", spec)
-        sets = found.get("token_id_sets") or [[], []]
-        rest = {k: v for k, v in found.items() if k not in ("token_ids", "token_id_sets")}
-        fields = engine_fields(spec)
-        if graph:
-            fields["graph"] = graph_mode(found)
-        suffix = ".graph" if graph else ""
-        for order, submitted, got in (
-            ("in_order", prompts, sets[0]),
-            ("reversed", prompts[::-1], sets[1]),
-        ):
-            for i, text in enumerate(submitted):
-                ids = got[i] if i < len(got) else None
-                emit(
-                    f"batch{suffix}.{order}.{i}",
-                    ids == expected[text],
-                    **fields,
-                    prompt_words=len(text.split()),
-                    expected=expected[text],
-                    got=ids,
-                    **rest,
-                )
+    spec = {
+        "model": model,
+        "cache": "paged",
+        "backend": "paged-attn",
+        "batch": 4,
+        "graph": graph,
+        "prompt_sets": [prompts, prompts[::-1]],
+    }
+    found = run_child("llm", spec)
+    sets = found.get("token_id_sets") or [[], []]
+    rest = {k: v for k, v in found.items() if k not in ("token_ids", "token_id_sets")}
+    fields = engine_fields(spec)
+    if graph:
+        fields["graph"] = graph_mode(found)
+    suffix = ".graph" if graph else ""
+    for order, submitted, got in (
+        ("in_order", prompts, sets[0]),
+        ("reversed", prompts[::-1], sets[1]),
+    ):
+        for i, text in enumerate(submitted):
+            ids = got[i] if i < len(got) else None
+            emit(
+                f"batch{suffix}.{order}.{i}",
+                ids == expected[text],
+                **fields,
+                prompt_words=len(text.split()),
+                expected=expected[text],
+                got=ids,
+                **rest,
+            )
 
 
 def check_rejections(model: str) -> None:
-    for cache, backend in REJECTED:
-        spec = {"model": model, "cache": cache, "backend": backend}
-        found = run_child("llm", spec)
-        clean = found.get("phase") == "construct" and found.get("exception") == "ValueError"
-        emit(
-            f"reject.{cache}.{backend}",
-            clean,
-            **engine_fields(spec),
-            expected="ValueError from LLM(...)",
-            got=found.get("exception"),
-            **found,
-        )
+    children.side_by_side(*(partial(rejection, model, c, b) for c, b in REJECTED))
+
+
+def rejection(model: str, cache: str, backend: str) -> None:
+    spec = {"model": model, "cache": cache, "backend": backend}
+    found = run_child("llm", spec)
+    clean = found.get("phase") == "construct" and found.get("exception") == "ValueError"
+    emit(
+        f"reject.{cache}.{backend}",
+        clean,
+        **engine_fields(spec),
+        expected="ValueError from LLM(...)",
+        got=found.get("exception"),
+        **found,
+    )
 
 
 def sampling_prompt(model: str, greedy: list[int]) -> tuple[str, list[float]]:
@@ -560,48 +587,57 @@ def check_statistics(model: str, greedy: list[int]) -> None:
     """DRAWS first tokens at each temperature, G-tested against transformers' softmax."""
     prompt, logits = sampling_prompt(model, greedy)
     sensitivity: dict[str, Any] = {}
-    for temperature in TEMPERATURES:
-        spec = {"model": model, "prompt": prompt, "temperature": temperature, "draws": DRAWS}
-        found = run_child("draws", spec)
-        draws = found.pop("draws", None)
-        probs = goodness.softmax(logits, temperature)
-        argmax = goodness.argmax_fit(probs, DRAWS)
-        sensitivity[f"argmax_fails_t{temperature:g}"] = not argmax.ok
-        sensitivity[f"argmax_statistic_t{temperature:g}"] = round(argmax.statistic, 1)
-        if temperature != 1.0:
-            ignored = goodness.softmax(logits, 1.0)
-            sensitivity[f"ignoring_temperature_fails_t{temperature:g}"] = goodness.power(
-                ignored, probs, DRAWS
-            )
-        fit = goodness.fit(draws, probs) if isinstance(draws, list) and draws else None
-        top = sorted(range(VOCAB), key=lambda t: -probs[t])[:3]
-        emit(
-            f"sampling.t{temperature:g}",
-            fit is not None and fit.ok and len(draws) == DRAWS,
-            cache="paged",
-            backend="paged-attn",
-            graph=False,
-            batch=DRAW_BATCH,
-            expected=f"softmax(logits/{temperature:g}): top {top} p="
-            + ",".join(f"{probs[t]:.3f}" for t in top),
-            got=(
-                f"G={fit.statistic:.1f} p={fit.p_value:.3g} threshold={fit.threshold:.1f}"
-                if fit
-                else None
-            ),
-            test="G-test",
-            **(fit.as_dict() if fit else {}),
-            prompt_words=len(prompt.split()),
-            draws_of_top=[sum(1 for d in draws or [] if d == t) for t in top],
-            **found,
-        )
+    children.side_by_side(
+        *(partial(draws_at, model, prompt, logits, t, sensitivity) for t in TEMPERATURES)
+    )
     powers = [v for k, v in sensitivity.items() if k.startswith("ignoring")]
     argmax_fails = all(v for k, v in sensitivity.items() if k.startswith("argmax_fails"))
     emit(
         "sampling.sensitivity",
         argmax_fails and all(p >= MIN_POWER for p in powers),
         min_power=MIN_POWER,
-        **sensitivity,
+        **dict(sorted(sensitivity.items())),
+    )
+
+
+def draws_at(
+    model: str, prompt: str, logits: list[float], temperature: float, sensitivity: dict[str, Any]
+) -> None:
+    """One temperature's draws, G-tested; what an argmax (or temperature-ignoring) sampler
+    would give at it goes into ``sensitivity``."""
+    spec = {"model": model, "prompt": prompt, "temperature": temperature, "draws": DRAWS}
+    found = run_child("draws", spec)
+    draws = found.pop("draws", None)
+    probs = goodness.softmax(logits, temperature)
+    argmax = goodness.argmax_fit(probs, DRAWS)
+    sensitivity[f"argmax_fails_t{temperature:g}"] = not argmax.ok
+    sensitivity[f"argmax_statistic_t{temperature:g}"] = round(argmax.statistic, 1)
+    if temperature != 1.0:
+        ignored = goodness.softmax(logits, 1.0)
+        sensitivity[f"ignoring_temperature_fails_t{temperature:g}"] = goodness.power(
+            ignored, probs, DRAWS
+        )
+    fit = goodness.fit(draws, probs) if isinstance(draws, list) and draws else None
+    top = sorted(range(VOCAB), key=lambda t: -probs[t])[:3]
+    emit(
+        f"sampling.t{temperature:g}",
+        fit is not None and fit.ok and len(draws) == DRAWS,
+        cache="paged",
+        backend="paged-attn",
+        graph=False,
+        batch=DRAW_BATCH,
+        expected=f"softmax(logits/{temperature:g}): top {top} p="
+        + ",".join(f"{probs[t]:.3f}" for t in top),
+        got=(
+            f"G={fit.statistic:.1f} p={fit.p_value:.3g} threshold={fit.threshold:.1f}"
+            if fit
+            else None
+        ),
+        test="G-test",
+        **(fit.as_dict() if fit else {}),
+        prompt_words=len(prompt.split()),
+        draws_of_top=[sum(1 for d in draws or [] if d == t) for t in top],
+        **found,
     )
 
 
@@ -629,7 +665,7 @@ def check_tp2(model: str, expected: list[int], tp1: list[int] | None, gpus: int)
         not_run("tp2", f"{gpus} GPU")
         return
     spec = {"model": model, "cache": "static", "backend": "default", "tp": 2, "graph": True}
-    found = run_child("llm", spec)
+    found = run_child("llm", spec, alone=True)  # both GPUs, and NCCL's timeouts
     got = found.get("token_ids")
     fields = {**engine_fields(spec), "graph": graph_mode(found)}
     rest = {k: v for k, v in found.items() if k not in ("token_ids", "token_id_sets")}
@@ -638,26 +674,41 @@ def check_tp2(model: str, expected: list[int], tp1: list[int] | None, gpus: int)
 
 
 def check_sampling(model: str, expected: list[int]) -> None:
-    for label, sampling in SAMPLING.items():
-        for cache, backend in (("static", "default"), ("paged", "paged-attn")):
-            spec = {"model": model, "cache": cache, "backend": backend, "sampling": sampling}
-            found = run_child("llm", spec)
-            ids = found.get("token_ids")
-            valid = (
-                isinstance(ids, list)
-                and len(ids) == NEW_TOKENS
-                and all(len(SPECIALS) <= t < VOCAB for t in ids)
-            )
-            outside = outside_filters(model, ids, **sampling) if valid else None
-            emit(
-                f"sampling.{label}.{cache}",
-                valid and outside == [],
-                cache=cache,
-                backend=backend,
-                outside_filters=outside,
-                **sampling,
-                **found,
-            )
+    engines = [
+        (label, pair)
+        for label in SAMPLING
+        for pair in (("static", "default"), ("paged", "paged-attn"))
+    ]
+    children.side_by_side(
+        *(partial(filtered, model, label, *pair) for label, pair in engines),
+        partial(near_greedy, model, expected),
+    )
+
+
+def filtered(model: str, label: str, cache: str, backend: str) -> None:
+    """One engine's top-k/top-p ids, each inside what its filters allow."""
+    sampling = SAMPLING[label]
+    spec = {"model": model, "cache": cache, "backend": backend, "sampling": sampling}
+    found = run_child("llm", spec)
+    ids = found.get("token_ids")
+    valid = (
+        isinstance(ids, list)
+        and len(ids) == NEW_TOKENS
+        and all(len(SPECIALS) <= t < VOCAB for t in ids)
+    )
+    outside = outside_filters(model, ids, **sampling) if valid else None
+    emit(
+        f"sampling.{label}.{cache}",
+        valid and outside == [],
+        cache=cache,
+        backend=backend,
+        outside_filters=outside,
+        **sampling,
+        **found,
+    )
+
+
+def near_greedy(model: str, expected: list[int]) -> None:
     spec = {"model": model, "cache": "static", "backend": "default", "sampling": NEAR_GREEDY}
     found = run_child("llm", spec)
     got = found.get("token_ids")
@@ -677,14 +728,11 @@ def outside_filters(
     """The steps whose sampled id neither top-k nor top-p would let through, judged on
     transformers' logits for the prompt and the ids sampled before it."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    prompt = AutoTokenizer.from_pretrained(directory).encode(PROMPT)
-    model = AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float16).cuda().eval()
-    with torch.no_grad():
+    tokenizer, model = load_reference(directory)
+    prompt = tokenizer.encode(PROMPT)
+    with REFERENCE, torch.no_grad():
         logits = model(torch.tensor([prompt + ids], device="cuda")).logits[0].float()
-    del model
-    torch.cuda.empty_cache()
     outside = []
     for step, token in enumerate(ids):
         row = logits[len(prompt) - 1 + step] / temperature
@@ -704,20 +752,23 @@ def main() -> int:
         return child(sys.argv[2], json.loads(sys.argv[3]))
     start = time.monotonic()
     if check_environment() and check_import():
-        check_ops()
         with tempfile.TemporaryDirectory(prefix="infini-check-qwen3-") as model:
             make_model(model)
             references = reference(model, BATCH_PROMPTS)
             expected = references[PROMPT]
             emit("reference", len(expected) == NEW_TOKENS, transformers=expected)
-            tp1 = check_generation(model, expected)["static.default"]["got"]
-            check_graph(model, expected)
-            check_batch(model, references)
-            check_rejections(model)
-            check_sampling(model, expected)
-            check_statistics(model, expected)
-            check_seed()
-            check_tp2(model, expected, tp1, gpu_count())
+            runs: dict[str, dict[str, Any]] = {}
+            children.side_by_side(
+                check_ops,
+                lambda: runs.update(check_generation(model, expected)),
+                partial(check_graph, model, expected),
+                partial(check_batch, model, references),
+                partial(check_rejections, model),
+                partial(check_sampling, model, expected),
+                partial(check_statistics, model, expected),
+                check_seed,
+            )
+            check_tp2(model, expected, runs["static.default"]["got"], gpu_count())
     summary = {
         "check": "summary",
         "ok": not FAILED,
@@ -728,7 +779,7 @@ def main() -> int:
     }
     seconds = round(time.monotonic() - start, 1)
     timing = {"seconds": seconds, "budget_seconds": BUDGET, "within_budget": seconds <= BUDGET}
-    print(json.dumps({**summary, **timing}), flush=True)
+    print(json.dumps({**summary, **timing, **children.timeline()}), flush=True)
     return 0 if not FAILED else 1
 
 

@@ -4,11 +4,13 @@ the release gate runs it where the vendor's device is present and says when it d
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -231,3 +233,116 @@ def test_release_writes_the_table_into_check_log_and_report_html_shows_it(
         "<td>generate.paged.paged-attn</td><td>paged</td><td>paged-attn</td><td>off</td>" in section
     )
     assert "<td>not run (1 GPU)</td>" in section
+
+
+def stand_in_gpu(vendor: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``vendor``'s device listing made a real program that finds one stand-in GPU."""
+    from builder.vendors import REGISTRY
+
+    lister = tmp_path / "list-gpus"
+    lister.write_text("#!/bin/sh\necho 'GPU 0: stand-in (UUID: GPU-0)'\n")
+    lister.chmod(0o755)
+    monkeypatch.setitem(REGISTRY, vendor, replace(REGISTRY[vendor], device_command=(str(lister),)))
+
+
+# The nvidia check's shape with stand-in children: each case a child process run through the
+# check's own children.py, the statistical cases failing under --force-argmax, tp2 alone. Each
+# child waits (up to 20 s) until as many siblings as the pool holds have started: "beside" says
+# how many it saw.
+NVIDIA_STANDIN = """\
+import json, os, sys, time
+from functools import partial
+import children
+
+BARRIER = os.path.join(os.environ["STANDIN_BARRIER"])
+CASES = ("generate.static.default", "generate.paged.paged-attn", "reject.paged.flashinfer",
+         "sampling.t1", "sampling.t0.5")
+STATISTICAL = ("sampling.t1", "sampling.t0.5")
+
+def engine(spec, result):
+    import minicore  # the wheel's engine, as InfiniLM would be
+    open(os.path.join(BARRIER, spec["case"]), "w").close()
+    deadline = time.monotonic() + 20
+    while len(os.listdir(BARRIER)) < spec["others"] + 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    argmax = os.environ.get("INFINI_STACK_CHECK_FORCE_ARGMAX") == "1"
+    result({"holds": not (argmax and spec["case"] in STATISTICAL),
+            "beside": len(os.listdir(BARRIER)) - 1, "sum": minicore.add([1.0], [2.0])[0]})
+
+def case(name, others, alone=False):
+    got = children.run_child(__file__, "engine", {"case": name, "others": others},
+                             timeout=60, alone=alone)
+    children.emit(name, got.get("holds") is True and got.get("sum") == 3.0, cache="paged",
+                  backend="paged-attn", graph=False, batch=1, expected=[3], got=[3],
+                  beside=got.get("beside"), outcome=got["outcome"])
+
+if sys.argv[1:2] == ["--child"]:
+    sys.exit(children.serve({"engine": engine}, sys.argv[2], json.loads(sys.argv[3])))
+jobs = children.pool(children.jobs_for(device_bytes=4 << 30, child_bytes=1 << 30)).jobs
+others = min(jobs, len(CASES)) - 1
+children.side_by_side(*(partial(case, name, others) for name in CASES),
+                      partial(case, "tp2", 0, alone=True))
+print(json.dumps({"check": "summary", "ok": not children.FAILED, "failed": children.FAILED,
+                  **children.timeline()}))
+sys.exit(1 if children.FAILED else 0)
+"""
+
+
+@pytest.fixture
+def nvidia_standin(
+    mini_wheel: Path, mini: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """The mini wheel as an nvidia one, a stand-in GPU, and the stand-in nvidia check beside the
+    mini stack's children.py: returns the wheel."""
+    stand_in_gpu("nvidia", tmp_path, monkeypatch)
+    checks = mini.parent / "components" / "checks"
+    assert (checks / "children.py").read_text().startswith('"""What the runtime check scripts')
+    (checks / "engine.py").write_text(NVIDIA_STANDIN)
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    monkeypatch.setenv("STANDIN_BARRIER", str(barrier))
+    renamed = mini_wheel.with_name(mini_wheel.name.replace("+cpu", "+cu130"))
+    renamed.write_bytes(mini_wheel.read_bytes())
+    return renamed
+
+
+def summary_of(out: str) -> dict[str, Any]:
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return next(row for row in rows if row["check"] == "summary")
+
+
+def overlapping(children: list[dict[str, Any]]) -> bool:
+    spans = sorted((c["start"], c["start"] + c["seconds"]) for c in children)
+    return any(later[0] < earlier[1] for earlier, later in itertools.pairwise(spans))
+
+
+def test_the_mini_nvidia_check_runs_its_stand_in_children_side_by_side(
+    nvidia_standin: Path, mini: Path, cli
+) -> None:  # type: ignore[no-untyped-def]
+    result = cli("check", nvidia_standin, "--manifest", mini, "--check-jobs", "5")
+    assert result.code == 0, result.err
+    rows = [json.loads(line) for line in result.out.splitlines() if line.startswith("{")]
+    cases = [row for row in rows if row["check"] != "summary"]
+    assert [row["check"] for row in cases] == [
+        "generate.static.default", "generate.paged.paged-attn", "reject.paged.flashinfer",
+        "sampling.t1", "sampling.t0.5", "tp2",
+    ]  # fmt: skip
+    assert all(row["beside"] == 4 for row in cases[:5])  # the five saw each other start
+    summary = summary_of(result.out)
+    assert summary["jobs"] == 5 and overlapping(summary["children"])
+    tp2 = next(c for c in summary["children"] if c["child"].endswith("case=tp2 others=0"))
+    others = [c for c in summary["children"] if c is not tp2]
+    assert all(c["start"] + c["seconds"] <= tp2["start"] for c in others)  # alone: after them
+
+
+def test_check_jobs_1_is_the_serial_check_and_force_argmax_fails_the_statistical_cases(
+    nvidia_standin: Path, mini: Path, cli
+) -> None:  # type: ignore[no-untyped-def]
+    result = cli("check", nvidia_standin, "--manifest", mini, "--check-jobs", "1", "--force-argmax")
+    assert result.code == 7, result.err
+    summary = summary_of(result.out)
+    assert summary["jobs"] == 1 and not overlapping(summary["children"])
+    assert summary["failed"] == ["sampling.t1", "sampling.t0.5"]
+    verdicts = [line.split()[0] for line in result.out.split("\ncase ", 1)[1].splitlines()[2:]]
+    assert verdicts[:3] == ["generate.static.default", "generate.paged.paged-attn",
+                            "reject.paged.flashinfer"]  # fmt: skip

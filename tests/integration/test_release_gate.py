@@ -78,11 +78,22 @@ def test_release_writes_the_wheel_its_sbom_sha256sums_and_the_run_reports(
     assert [line.split()[0] for line in shown.out.split("stage ")[-1].splitlines()[1:]] == list(
         report["steps"]
     )
+    # ... and the release against its bound: CPU-seconds, cores, CPU work / cores, wall.
+    bound = [line for line in shown.out.splitlines() if line.startswith("release: ")]
+    assert len(bound) == 1 and "CPU-seconds on" in bound[0] and "x the bound" in bound[0]
+    figures = json.loads((shared_home / "runs" / "last.json").read_text())["release"]["cpu"]
+    assert figures["bound_seconds"] == round(figures["cpu_seconds"] / figures["cores"], 3)
+    # The first build came from the store: the proof ran beside the smoke test and the check.
+    assert report["steps"]["verify"]["beside"] is True
     trace_file = tmp_path / "trace.json"
     assert cli("report", "--trace", trace_file).code == 0
     events = json.loads(trace_file.read_text())["traceEvents"]
     stages = [e["name"] for e in events if e.get("cat") == "release"]
     assert stages == list(report["steps"])
+    # The check's children are lanes of their own, one slice per child.
+    children = [e for e in events if e.get("cat") == "check"]
+    assert len(children) == len(report["steps"]["check"]["children"]) == 7
+    assert {e["name"].split()[0] for e in children} == {"case"}
     # The cpu vendor's device is the host: the mini stack's runtime check ran, and passed.
     assert report["steps"]["check"]["ran"] is True and report["steps"]["check"]["ok"] is True
     assert '"check": "summary", "ok": true' in (out / "check.log").read_text()

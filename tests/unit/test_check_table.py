@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
 
@@ -231,21 +232,29 @@ def test_standin_sampler_ignoring_the_temperature_fails_at_half(
     assert seen["sampling.t1"]["ok"] and not seen["sampling.t0.5"]["ok"]
 
 
-def test_standin_children_take_main_through_every_case(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def standin_greedy(prompt: str) -> list[int]:
+    """The ids the stand-in InfiniLM and transformers both give for ``prompt``."""
+    return [4 + (7 * i + len(prompt)) % 500 for i in range(12)]
+
+
+def standin_main(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], jobs: int
+) -> tuple[str, list[tuple[str, dict[str, object]]], set[int]]:
     """main() with stand-ins for the GPU's parts (children answer as a correct InfiniLM would,
-    transformers' logits are made up): every case prints its line, the summary passes, and a
-    one-GPU host says tp2 was not run."""
+    transformers' logits are made up), its children ``jobs`` at a time: its output, the
+    children's specs, and the threads they were started from."""
     np = pytest.importorskip("numpy")
+    monkeypatch.setenv("INFINI_STACK_CHECK_JOBS", str(jobs))
     nvidia = load_nvidia()
     rng = np.random.default_rng(4)
     rows = [[0.0] * 4 + [float(x) for x in rng.normal(0, 2.5, 508)] for _ in range(13)]
-    greedy = {p: [4 + (7 * i + len(p)) % 500 for i in range(12)] for p in nvidia.BATCH_PROMPTS}
+    greedy = {p: standin_greedy(p) for p in nvidia.BATCH_PROMPTS}
     specs: list[tuple[str, dict[str, object]]] = []
+    threads: set[int] = set()
 
     def child(mode: str, spec: dict[str, object]) -> dict[str, object]:
         specs.append((mode, spec))
+        threads.add(threading.get_ident())
         if mode == "draws":
             row = rows[len(str(spec["prompt"]).split()) - len(nvidia.PROMPT.split())]
             probs = np.asarray(nvidia.goodness.softmax(row, float(spec["temperature"])))  # type: ignore[arg-type]
@@ -280,18 +289,28 @@ def test_standin_children_take_main_through_every_case(
     monkeypatch.setattr(nvidia, "outside_filters", lambda *args, **kwargs: [])
     monkeypatch.setattr(nvidia, "gpu_count", lambda: 1)
     assert nvidia.main() == 0
-    out = capsys.readouterr().out
+    return capsys.readouterr().out, specs, threads
+
+
+def test_standin_children_take_main_through_every_case(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every case prints its line, the summary passes, and a one-GPU host says tp2 was not
+    run."""
+    out, specs, _ = standin_main(monkeypatch, capsys, jobs=4)
+    prompts = load_nvidia().BATCH_PROMPTS
     seen = {
         json.loads(line)["check"]: json.loads(line)
         for line in out.splitlines()
         if line.startswith("{")
     }
     assert seen["summary"]["ok"] is True and seen["summary"]["not_run"] == ["tp2"]
-    assert seen["summary"]["budget_seconds"] == 360.0 and seen["summary"]["within_budget"] is True
+    assert seen["summary"]["budget_seconds"] == 90.0 and seen["summary"]["within_budget"] is True
+    assert seen["summary"]["jobs"] == 4
     assert seen["graph.paged.paged-attn"]["graph"] == "captured"
     assert seen["graph.static.default"]["graph"] == "eager (fallback: no device graph captured)"
     assert seen["graph"]["captured"] == ["paged.paged-attn"]
-    assert seen["batch.reversed.0"]["expected"] == greedy[nvidia.BATCH_PROMPTS[-1]]
+    assert seen["batch.reversed.0"]["expected"] == standin_greedy(prompts[-1])
     assert {
         f"batch{g}.{o}.{i}"
         for g in ("", ".graph")
@@ -307,7 +326,25 @@ def test_standin_children_take_main_through_every_case(
     assert "tp2: not run (1 GPU)" in out.splitlines()
     batch_specs = [s for m, s in specs if m == "llm" and "prompt_sets" in s]
     assert all(s["batch"] >= 2 and s["cache"] == "paged" for s in batch_specs)
-    assert [s["prompt_sets"][1] for s in batch_specs] == [list(nvidia.BATCH_PROMPTS[::-1])] * 2  # type: ignore[index]
+    assert [s["prompt_sets"][1] for s in batch_specs] == [list(prompts[::-1])] * 2  # type: ignore[index]
+
+
+def test_standin_children_run_side_by_side_and_the_lines_keep_the_serial_order(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same main() one child at a time and four at a time: the groups of cases ran in
+    threads of their own beside each other, and the lines came out in the serial run's order."""
+    serial, _, one = standin_main(monkeypatch, capsys, jobs=1)
+    parallel, _, several = standin_main(monkeypatch, capsys, jobs=4)
+
+    def cases(out: str) -> list[str]:
+        return [
+            line if not line.startswith("{") else json.loads(line)["check"]
+            for line in out.splitlines()
+        ]
+
+    assert len(one) == 1 and len(several) > 1
+    assert cases(serial) == cases(parallel) and len(cases(serial)) == 38
 
 
 def test_the_summary_row_gives_its_own_verdict_and_names_the_cases_not_run() -> None:

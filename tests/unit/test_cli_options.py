@@ -50,6 +50,16 @@ def test_jobs_below_one_is_refused_at_parse_time(
     assert "--jobs" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", [["check", "x.whl"], ["release", "-o", "out"]])
+def test_check_jobs_below_one_is_refused_at_parse_time(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main([*command, "--check-jobs", "0"])
+    assert stop.value.code == 2
+    assert "--check-jobs" in capsys.readouterr().err
+
+
 def test_home_naming_a_file_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

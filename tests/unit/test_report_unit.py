@@ -151,3 +151,50 @@ def test_a_corrupt_last_report_is_a_usage_error_not_a_traceback(tmp_path: Path) 
         (layout.runs() / "last.json").write_text(junk)
         with pytest.raises(UsageError, match="is not a run report"):
             report.read_last(layout)
+
+
+def test_report_prints_the_build_and_the_release_against_their_bound(
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    r = sample()
+    r.cpu = {"cpu_seconds": 400.0, "cores": 16, "bound_seconds": 25.0, "wall_seconds": 40.0}
+    r.cpu["ratio"] = 1.6
+    r.release = {
+        "ok": True,
+        "stages": {"build": {"seconds": 40.0}},
+        "cpu": {
+            "cpu_seconds": 10060.0,
+            "cores": 16,
+            "bound_seconds": 628.75,
+            "wall_seconds": 867.0,
+            "ratio": 1.38,
+        },
+    }
+    report.write(r, Layout.from_env({}, home=tmp_path))
+    shown = cli("report", "--home", tmp_path).out.splitlines()
+    assert (
+        "build: 400.0 CPU-seconds on 16 cores, bound 25.0s; wall 40.0s = 1.60x the bound" in shown
+    )
+    assert (
+        "release: 10060.0 CPU-seconds on 16 cores, bound 628.8s; wall 867.0s = 1.38x the bound"
+        in shown
+    )
+    page = tmp_path / "run.html"
+    assert cli("report", "--home", tmp_path, "--html", page).code == 0
+    assert "release: 10060.0 CPU-seconds on 16 cores, bound 628.8s" in page.read_text()
+
+
+def test_the_bound_of_a_run_is_its_cpu_work_over_its_cores() -> None:
+    from builder.engine import bound
+
+    start = bound.Mark(cpu=10.0, wall=100.0)
+    figures = bound.since(start, bound.Mark(cpu=130.0, wall=130.0), cpus=4)
+    assert figures == {
+        "cpu_seconds": 120.0,
+        "cores": 4,
+        "bound_seconds": 30.0,
+        "wall_seconds": 30.0,
+        "ratio": 1.0,
+    }
+    assert bound.mark().cpu > 0 and bound.cores() >= 1
