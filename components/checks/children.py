@@ -241,6 +241,7 @@ def run_child(
     else:
         outcome = "ok" if done.returncode == 0 else f"exit status {done.returncode}"
     _ran(mode, spec, began, elapsed, outcome)
+    _log_child(mode, spec, outcome, elapsed, done.stdout, done.stderr)
     out = {"outcome": outcome, **(results[-1] if results else {})}
     out["seconds"] = round(elapsed, 1)
     if annotate is not None:
@@ -250,13 +251,38 @@ def run_child(
     return out
 
 
-def _ran(mode: str, spec: Mapping[str, Any], began: float, seconds: float, outcome: str) -> None:
+_LOG_LOCK = threading.Lock()
+CHILD_MARK = "| "  # begins every line of a child's own output in the check's log
+
+
+def _log_child(
+    mode: str, spec: Mapping[str, Any], outcome: str, seconds: float, stdout: str, stderr: str
+) -> None:
+    """The child's whole output (but its RESULT lines) on the script's standard error, which the
+    check's log keeps: one block per child, written at once, so children running side by side
+    never interleave. Its lines begin with :data:`CHILD_MARK`, never read as a case's line."""
+    lines = [line for line in stdout.splitlines() if not line.startswith("RESULT ")]
+    lines += stderr.splitlines()
+    if not lines:
+        return
+    head = f"child {_name(mode, spec)}: {outcome} in {seconds:.1f}s, its output:"
+    block = "\n".join([head, *(CHILD_MARK + line for line in lines)]) + "\n"
+    with _LOG_LOCK:
+        sys.stderr.write(block)
+        sys.stderr.flush()
+
+
+def _name(mode: str, spec: Mapping[str, Any]) -> str:
     said = [
         f"{k}={v}" for k, v in spec.items() if isinstance(v, (str, int, float)) and k != "model"
     ]
+    return " ".join([mode, *said])[:80]
+
+
+def _ran(mode: str, spec: Mapping[str, Any], began: float, seconds: float, outcome: str) -> None:
     _TIMELINE.append(
         {
-            "child": " ".join([mode, *said])[:80],
+            "child": _name(mode, spec),
             "start": round(began, 6),
             "seconds": round(seconds, 6),
             "outcome": outcome,

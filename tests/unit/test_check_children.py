@@ -68,6 +68,23 @@ def test_a_child_that_answers_reports_its_result_and_what_annotate_read(tmp_path
     assert tally == {"failed": [], "gaps": ["known"]}
 
 
+def test_a_childs_whole_output_is_logged_as_one_marked_block(tmp_path: Path) -> None:
+    script = tmp_path / "check.py"
+    script.write_text(SCRIPT.format(checks=str(CHECKS)))
+    done = subprocess.run(
+        [sys.executable, str(script), "answer", json.dumps({"x": 21})],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    head, *rest = done.stderr.splitlines()
+    assert head.startswith("child answer x=21: ok in ")
+    assert rest == ["| graph runtime: captured"]
+    assert not any("RESULT " in line for line in rest)  # (read by the parent, not logged)
+    assert all(line.startswith("{") for line in done.stdout.splitlines())  # case lines only
+
+
 def test_an_exception_in_the_child_is_its_result_and_exit_status_3(tmp_path: Path) -> None:
     line, _, tally = run(tmp_path, "boom", {"op": "embedding"})
     assert line["ok"] is False and line["outcome"] == "exit status 3"
