@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -120,20 +121,12 @@ def build_plan(
     a changed one is built again, or, without ``rebuild``, the build stops (exit 5). A full
     disk's error names the filesystem that filled."""
     with diskspace.named_when_full(ctx.layout.home, ctx.layout.store_root):
-        report = run_report.RunReport(
-            command=command,
-            vendor=ctx.vendor,
-            manifest=str(ctx.stack.file),
-            providers=dict(ctx.host.providers),
-            host=host_summary(ctx.host),
-        )
+        report = _new_report(ctx, command)
         progress = progress or run_report.progress_for()
         remote = _open_cache(ctx, cache)
         try:
             with executor.interrupts():
-                if verify or (remote is not None and remote.push):
-                    before = "to package" if verify else "to push"
-                    check_plan(ctx.layout, plan, progress.say, rebuild=rebuild, before=before)
+                _check_first(ctx, plan, remote, progress.say, verify=verify, rebuild=rebuild)
                 pulled = _pull(remote, ctx, plan, progress)
                 fetch_sources(ctx, plan)
                 try:
@@ -165,6 +158,31 @@ def build_plan(
             progress.close()
             _finish(report, ctx.layout)
         return report
+
+
+def _new_report(ctx: Context, command: str) -> run_report.RunReport:
+    return run_report.RunReport(
+        command=command,
+        vendor=ctx.vendor,
+        manifest=str(ctx.stack.file),
+        providers=dict(ctx.host.providers),
+        host=host_summary(ctx.host),
+    )
+
+
+def _check_first(
+    ctx: Context,
+    plan: Plan,
+    remote: Cache | None,
+    say: Callable[[str, str], None],
+    *,
+    verify: bool,
+    rebuild: bool,
+) -> None:
+    """The plan's entries against their install manifests, before packaging or pushing."""
+    if verify or (remote is not None and remote.push):
+        before = "to package" if verify else "to push"
+        check_plan(ctx.layout, plan, say, rebuild=rebuild, before=before)
 
 
 # The remote cache (builder.pipeline.cache: cryptography, zstandard, urllib) is imported only
