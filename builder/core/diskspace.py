@@ -23,6 +23,7 @@ _PATH = re.compile(r"(/[^\s:'\"]+)")
 class Place:
     roles: tuple[str, ...]  # home, store, temporary directory: those on this filesystem
     path: Path
+    paths: tuple[Path, ...]  # the directories of those roles
     device: int
     free: int  # bytes free for unprivileged users when the run started
 
@@ -44,10 +45,11 @@ class Space:
             same = next((p for p in places if p.device == st.st_dev), None)
             if same is not None:
                 places[places.index(same)] = Place(
-                    (*same.roles, role), same.path, same.device, same.free
+                    (*same.roles, role), same.path, (*same.paths, path), same.device, same.free
                 )
                 continue
-            places.append(Place((role,), path, st.st_dev, vfs.f_bavail * vfs.f_frsize))
+            free = vfs.f_bavail * vfs.f_frsize
+            places.append(Place((role,), path, (path,), st.st_dev, free))
         return cls(tuple(places))
 
     def explain(self, text: str) -> str | None:
@@ -64,16 +66,13 @@ class Space:
         )
 
     def _named(self, text: str) -> Place | None:
-        """The place whose filesystem holds a path the message names next to the error."""
+        """The place holding a path that a line saying the error names (a tool's own path,
+        /usr/bin/ld, names nothing)."""
         for line in text.splitlines():
             if FULL not in line:
                 continue
             for match in _PATH.findall(line):
-                try:
-                    device = _existing(Path(match)).stat().st_dev
-                except OSError:
-                    continue
-                hit = next((p for p in self.places if p.device == device), None)
+                hit = next((p for p in self.places if _under(Path(match), p.paths)), None)
                 if hit is not None:
                     return hit
         return None
@@ -109,6 +108,10 @@ def _with_line(exc: BuildError, line: str) -> BuildError:
     out = BuildError(f"{exc.message}\n{line}", hint=exc.hint)
     out.exit_code = exc.exit_code
     return out
+
+
+def _under(path: Path, roots: tuple[Path, ...]) -> bool:
+    return any(path == root or root in path.parents for root in roots)
 
 
 def _existing(path: Path) -> Path:

@@ -289,6 +289,10 @@ def host_summary(host: HostFacts) -> dict[str, object]:
 
 
 def _finish(report: run_report.RunReport, layout: Layout) -> None:
-    path = run_report.write(report, layout)
     print(run_report.summary_table(report.to_json()), file=sys.stderr)
+    try:
+        path = run_report.write(report, layout)
+    except OSError as exc:  # a full disk: the build's own error is what must be seen
+        print(f"warning: run report not written: {exc.strerror}", file=sys.stderr)
+        return
     print(f"run report: {path}", file=sys.stderr)
