@@ -2,9 +2,11 @@
 
 Pull: the manifest the key's tag names, its config blob (digest checked), the statement's
 signature (against the trusted keys), the statement's key and layer against the manifest, then
-the layer (streamed to a file, digest and size checked), unpacked, relocated, and checked to name
-none of the builder's roots any more. Push: scan for relocations (a stuck path: not pushed), the
-layer, the config, each blob only when missing, and the manifest's tag last.
+the layer (streamed to a file, digest and size checked), unpacked, compared file by file with the
+install manifest the statement carries, relocated, and checked to name none of the builder's roots
+any more. Push (of an entry the caller has checked against its manifest): scan for relocations (a
+stuck path: not pushed), the layer, the config with the manifest in its statement, each blob only
+when missing, and the manifest's tag last.
 """
 
 from __future__ import annotations
