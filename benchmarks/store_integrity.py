@@ -77,7 +77,16 @@ class Side:
         self.cwd = work
         path = f"{venv / 'bin'}:{os.environ['PATH']}"
         self.env = {**os.environ, "PATH": path, "INFINI_STACK_HOME": str(self.home)}
-        self.argv = [self.bin, "build", "--manifest", MANIFEST, "--vendor", "cpu", "--jobs", "2"]
+        self.argv: list[str | Path] = [
+            self.bin,
+            "build",
+            "--manifest",
+            MANIFEST,
+            "--vendor",
+            "cpu",
+            "--jobs",
+            "2",
+        ]
         time.sleep(1.1)  # files younger than a second are not trusted by the memo
         timed(self.argv, self.env, work)  # cold
         self.out = work / f"dist-{name}"
@@ -86,7 +95,16 @@ class Side:
         return timed(self.argv, self.env, self.cwd)
 
     def wheel(self) -> float:
-        argv = [self.bin, "wheel", "--manifest", MANIFEST, "--vendor", "cpu", "--out", self.out]
+        argv: list[str | Path] = [
+            self.bin,
+            "wheel",
+            "--manifest",
+            MANIFEST,
+            "--vendor",
+            "cpu",
+            "--out",
+            self.out,
+        ]
         return timed([*argv, "--progress", "quiet"], self.env, self.cwd)
 
     def ninja(self) -> float:

@@ -156,7 +156,8 @@ def test_a_changed_entry_is_caught_before_a_push_named_and_what_is_pushed_is_the
     home = home_with(store, tmp_path / "home")
     said = CHANGES[change](entry_of(home / "store", "miniccl") / "prefix")
     url = registry.url()
-    common = ("--manifest", manifest, "--vendor", "cpu", "--component", "miniccl")
+    common: tuple[str | Path, ...] = ("--manifest", manifest, "--vendor", "cpu")
+    common += ("--component", "miniccl")
     common += ("--progress", "plain", "--no-memo", "--cache", url)
     pushed = run("build", *common, "--home", home, "--push")
     assert pushed.returncode == 0, pushed.stderr
