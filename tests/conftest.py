@@ -173,3 +173,15 @@ def shared_home(built_cpu_store: Path, home: Path, monkeypatch: pytest.MonkeyPat
 def chdir_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.chdir(tmp_path)
     yield tmp_path
+
+
+@pytest.fixture
+def registry(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A real registry (Debian's docker-registry) on loopback, for the remote cache's tests."""
+    from tests.registry import Registry, registry_binary
+
+    if registry_binary() is None:
+        pytest.skip("no registry binary: apt-get install -y docker-registry")
+    reg = Registry(tmp_path / "registry").start()
+    yield reg
+    reg.stop()

@@ -5,7 +5,8 @@
   tag, and no second name to keep in step);
 - config blob: ``application/vnd.infini-stack.entry.config.v1+json``: ``{"statement": ...,
   "signature": ...}``; the statement holds the key, the layer's digest and sizes, the store
-  record and the relocation table, and the ed25519 signature covers its canonical JSON;
+  record, the install manifest (whose digest the record gives) and the relocation table, and
+  the ed25519 signature covers its canonical JSON;
 - one layer: ``application/vnd.infini-stack.entry.layer.v1.tar+zstd``, a deterministic tar of the
   entry's prefix (sorted, mtime 1980-01-01, uid/gid 0, no names), zstd level 3. Measured on
   CUDA 13's libcublasLt (545 MB, mostly compressed fatbins): gzip -6 shrinks it 1.41x, packing at

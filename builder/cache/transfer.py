@@ -2,9 +2,11 @@
 
 Pull: the manifest the key's tag names, its config blob (digest checked), the statement's
 signature (against the trusted keys), the statement's key and layer against the manifest, then
-the layer (streamed to a file, digest and size checked), unpacked, relocated, and checked to name
-none of the builder's roots any more. Push: scan for relocations (a stuck path: not pushed), the
-layer, the config, each blob only when missing, and the manifest's tag last.
+the layer (streamed to a file, digest and size checked), unpacked, compared file by file with the
+install manifest the statement carries, relocated, and checked to name none of the builder's roots
+any more. Push (of an entry the caller has checked against its manifest): scan for relocations (a
+stuck path: not pushed), the layer, the config with the manifest in its statement, each blob only
+when missing, and the manifest's tag last.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from builder.cache.oci import Registry
 from builder.cache.remote import MAX_CONFIG, Refused, Remote
 from builder.cache.signing import BadSignature, Signer, Trust, verify
 from builder.cache.urls import CacheURL
+from builder.core import contents
 from builder.core.errors import StackError
 
 
@@ -135,6 +138,7 @@ def download(
         raise Refused(f"its layer cannot be unpacked ({type(exc).__name__}: {exc})") from None
     finally:
         layer_file.unlink(missing_ok=True)
+    check_contents(found.statement, prefix)
     table = found.statement.get("relocation") or {}
     try:
         mapping = relocate.mapping_for(table, roots)
@@ -157,6 +161,27 @@ def download(
         "relocated": rewritten,
     }
     return record
+
+
+def check_contents(statement: Mapping[str, Any], prefix: Path) -> None:
+    """The unpacked layer against the install manifest the signed statement carries (whose
+    digest its record gives): a layer that is not what was recorded is refused, whatever signed
+    it, with each path that differs named."""
+    said = (statement.get("record") or {}).get("manifest")
+    doc = statement.get("manifest")
+    if not isinstance(said, dict) or not isinstance(doc, dict):
+        raise Refused("it carries no install manifest (pushed by an older infini-stack)")
+    try:
+        items = contents.parse(doc)
+    except ValueError as exc:
+        raise Refused(f"its install manifest is unreadable: {exc}") from None
+    if contents.digest_of(contents.encode(items)) != said.get("digest"):
+        raise Refused("its install manifest is not the one its record names")
+    differences = contents.compare(prefix, items)
+    if differences:
+        shown = "; ".join(d.line() for d in differences[:10])
+        more = f" (and {len(differences) - 10} more)" if len(differences) > 10 else ""
+        raise Refused(f"its files differ from its install manifest: {shown}{more}")
 
 
 # --- push ---------------------------------------------------------------------------------------
@@ -190,6 +215,7 @@ def publish(
         layer = artifact.pack(entry / "prefix", layer_file)
         pushed = {k: v for k, v in record.items() if k != "origin"}
         statement = artifact.statement(key, layer, pushed, scan.table())
+        statement["manifest"] = json.loads((entry / contents.MANIFEST).read_bytes())
         signature = signer.sign(artifact.canonical(statement)) if signer else None
         config = artifact.canonical({"statement": statement, "signature": signature})
         uploaded = 0

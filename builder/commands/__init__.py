@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "presets": "write CMakePresets.json and build.sh that build one component as the tool does",
     "report": "print the last build's run report",
     "cache": "the remote cache of store entries: `cache keygen` makes a signing key",
+    "store": "the store: `store verify [--repair]` checks each entry against its install manifest",
     "gc": "remove store entries, build dirs, source trees and logs that no manifest uses",
     "wheel": "build the stack, then package and audit the vendor's wheel into dist/",
     "audit": (

@@ -26,7 +26,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from builder.engine.gc import size_text
+    from builder.core.diskspace import size_text
     from builder.pipeline.gc import collect_garbage
 
     outcome = collect_garbage(args.manifest, layout_from(args), dry_run=args.dry_run)

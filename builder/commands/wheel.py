@@ -24,6 +24,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="build everything a second time from fresh build directories and "
         "require byte-identical wheels (names the first member that differs)",
     )
+    parser.add_argument(
+        "--no-rebuild",
+        action="store_true",
+        help="a store entry whose files differ from its install manifest stops the run "
+        "(exit 5) instead of being built again",
+    )
     add_repair(parser)
     add_variant(parser)
     add_max_size(parser)
@@ -53,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
         repair=args.repair,
         variant=args.variant,
         max_size=args.max_size,
+        no_rebuild=args.no_rebuild,
     )
     for path in run_wheel(request):
         print(path)

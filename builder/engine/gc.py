@@ -179,12 +179,3 @@ def remove(item: Doomed) -> bool:
         else:
             shutil.rmtree(item.path, ignore_errors=True)
     return True
-
-
-def size_text(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.1f} {unit}" if unit != "B" else f"{n} B"
-        size /= 1024
-    return f"{n} B"

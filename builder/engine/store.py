@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -19,8 +20,9 @@ import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from builder.core import contents
 from builder.core.fs import atomic_write
 from builder.core.layout import Layout
 from builder.core.redact import redact_data
@@ -61,8 +63,10 @@ class Store:
         return staging
 
     def commit(self, key: str, record: dict[str, Any]) -> Path:
-        """Write the record last, then rename the staged entry into place."""
+        """Write the install manifest, the record last, then rename the staged entry into place."""
         staging = self.layout.staging(key)
+        items = contents.scan(staging / "prefix")
+        record = {**record, "manifest": contents.write(staging, items)}
         write_record(staging, record)
         entry = self.layout.entry(key)
         if entry.exists():  # only possible without the key lock; keep the existing entry
@@ -71,6 +75,25 @@ class Store:
         staging.rename(entry)
         fsync_dir(entry.parent)
         return entry
+
+    def verify(self, name: str) -> Verdict:
+        """Entry ``name``'s prefix against its install manifest, every file hashed."""
+        entry = self.layout.store_root / name
+        try:
+            record = read_record(entry)
+        except (OSError, ValueError) as exc:
+            return Verdict(name, "?", "?", "changed", problem=f"its record is unreadable ({exc})")
+        verdict = functools.partial(
+            Verdict, name, str(record.get("name")), str(record.get("vendor"))
+        )
+        try:
+            items = contents.read(entry, record.get("manifest"))
+        except (OSError, ValueError) as exc:
+            return verdict("changed", problem=str(exc))
+        if items is None:
+            return verdict("unverifiable")
+        differences = contents.compare(entry / "prefix", items)
+        return verdict("changed" if differences else "ok", differences)
 
     def entries(self) -> list[str]:
         """Names (``key[:32]``) of the complete entries."""
@@ -104,6 +127,47 @@ class Store:
     def remove(self, name: str) -> None:
         """Remove entry ``name`` as a whole; the caller holds its lock."""
         remove_atomically(self.layout.store_root / name)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What :meth:`Store.verify` found of one entry."""
+
+    name: str  # the entry's directory name (key[:32])
+    component: str
+    vendor: str
+    state: Literal["ok", "changed", "unverifiable"]
+    differences: tuple[contents.Difference, ...] = ()
+    problem: str = ""  # the manifest or record itself is damaged
+
+    @property
+    def ok(self) -> bool:
+        return self.state != "changed"
+
+    def lines(self) -> list[str]:
+        """The entry, its component, and each path that differs (or what is damaged)."""
+        head = f"store entry {self.name} ({self.component}, {self.vendor})"
+        if self.state == "ok":
+            return [f"{head}: ok"]
+        if self.state == "unverifiable":
+            return [f"{head}: unverifiable (made before install manifests; not checked)"]
+        if self.problem:
+            return [f"{head} is damaged: {self.problem}"]
+        count = len(self.differences)
+        return [
+            f"{head} does not match its install manifest ({count} path{'s' * (count != 1)}):",
+            *(f"  {d.line()}" for d in self.differences),
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "entry": self.name,
+            "component": self.component,
+            "vendor": self.vendor,
+            "state": self.state,
+            "problem": self.problem or None,
+            "differences": [d.to_json() for d in self.differences],
+        }
 
 
 def remove_atomically(entry: Path) -> None:

@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.core import proc
+from builder.core import diskspace, proc
 from builder.core.errors import BuildError, StackError, UsageError
 from builder.core.host import HostFacts
 from builder.core.layout import Layout
@@ -30,6 +31,7 @@ from builder.pipeline.context import (
     plan_for,
     require_preflight,
 )
+from builder.pipeline.integrity import check_plan
 from builder.pipeline.requests import BuildRequest, CacheRequest
 from builder.plan import ComponentPlan, Plan
 
@@ -108,54 +110,81 @@ def build_plan(
     progress: run_report.Progress | None = None,
     keep_going: bool = False,
     cache: CacheRequest | None = None,
+    verify: bool = False,
+    rebuild: bool = True,
 ) -> run_report.RunReport:
     """Pull what the store lacks from the remote cache (when ``cache`` names one), fetch what is
     still missing, build it, push what was built (``--push``), write the run report, print the
-    summary."""
-    report = run_report.RunReport(
+    summary.
+
+    ``verify`` (and any push) checks the plan's entries against their install manifests first:
+    a changed one is built again, or, without ``rebuild``, the build stops (exit 5). A full
+    disk's error names the filesystem that filled."""
+    with diskspace.named_when_full(ctx.layout.home, ctx.layout.store_root):
+        report = _new_report(ctx, command)
+        progress = progress or run_report.progress_for()
+        began = bound.mark()
+        remote = _open_cache(ctx, cache)
+        try:
+            with executor.interrupts():
+                _check_first(ctx, plan, remote, progress.say, verify=verify, rebuild=rebuild)
+                pulled = _pull(remote, ctx, plan, progress)
+                fetch_sources(ctx, plan)
+                try:
+                    executor.execute(
+                        plan,
+                        ctx.layout,
+                        report,
+                        launcher=launcher,
+                        progress=progress,
+                        env=ctx.host.env or None,
+                        verify_sources=_path_digest,
+                        keep_going=keep_going,
+                    )
+                except BuildError as exc:
+                    if remote and not isinstance(exc, executor.Interrupted):
+                        _push_after_failure(remote, ctx, plan, report, progress)
+                    raise
+                finally:
+                    _mark_pulled(report, pulled, remote)
+                if remote:
+                    _push(remote, ctx, plan, report, progress)
+        except executor.Interrupted as exc:
+            report.interrupted = exc.message
+            raise
+        except KeyboardInterrupt:
+            report.interrupted = "interrupted by SIGINT while fetching sources"
+            raise
+        finally:
+            progress.close()
+            report.cpu = bound.since(began)
+            _finish(report, ctx.layout)
+        return report
+
+
+def _new_report(ctx: Context, command: str) -> run_report.RunReport:
+    return run_report.RunReport(
         command=command,
         vendor=ctx.vendor,
         manifest=str(ctx.stack.file),
         providers=dict(ctx.host.providers),
         host=host_summary(ctx.host),
     )
-    progress = progress or run_report.progress_for()
-    began = bound.mark()
-    remote = _open_cache(ctx, cache)
-    try:
-        with executor.interrupts():
-            pulled = _pull(remote, ctx, plan, progress)
-            fetch_sources(ctx, plan)
-            try:
-                executor.execute(
-                    plan,
-                    ctx.layout,
-                    report,
-                    launcher=launcher,
-                    progress=progress,
-                    env=ctx.host.env or None,
-                    verify_sources=_path_digest,
-                    keep_going=keep_going,
-                )
-            except BuildError as exc:
-                if remote and not isinstance(exc, executor.Interrupted):
-                    _push_after_failure(remote, ctx, plan, report, progress)
-                raise
-            finally:
-                _mark_pulled(report, pulled, remote)
-            if remote:
-                _push(remote, ctx, plan, report, progress)
-    except executor.Interrupted as exc:
-        report.interrupted = exc.message
-        raise
-    except KeyboardInterrupt:
-        report.interrupted = "interrupted by SIGINT while fetching sources"
-        raise
-    finally:
-        progress.close()
-        report.cpu = bound.since(began)
-        _finish(report, ctx.layout)
-    return report
+
+
+def _check_first(
+    ctx: Context,
+    plan: Plan,
+    remote: Cache | None,
+    say: Callable[[str, str], None],
+    *,
+    verify: bool,
+    rebuild: bool,
+) -> None:
+    """The plan's entries against their install manifests, before packaging or pushing."""
+    if verify or (remote is not None and remote.push):
+        before = "to package" if verify else "to push"
+        check_plan(ctx.layout, plan, say, rebuild=rebuild, before=before)
 
 
 # The remote cache (builder.pipeline.cache: cryptography, zstandard, urllib) is imported only
@@ -262,7 +291,11 @@ def host_summary(host: HostFacts) -> dict[str, object]:
 
 
 def _finish(report: run_report.RunReport, layout: Layout) -> None:
-    path = run_report.write(report, layout)
     print(run_report.summary_table(report.to_json()), file=sys.stderr)
     print(bound.render(report.cpu), file=sys.stderr)
+    try:
+        path = run_report.write(report, layout)
+    except OSError as exc:  # a full disk: the build's own error is what must be seen
+        print(f"warning: run report not written: {exc.strerror}", file=sys.stderr)
+        return
     print(f"run report: {path}", file=sys.stderr)

@@ -30,7 +30,7 @@ from builder.cache.transfer import download as download_entry
 from builder.core.errors import BuildError, UsageError
 from builder.core.layout import Layout
 from builder.engine.report import RunReport
-from builder.engine.store import Store, entry_name
+from builder.engine.store import Store, Verdict, entry_name
 from builder.pipeline.requests import CacheRequest
 from builder.plan import ComponentPlan, Plan
 
@@ -204,10 +204,24 @@ def push_built(cache: Cache, plan: Plan, layout: Layout, report: RunReport, say:
             record = store.record(c.key)
             if "origin" in record:
                 continue  # pulled: it is in a cache already
-            outcome = _push_one(cache, remote, c, layout, record, say)
+            verdict = store.verify(entry_name(c.key))
+            if verdict.ok:
+                outcome = _push_one(cache, remote, c, layout, record, say)
+            else:
+                outcome = _not_pushed(verdict, say)
         result.cache = outcome
         ok = ok and "error" not in outcome
     return ok
+
+
+def _not_pushed(verdict: Verdict, say: Say) -> dict[str, Any]:
+    """An entry whose files differ from its install manifest is never pushed (and signed)."""
+    say(verdict.component, "\n".join([*verdict.lines(), "  not pushed"]))
+    return {
+        "not_pushed": "changed",
+        "error": f"store entry {verdict.name} does not match its install manifest",
+        "differences": [d.to_json() for d in verdict.differences],
+    }
 
 
 def _push_one(

@@ -250,7 +250,15 @@ class Gate:
         self.begin("build")
         launcher = launcher_for(self.request.build.launcher)
         cache = self.request.build.cache
-        built = build_plan(self.ctx, plan, launcher=launcher, command="release", cache=cache)
+        built = build_plan(
+            self.ctx,
+            plan,
+            launcher=launcher,
+            command="release",
+            cache=cache,
+            verify=True,  # an entry that fails its install manifest stops a release (exit 5)
+            rebuild=False,
+        )
         self.run = built
         self.done("build", ok=True, components={c.name: c.status for c in built.components})
         return built

@@ -67,6 +67,7 @@ class WheelRequest:
     repair: bool = False  # retag manylinux with auditwheel repair, audit again
     variant: bool = False  # also the PEP 825 variant wheel (stack.yaml wheel.variant says so too)
     max_size: int | None = None  # bytes; overrides stack.yaml's wheel.max_size
+    no_rebuild: bool = False  # an entry that fails its install manifest stops the run (exit 5)
 
 
 @dataclass(frozen=True, kw_only=True)

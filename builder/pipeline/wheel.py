@@ -61,7 +61,13 @@ def run_wheel(request: WheelRequest) -> list[Path]:
     epoch, early_rebuild = second_build(ctx, selection, plan, verify=request.verify)
     with early_rebuild as early, pending_dir(ctx) as work:
         report = build_plan(
-            ctx, plan, launcher=launcher, command="wheel", cache=request.build.cache
+            ctx,
+            plan,
+            launcher=launcher,
+            command="wheel",
+            cache=request.build.cache,
+            verify=True,
+            rebuild=not request.no_rebuild,
         )
         built = assemble(ctx, plan, work / "first", epoch=epoch())
         second = None

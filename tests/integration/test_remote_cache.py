@@ -39,15 +39,6 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/miniops.pc DESTINATION lib/pkgconfig)
 """
 
 
-@pytest.fixture
-def registry(tmp_path: Path):  # type: ignore[no-untyped-def]
-    if registry_binary() is None:
-        pytest.skip("no registry binary: apt-get install -y docker-registry")
-    reg = Registry(tmp_path / "registry").start()
-    yield reg
-    reg.stop()
-
-
 def build(cli, manifest: Path, home: Path, *extra: str | Path) -> CliResult:  # type: ignore[no-untyped-def]
     result: CliResult = cli("build", "--manifest", manifest, "--home", home, *MINI_ARGS, *extra)
     return result

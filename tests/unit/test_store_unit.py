@@ -43,8 +43,10 @@ def test_an_entry_exists_only_once_committed_with_its_record(store: Store) -> No
     entry = store.commit(KEY, {"key": KEY})
     assert store.has(KEY)
     assert store.entries() == [KEY[:32]]
-    assert store.record(KEY) == {"key": KEY}
+    record = store.record(KEY)
+    assert record["key"] == KEY and record["manifest"]["files"] == 1
     assert (entry / "prefix" / "lib" / "libx.so").is_file()
+    assert (entry / "manifest.json").is_file()
     assert not store.layout.staging(KEY).exists()
     assert not list(entry.glob("*.tmp"))
 
