@@ -131,7 +131,7 @@ def _resolved_at(ctx: Elves, need: Need, dirs: Sequence[str | None]) -> Searched
         "system": "the system's library directories (ld.so.cache, /lib, /usr/lib), which "
         "resolve it",
         "external": "the machine's library directories, where it is expected",
-    }.get(need.kind, f"{need.where}, where it is found (a loader's RPATH)")
+    }.get(need.kind, f"{need.where}, where it is found")
     return Searched(need.soname, len(dirs), where)
 
 
