@@ -4,17 +4,21 @@
 
 ``ru_maxrss`` gives the largest single process, never what a forking program holds at once. This
 starts the command, and every ``--interval`` seconds reads every live descendant's resident set
-(``/proc/PID/statm``: RSS) and proportional set (``/proc/PID/smaps_rollup``: PSS, each shared page
-divided among the processes mapping it), summing each over the tree; the peak of each sum is
-kept. The RSS sum counts a page a forked child shares with its parent twice, so it is the
-upper figure; the PSS sum counts it once. The last line on stderr is
-``@@TREEPEAK@@ SECONDS RSS_KB PSS_KB MAX_ONE_KB``; the command's exit status is passed on.
+(``/proc/PID/statm``: RSS), summing it over the tree, and at each new peak of that sum the
+proportional sets too (``/proc/PID/smaps_rollup``: PSS, each shared page divided among the
+processes mapping it); the peak of each sum is kept. The RSS sum counts a page a forked child
+shares with its parent twice, so it is the upper figure; the PSS sum (at the RSS sum's peaks)
+counts it once. The last line on stderr is
+``@@TREEPEAK@@ SECONDS RSS_KB PSS_KB MAX_ONE_KB CPU_SECONDS`` (the CPU time, user and system, of
+every process of the tree: on a loaded machine a steadier measure of work than the wall time);
+the command's exit status is passed on.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -43,9 +47,10 @@ class Peak:
     rss: int
     pss: int
     largest: int
+    cpu: float = 0.0
 
     def line(self) -> str:
-        return f"{MARK} {self.seconds:.4f} {self.rss} {self.pss} {self.largest}"
+        return f"{MARK} {self.seconds:.4f} {self.rss} {self.pss} {self.largest} {self.cpu:.4f}"
 
 
 def children(pid: int) -> list[int]:
@@ -87,10 +92,13 @@ def pss_kb(pid: int) -> int:
     return 0
 
 
-def sample(root: int) -> Sample:
+def sample(root: int, pss_above: int = -1) -> Sample:
+    """The tree's RSS now; its PSS too when the RSS sum is over ``pss_above`` (reading PSS
+    walks each process's page tables, which costs the command a share of a core at 10 ms)."""
     pids = tree(root)
     rss = [rss_kb(p) for p in pids]
-    return Sample(sum(rss), sum(pss_kb(p) for p in pids), max(rss, default=0))
+    pss = sum(pss_kb(p) for p in pids) if sum(rss) > pss_above else 0
+    return Sample(sum(rss), pss, max(rss, default=0))
 
 
 def run(argv: Sequence[str], interval: float = 0.01) -> tuple[int, Peak]:
@@ -111,10 +119,11 @@ def run(argv: Sequence[str], interval: float = 0.01) -> tuple[int, Peak]:
     threading.Thread(target=wait, daemon=True).start()
     rss = pss = largest = 0
     while not done.is_set():
-        s = sample(proc.pid)
+        s = sample(proc.pid, pss_above=rss)
         rss, pss, largest = max(rss, s.rss), max(pss, s.pss), max(largest, s.largest)
         done.wait(interval)
-    return proc.returncode, Peak(ended[0] - start, rss, pss, largest)
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return proc.returncode, Peak(ended[0] - start, rss, pss, largest, used.ru_utime + used.ru_stime)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

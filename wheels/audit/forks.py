@@ -219,7 +219,9 @@ class _Child:
 
     def _read_whole(self, size: int) -> None:
         """Read the rest of a big result into one buffer of its size: a buffer grown as it
-        comes holds up to an eighth more, beside what the result unpickles to."""
+        comes holds up to an eighth more, beside what the result unpickles to. The heap this
+        process has freed goes back first: the result and its buffer come on top of it."""
+        _release_heap()
         self.big = bytearray(size)
         self.filled = len(self.buffer) - _LENGTH.size
         self.big[: self.filled] = memoryview(self.buffer)[_LENGTH.size :]
