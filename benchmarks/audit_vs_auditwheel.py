@@ -20,7 +20,8 @@ installed command, cold (``--no-cache``, a fresh state home) unless it says othe
 - ``--corpus DIR``: every wheel of DIR, cold CLI against auditwheel in the same run (median of
   ``--runs`` runs, interleaved, for every wheel: a single run of a big wheel moved its ratio by
   a fifth between runs here), the aggregate ratio, the median and least per-wheel ratios, the
-  peak RSS of both tools, the smallest wheel's ratio, and any wheel where we are slower.
+  peak RSS of both tools (summed over each one's process tree, sampled from /proc), the
+  smallest wheel's ratio, and any wheel where we are slower.
 
 Every timed run of either tool comes after that tool has audited a small wheel, untimed, and
 the wheel has been read once (see :func:`page_cached`): the kernel here pages out files left
@@ -127,8 +128,7 @@ def fresh_env(home: Path) -> dict[str, str]:
 
 
 def timed(argv: Sequence[str | Path], env: dict[str, str]) -> tuple[float, str]:
-    """Seconds and stdout of one run (in a directory outside the checkout); its peak RSS (kB,
-    the largest of its processes) in :data:`LAST_PEAK`."""
+    """Seconds and stdout of one run (in a directory outside the checkout)."""
     start = time.perf_counter()
     proc = subprocess.run(
         [str(a) for a in argv], capture_output=True, text=True, check=False, env=env, cwd="/"
@@ -140,8 +140,8 @@ LAST_PEAK: list[int] = [0]
 
 
 def timed_peak(argv: Sequence[str | Path], env: dict[str, str]) -> tuple[float, str]:
-    """:func:`timed`, through a wrapper that also reads the run's peak RSS (``RUSAGE_CHILDREN``)
-    into :data:`LAST_PEAK`; the wrapper's own start is not timed."""
+    """:func:`timed`, through ``benchmarks/treepeak.py``, which also samples the run's peak RSS
+    summed over its process tree (kB) into :data:`LAST_PEAK`; its own start is not timed."""
     proc, seconds, peak = measured([str(a) for a in argv], env, 3600)
     LAST_PEAK[0] = peak
     return seconds, proc.stdout if proc is not None else ""
@@ -414,7 +414,8 @@ def corpus(tool: Path, directory: Path, runs: int) -> bool:
         f"least per-wheel ratio {worst.ratio:.1f}x, {worst.wheel.name} (auditwheel "
         f"{worst.theirs:.2f} s, ours {worst.ours:.2f} s; target >= {want['least']:.0f}x: "
         f"{verdict(met['least'])})\n"
-        f"peak RSS: ours {peak.peak_ours / 1e3:.0f} MB ({peak.wheel.name}; target <= "
+        f"peak RSS (the process tree summed): ours {peak.peak_ours / 1e3:.0f} MB "
+        f"({peak.wheel.name}; target <= "
         f"{want['peak_mb']:.0f} MB: {verdict(met['peak'])}), auditwheel "
         f"{peak_theirs.peak_theirs / 1e3:.0f} MB ({peak_theirs.wheel.name})\n"
         f"floor: every member inflated and sha256-hashed once, {floor:.1f} s in one thread; "

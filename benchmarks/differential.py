@@ -18,8 +18,8 @@ wheel at a time, the file read once into the page cache first:
   status, which must be 0 where auditwheel's tag accepts the declared tags (of its libc family)
   and 6 where it does not, unless the known-differences file lists ``FILE exit=N # reason``.
 
-Each tool runs under a wrapper that reports its time and peak RSS (``RUSAGE_CHILDREN``: the
-largest of its processes).
+Each tool runs under ``benchmarks/treepeak.py``, which reports its time and peak RSS: the RSS
+of every process of its tree (the audit forks children), sampled from ``/proc`` and summed.
 
 Our bytecode is cached (in a temporary ``PYTHONPYCACHEPREFIX``, filled by one untimed audit)
 as an installed tool's and auditwheel's own are, although the environment may say
@@ -50,6 +50,7 @@ LIST = ROOT / "tests" / "differential" / "wheels.txt"
 KNOWN = ROOT / "tests" / "differential" / "known-differences.txt"
 CACHE_ENV = "INFINI_STACK_DIFFERENTIAL_CACHE"
 AUDIT_OK, AUDIT_VIOLATIONS = 0, 6  # builder.core.errors.EXIT_AUDIT
+TREEPEAK = "@@TREEPEAK@@"  # benchmarks/treepeak.py's last line
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class Result:
     internal: str | None = None  # our internal error or crash, if any
     exit_ours: int | None = None  # our exit status
     exit_expected: int | None = None  # 0 where auditwheel accepts the declared tags, else 6
-    rss_auditwheel: int = 0  # peak RSS of any one process, kB
+    rss_auditwheel: int = 0  # peak RSS of the process tree, summed, kB
     rss_ours: int = 0
 
     @property
@@ -165,21 +166,12 @@ def expected_exit(file: str, auditwheel: str | None) -> int | None:
 def measured(
     argv: Sequence[str], env: dict[str, str] | None, timeout: float
 ) -> tuple[subprocess.CompletedProcess[str] | None, float, int]:
-    """(the run, None when it timed out; seconds; peak RSS in kB of any one process it ran,
-    its children included) of ``argv``, through a wrapper that reads ``RUSAGE_CHILDREN``."""
-    wrapper = (
-        "import resource, subprocess, sys, time\n"
-        "start = time.perf_counter()\n"
-        "code = subprocess.run(sys.argv[1:]).returncode\n"
-        "took = time.perf_counter() - start\n"
-        "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
-        "print(f'@@MEASURED@@ {took} {peak}', file=sys.stderr)\n"
-        "sys.exit(code)\n"
-    )
+    """(the run, None when it timed out; seconds; the peak in kB of the RSS summed over its
+    process tree, sampled from /proc) of ``argv``, run under ``benchmarks/treepeak.py``."""
     start = time.perf_counter()
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", wrapper, *argv],
+            [sys.executable, str(ROOT / "benchmarks" / "treepeak.py"), "--", *argv],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -189,12 +181,12 @@ def measured(
     except subprocess.TimeoutExpired:
         return None, time.perf_counter() - start, 0
     lines = proc.stderr.splitlines()
-    mark = next((x for x in reversed(lines) if x.startswith("@@MEASURED@@")), None)
-    proc.stderr = "\n".join(x for x in lines if not x.startswith("@@MEASURED@@"))
+    mark = next((x for x in reversed(lines) if x.startswith(TREEPEAK)), None)
+    proc.stderr = "\n".join(x for x in lines if not x.startswith(TREEPEAK))
     if mark is None:
         return proc, time.perf_counter() - start, 0
-    took, peak = mark.split()[1:]
-    return proc, float(took), int(peak)
+    took, rss = mark.split()[1:3]
+    return proc, float(took), int(rss)
 
 
 # --- getting the wheels ----------------------------------------------------------------------
@@ -413,7 +405,7 @@ def exits_summary(results: Sequence[Result], exits: dict[str, str]) -> list[str]
         top = max(results, key=lambda r: r.rss_ours)
         theirs = max(results, key=lambda r: r.rss_auditwheel)
         out.append(
-            f"peak RSS (any one process): ours {top.rss_ours / 1e3:.0f} MB ({top.file}), "
+            f"peak RSS (the process tree summed): ours {top.rss_ours / 1e3:.0f} MB ({top.file}), "
             f"median {statistics.median(r.rss_ours for r in results) / 1e3:.0f} MB; auditwheel "
             f"{theirs.rss_auditwheel / 1e3:.0f} MB ({theirs.file}), median "
             f"{statistics.median(r.rss_auditwheel for r in results) / 1e3:.0f} MB"

@@ -520,3 +520,40 @@ def modules_of_an_audit(wheel: Path, cwd: Path, *options: str) -> tuple[str, set
     ).stdout.splitlines()[-1]
     status, *modules = out.split()
     return status, set(modules)
+
+
+def zero_bomb(out_dir: Path, size: int = 4 << 30, name: str = "bomb") -> Path:
+    """A wheel whose one data member inflates to ``size`` zero bytes (4 GiB: about 4.5 MB
+    deflated), with a RECORD that states its true hash and size: nothing is wrong with it but
+    its ratio."""
+    dist_info = f"{name}-1.0.dist-info"
+    member = f"{name}/zeros.bin"
+    chunk = bytes(16 << 20)
+    digest = hashlib.sha256()
+    for _ in range(size // len(chunk)):
+        digest.update(chunk)
+    digest.update(bytes(size % len(chunk)))
+    hashed = base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
+    meta = {
+        f"{name}/__init__.py": b"",
+        f"{dist_info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: wheelmaker\n"
+        b"Root-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{dist_info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n".encode(),
+    }
+    record = [f"{p},{_digest(d)},{len(d)}" for p, d in meta.items()]
+    record += [f"{member},sha256={hashed},{size}", f"{dist_info}/RECORD,,"]
+    meta[f"{dist_info}/RECORD"] = ("\n".join(record) + "\n").encode()
+    target = out_dir / f"{name}-1.0-py3-none-any.whl"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(f"{name}/__init__.py", b"")
+        info = zipfile.ZipInfo(member, date_time=(2020, 1, 1, 0, 0, 0))
+        info.compress_type = zipfile.ZIP_DEFLATED
+        with zf.open(info, "w", force_zip64=True) as fh:
+            for _ in range(size // len(chunk)):
+                fh.write(chunk)
+            fh.write(bytes(size % len(chunk)))
+        for path, data in meta.items():
+            if path != f"{name}/__init__.py":
+                zf.writestr(path, data)
+    return target

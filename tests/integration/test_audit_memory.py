@@ -75,3 +75,22 @@ def test_peak_memory_stays_far_below_a_big_members_size(
     assert found["codes"] == ["not-elf"]  # libbig.so is read (its head), and is no ELF file
     grown = int(found["peak"]) - int(base["peak"])  # type: ignore[call-overload]
     assert grown < BIG // 4, f"peak RSS grew {grown >> 20} MB for a member of {BIG >> 20} MB"
+
+
+@pytest.mark.slow
+def test_the_summed_peak_of_the_audits_processes_on_a_4_gib_bomb_stays_under_300_mb(
+    tmp_path: Path,
+) -> None:
+    """A 4 MB wheel whose one member inflates to 4 GiB of zeros, audited by the CLI with the
+    default worker count: the RSS of every process of its tree, sampled from /proc and summed
+    (benchmarks/treepeak.py), stays at most 300 MB (1.19 GB before its saved inflater states
+    let go of the input they had left)."""
+    from benchmarks.treepeak import run
+    from tests.wheelmaker import zero_bomb
+
+    wheel = zero_bomb(tmp_path / "bomb")
+    argv = [sys.executable, "-m", "builder", "audit", "--no-cache", str(wheel)]
+    env_home = tmp_path / "home"
+    code, peak = run(["env", f"INFINI_STACK_HOME={env_home}", *argv])
+    assert code == 0
+    assert peak.rss <= 300 << 10, f"summed peak RSS {peak.rss >> 10} MB"

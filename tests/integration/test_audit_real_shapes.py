@@ -92,15 +92,15 @@ def test_wheel_tag_lines_naming_the_file_names_platform_by_its_pep600_name_too_p
 ) -> None:
     """xgboost-cpu 2.1.3: ``manylinux2014_x86_64`` in the file name, that and
     ``manylinux_2_17_x86_64`` (the same platform) in WHEEL. A platform the file name does not
-    name is still a violation."""
+    name is a warning: stale metadata, which no installer reads (docs/audit-verdicts.md)."""
     alias = audit(wheels["alias_wheel_tag"])
     assert alias.ok and not codes(alias, "warning"), render_text([alias])
     assert agrees_with_auditwheel(wheels["alias_wheel_tag"], alias)
     other = audit(wheels["other_wheel_tag"])
-    (finding,) = [f for f in other.violations if f.code == "wheel-tag"]
-    assert finding.message == (
+    (finding,) = [f for f in other.warnings if f.code == "wheel-tag"]
+    assert finding.message.startswith(
         "Tag lines (manylinux2014_x86_64, manylinux_2_28_x86_64) disagree with the file name "
-        "(manylinux2014_x86_64)"
+        "(manylinux2014_x86_64): "
     )
 
 

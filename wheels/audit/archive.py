@@ -274,10 +274,14 @@ def _read_wheel_file(archive: Archive, text: str | None, f: Findings) -> None:
     archive.root_is_purelib = (msg.get("Root-Is-Purelib") or "").strip().lower() == "true"
     archive.wheel_tags = _tag_platforms(msg.get_all("Tag"), member, f)
     if archive.file_tags and _platforms(archive.wheel_tags) != _platforms(archive.file_tags):
-        f.violation(
+        # A warning: installers pick and install a wheel by its file name, whose platform the
+        # ELF files are held to (platform-tag); no installer acts on the Tag lines.
+        f.warning(
             "wheel-tag",
             member,
-            "Tag lines ({}) disagree with the file name ({})".format(
+            "Tag lines ({}) disagree with the file name ({}): pip and other installers go by "
+            "the file name, to which the ELF files are held; the Tag lines are stale metadata "
+            "that no installer reads (stale-metadata rule, docs/audit-verdicts.md)".format(
                 ", ".join(archive.wheel_tags) or "none", ", ".join(archive.file_tags)
             ),
         )

@@ -29,7 +29,7 @@ from wheels.audit.musl import musl_host
 from wheels.audit.pool import Children, cores, scan_members, start_children
 from wheels.audit.raw import Task, task_for
 from wheels.audit.size import check_size
-from wheels.audit.tags import check_tags, manylinux_whitelist, tag_verdicts
+from wheels.audit.tags import auditwheel_verdict, check_tags, manylinux_whitelist, our_verdict
 from wheels.audit.variants import check_variant
 from wheels.audit_report import AuditStats, CudaReport, ElfReport, Finding, WheelAudit
 from wheels.elf import ElfInfo, HostLibraries
@@ -162,10 +162,14 @@ def _audit_archive(
     by_name = {s.name: s for s in scans}
     elfs = {n: s.elf for n, s in by_name.items() if s.elf is not None}
     host.symbols_later = sum(len(e.undefined) for e in elfs.values()) <= FEW_UNDEFINED
-    verdicts = tag_verdicts(archive, by_name, policy, host)
-    arch = verdicts[0].arch or _first_arch(elfs.values())
-    ctx = _context(archive, policy, elfs, arch, host, f, verdicts[0].libc or "glibc")
+    plain = auditwheel_verdict(archive, by_name, host)
+    arch = plain.arch or _first_arch(elfs.values())
+    ctx = _context(archive, policy, elfs, arch, host, f, plain.libc or "glibc")
     reports, cuda = _check_elfs(ctx, archive, by_name, archs, f)
+    supplied = frozenset(
+        n.soname for ns in ctx.needs.values() for n in ns if n.kind == "distribution"
+    )
+    verdicts = (plain, our_verdict(archive, by_name, policy, host, plain, supplied))
     check_abi_partners(ctx, f)
     check_tags(archive, verdicts[1], bool(elfs), f)
     devices = {n: s.device for n, s in by_name.items() if s.elf and s.device is not None}

@@ -11,6 +11,7 @@ from wheels.audit.cxx import check_cxx_runtimes
 from wheels.audit.findings import Findings
 from wheels.audit.ldso import Elves, check_runpaths, elf_kind, resolve_all, uses_python
 from wheels.audit.preloads import check_preloads
+from wheels.audit.runpaths import judge_leaving_entries
 from wheels.audit.scopes import check_stranded, check_symbols, scopes_by_member
 from wheels.audit_report import ElfReport, SymbolCheck, plural, shorten
 from wheels.elf import ElfInfo
@@ -77,6 +78,7 @@ def check_elfs(ctx: Elves, archive: Archive, f: Findings) -> list[ElfReport]:
             )
         check_runpaths(ctx, member, info, f)
     resolve_all(ctx, f)
+    judge_leaving_entries(ctx, f)
     in_python = {m for root in ctx.extensions for m in ctx.groups[root].members}
     in_python |= _python_only(ctx, in_python, f)
     scopes = scopes_by_member(ctx)

@@ -54,6 +54,7 @@ _PROTOCOL = -1  # the highest the pickler knows (pickle.HIGHEST_PROTOCOL)
 _PIPE_SIZE = 1 << 20  # asked of the kernel for each pipe (F_SETPIPE_SZ), so that a batch's
 # results (a big library's export names: megabytes) seldom wait for this process to read them
 _F_SETPIPE_SZ = 1031
+_BIG_RESULT = 8 << 20  # a result this big is read into a buffer of its size
 
 
 class LostChild(RuntimeError):
@@ -121,6 +122,8 @@ class _Child:
         os.set_blocking(self.calls, False)  # (a blocking write waits for the whole call to fit)
         self.waiting: deque[Job[Any]] = deque()
         self.buffer = bytearray()
+        self.big: bytearray | None = None  # a big result being read (_read_whole)
+        self.filled = 0  # how much of it has come
         self.lost = False
         self.poll = select.poll()
         self.poll.register(self.results, select.POLLIN)
@@ -171,24 +174,42 @@ class _Child:
         goal = len(self.waiting) - 1
         while self.waiting and not self.lost:
             try:
-                chunk = os.read(self.results, 1 << 20)
+                got = self._read_some()
             except BlockingIOError:
-                if self.buffer or (block and len(self.waiting) > goal):
+                if self.buffer or self.big or (block and len(self.waiting) > goal):
                     self.poll.poll()
                     continue
                 return
             except OSError:
-                chunk = b""
-            if not chunk:
+                got = 0
+            if not got:
                 self._lose()
                 return
-            self.buffer += chunk
             self._settle_whole()
 
+    def _read_some(self) -> int:
+        """Read what has come: into the result being read at its full size, else the buffer."""
+        if self.big is not None:
+            got = os.readv(self.results, [memoryview(self.big)[self.filled :]])
+            self.filled += got
+            return got
+        chunk = os.read(self.results, 1 << 20)
+        self.buffer += chunk
+        return len(chunk)
+
     def _settle_whole(self) -> None:
+        if self.big is not None:
+            if self.filled < len(self.big):
+                return
+            with memoryview(self.big) as view:
+                ok, value = loads(view)
+            self.big = None
+            self.waiting.popleft()._settle("ok" if ok else "error", value)
         while len(self.buffer) >= _LENGTH.size:
             (size,) = _LENGTH.unpack_from(self.buffer)
             if len(self.buffer) < _LENGTH.size + size:
+                if size >= _BIG_RESULT:
+                    self._read_whole(size)
                 return
             # Unpickled from a view: a slice would copy the result (80 MB of TensorFlow's
             # exported names) beside the buffer and what it unpickles to.
@@ -196,6 +217,16 @@ class _Child:
                 ok, value = loads(part)
             del self.buffer[: _LENGTH.size + size]
             self.waiting.popleft()._settle("ok" if ok else "error", value)
+
+    def _read_whole(self, size: int) -> None:
+        """Read the rest of a big result into one buffer of its size: a buffer grown as it
+        comes holds up to an eighth more, beside what the result unpickles to. The heap this
+        process has freed goes back first: the result and its buffer come on top of it."""
+        _release_heap()
+        self.big = bytearray(size)
+        self.filled = len(self.buffer) - _LENGTH.size
+        self.big[: self.filled] = memoryview(self.buffer)[_LENGTH.size :]
+        self.buffer = bytearray()
 
     def _lose(self) -> None:
         self.lost = True
@@ -275,16 +306,33 @@ def _serve(calls: int, results: int, others: Sequence[int]) -> None:
                 reply = (True, fn(*args))
             except Exception as exc:  # handed back, raised there
                 reply = (False, exc)
+            _release_heap()
             try:
                 parts = _pickled(reply)
             except Exception as exc:  # an unpicklable result or error
                 parts = _pickled((False, LostChild(f"cannot hand back the result: {exc}")))
             del reply  # (written while the parent reads: its big strings need not wait)
+            _release_heap()
             _write_all(results, _LENGTH.pack(sum(len(p) for p in parts)), *parts)
+            del parts  # (not held while the next call is awaited)
+            _release_heap()
     except BaseException:
         code = 1
     finally:
         os._exit(code)
+
+
+def _release_heap() -> None:
+    """Give the heap this child freed back to the kernel (glibc's ``malloc_trim``): a child
+    that streamed a big member asked glibc to keep it (``digests.keep_heap``), and kept, it
+    counts beside what the parent holds while it reads the result (TensorFlow 2.21: 200 MB
+    in the child as its 80 MB of exported names crossed)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except (ImportError, OSError, AttributeError):  # (no ctypes, or a libc without it: musl)
+        pass
 
 
 def _read_message(fd: int) -> bytes | None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from wheels.audit.findings import Findings
 from wheels.audit.musl import is_musl_self
+from wheels.audit.suppliers import Suppliers
 from wheels.audit_report import Need, shorten
 from wheels.elf import ElfInfo, HostLibraries
 from wheels.filename import canonicalize_name
@@ -62,6 +63,13 @@ class Elves:
     musl_unchecked: dict[str, int] = field(default_factory=dict)
     # By the providers of a scope (their ids): symbols none of them defines.
     absent: dict[frozenset[int], set[tuple[str, str]]] = field(default_factory=dict)
+    supplied: Suppliers | None = None  # see suppliers()
+
+    def suppliers(self) -> Suppliers:
+        """The distributions installed here (:mod:`wheels.audit.suppliers`), read once."""
+        if self.supplied is None:
+            self.supplied = Suppliers(self.sites())
+        return self.supplied
 
     def sites(self) -> tuple[Path, ...]:
         """Where other distributions are installed (:func:`wheels.loading.site_dirs` unless
@@ -183,15 +191,35 @@ def runpath_dir(entry: str, origin: str | None) -> tuple[str | None, str | None]
     return None, f"'{entry}' is relative to the current directory"
 
 
+_DEEP = "/" + "\0/" * 64 + "\0site-packages"  # site-packages, far enough from the root
+
+
+def outside_dir(entry: str, origin: str | None) -> str | None:
+    """Where an entry that leaves the install tree leads: itself when it is absolute, the
+    path from site-packages (``../jaxlib``) for an ``$ORIGIN`` one; None for any other."""
+    tokens = path_tokens(entry)
+    if not tokens:
+        return entry if entry.startswith("/") else None
+    if origin is None or any(t != "ORIGIN" for t in tokens):
+        return None
+    site_origin = f"{_DEEP}/{origin}".rstrip("/")
+    expanded = posixpath.normpath(substitute_origin(entry, site_origin, bounded=True))
+    if expanded == _DEEP or expanded.startswith(_DEEP + "/"):
+        return None
+    return posixpath.relpath(expanded, _DEEP)
+
+
 def check_runpaths(ctx: Elves, member: str, info: ElfInfo, f: Findings) -> None:
-    """Judge every RUNPATH/RPATH entry once, and keep the directories inside site-packages."""
+    """Judge every RUNPATH/RPATH entry that stays in the install tree, or cannot be evaluated,
+    once, and keep the directories inside site-packages; one that leaves it is judged by the
+    order the loader searches it in (:mod:`wheels.audit.runpaths`)."""
     install = ctx.install_of.get(member)
     origin = posixpath.dirname(install) if install is not None else None
     for which in ("runpath", "rpath"):
         dirs: list[str] = []
         for entry in info.split_path(which):
             where, problem = runpath_dir(entry, origin)
-            if problem:
+            if problem and outside_dir(entry, origin) is None:
                 f.violation("runpath", member, f"{which.upper()} {problem}")
             elif where is not None and where not in dirs:
                 dirs.append(where)
@@ -263,17 +291,37 @@ def _resolve_one(
         return Need(soname, "system", _host_path(ctx, soname, info)), None
     if ctx.policy.is_external(soname):
         return Need(soname, "external", _host_path(ctx, soname, info)), None
+    declared = [d for d in ctx.requires if _requires_covers(ctx, d, ctx.arch)]
+    supplier = ctx.suppliers().find(soname, dirs, declared) if declared and dirs else None
+    if supplier is not None:
+        return Need(soname, "distribution", supplier.where()), None
     elsewhere = sorted(m for m in ctx.elfs if posixpath.basename(m) == soname)
     hint = (
         f"; the wheel has {', '.join(elsewhere)} but no RUNPATH/RPATH entry reaches it"
         if elsewhere
-        else ""
+        else _not_installed(ctx, dirs, declared)
     )
     return Need(soname, "missing", None), _Problem(
         "unresolved",
-        f"needs {soname}: not in the wheel, not supplied by a declared "
-        f"distribution, not a {'musllinux' if ctx.libc == 'musl' else 'manylinux'} system "
-        f"library and not expected from the {ctx.policy.name} vendor's machine{hint}",
+        f"needs {soname}: not in the wheel, not supplied by a declared distribution"
+        f"{' installed here' if declared else ''}, not a "
+        f"{'musllinux' if ctx.libc == 'musl' else 'manylinux'} system library and not expected "
+        f"from the {ctx.policy.name} vendor's machine{hint}",
+    )
+
+
+def _not_installed(ctx: Elves, dirs: Sequence[str], declared: Sequence[str]) -> str:
+    """Where the search reaches a directory the wheel installs nothing in, and some declared
+    distribution is not installed here to say whether it does: a hint naming them."""
+    own = {posixpath.dirname(p) for p in ctx.installed}
+    foreign = [d for d in dirs if d not in own]
+    absent = ctx.suppliers().missing(declared) if foreign and declared else []
+    if not absent:
+        return ""
+    return (
+        f"; its search reaches {', '.join(foreign)}, where the wheel installs nothing, and "
+        f"{', '.join(absent)} (declared, not installed here) may install it there: install "
+        "them to check"
     )
 
 

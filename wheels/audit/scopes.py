@@ -97,6 +97,9 @@ def _outside_node(ctx: Elves, need: Need, like: ElfInfo) -> tuple[str, ElfInfo |
     if need.kind == "distribution":
         lib = ctx.policy.supplier(need.soname)
         hit = installed_copy(lib, need.soname, ctx.sites(), ctx.host) if lib else None
+        if lib is None and need.where and ": " in need.where:  # (wheels.audit.suppliers)
+            path = need.where.split(": ", 1)[1]
+            hit = next((h for d in ctx.sites() if (h := ctx.host.locate(str(d / path)))), None)
         if hit is not None and like.is_compatible(hit[1]):
             return hit[0], hit[1], need.soname
     elif need.kind in ("system", "external"):

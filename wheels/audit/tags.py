@@ -70,18 +70,28 @@ def _needed(verdict: TagVerdict) -> str:
     return f"{verdict.libc} {version} or newer ({verdict.tag} at best)"
 
 
-def tag_verdicts(
+def auditwheel_verdict(
+    archive: Archive, scans: Mapping[str, MemberScan], host: HostLibraries
+) -> TagVerdict:
+    """The verdict ``auditwheel show`` gives."""
+    members = {n: s.elf for n, s in scans.items()}
+    order = archive.record_order or list(members)
+    return platform_verdict(split_variant(archive.name)[0], members, order, host)
+
+
+def our_verdict(
     archive: Archive,
     scans: Mapping[str, MemberScan],
     policy: VendorPolicy,
     host: HostLibraries,
-) -> tuple[TagVerdict, TagVerdict]:
-    """auditwheel's own verdict, and PEP 600's with the vendor's outside libraries excluded
-    (for musl, against every musllinux policy, not only this host's)."""
+    plain: TagVerdict,
+    supplied: frozenset[str] = frozenset(),
+) -> TagVerdict:
+    """PEP 600's verdict, with the vendor's outside libraries and ``supplied`` (libraries a
+    declared distribution installs where the wheel finds them) excluded."""
     members = {n: s.elf for n, s in scans.items()}
     order = archive.record_order or list(members)
     name = split_variant(archive.name)[0]
-    plain = platform_verdict(name, members, order, host)
     bundled = {posixpath.basename(n) for n, e in members.items() if e is not None}
 
     musl = plain.libc == "musl"
@@ -89,13 +99,13 @@ def tag_verdicts(
     def excluded(soname: str) -> bool:  # like ``auditwheel repair --exclude``
         if musl and is_musl_self(soname):  # musl's loader answers with the C library itself
             return True
-        return policy.outside_wheel(soname) and soname not in bundled
+        return (policy.outside_wheel(soname) or soname in supplied) and soname not in bundled
 
     needed = {n for e in members.values() if e is not None for n in e.needed}
     ours = plain
     if any(excluded(n) for n in needed) or musl:
         ours = platform_verdict(name, members, order, host, excluded, every_musl=True)
-    return plain, pep600_verdict(ours)
+    return pep600_verdict(ours)
 
 
 def pep600_verdict(verdict: TagVerdict) -> TagVerdict:
