@@ -65,7 +65,7 @@ def audit_wheel(
     (bytes) makes a larger wheel a violation; without it, one over PyPI's limit is a warning.
     """
     start = time.perf_counter()
-    path = os.fspath(path)  # (opened by its name: pathlib is not imported for it)
+    path = os.fspath(path)
     findings = Findings(path)
     archs = tuple(cuda_architectures or ())
     try:
@@ -155,7 +155,7 @@ def _audit_archive(
         check_names(archive, f)
         read_metadata(archive, f)
 
-    scans, hits, batches, complete = scan_members(
+    scans, hits, batches = scan_members(
         path, tasks, cache, workers, meanwhile, lambda: _prepare(archive, host), children
     )
     _scan_findings(scans, f)
@@ -171,7 +171,7 @@ def _audit_archive(
     devices = {n: s.device for n, s in by_name.items() if s.elf and s.device is not None}
     check_variant(archive, elfs, devices, policy, f)
     size = check_size(archive, devices, max_size, f)
-    check_record(archive, rehash(archive, path, complete()), f)  # last: a digest may be coming
+    check_record(archive, rehash(archive, path, scans), f)
     stats = _stats(archive, tasks, len(elfs), hits, batches, start)
     return WheelAudit(
         path=path,

@@ -9,6 +9,9 @@ between processes.
 
 from __future__ import annotations
 
+import zipfile
+import zlib
+from bisect import bisect_left, bisect_right
 from contextlib import closing
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -35,6 +38,7 @@ from wheels.audit.raw import (
 from wheels.audit.sparse import SPARSE_ABOVE, Keeper, Sparse, Spooled
 from wheels.elf import ELF_MAGIC, Chunks, ElfError, ElfInfo, looks_like_elf, read_elf
 from wheels.fatbin import DeviceCode
+from wheels.fatbin_tap import FatbinTap
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Iterator
@@ -79,25 +83,23 @@ class MemberScan:
 
 
 def inflate(
-    task: Task, raw: Raw | RawFile, path: str, spare_core: bool, hash_whole: bool = True
-) -> tuple[ByteSource | bytes | bytearray, str | None]:
+    task: Task, raw: Raw | RawFile, path: str, spare_core: bool
+) -> tuple[ByteSource | bytes | bytearray, str]:
     """The member's content (in one piece, or as a :class:`~wheels.elf.ByteSource` when it was
     inflated in steps) and its RECORD-style digest; bounded by the stated size. With
-    ``hash_whole`` false, a member is inflated in one piece when it can be (not kept only where
-    it is read) and then not hashed (digest None). With ``spare_core``, a big member is hashed
-    on a second thread as it is inflated."""
+    ``spare_core``, a big member is hashed on a second thread as it is inflated."""
     if task.flags & 1:
         raise MemberError("encrypted member")
     if task.file_size > MAX_MEMBER:
         raise MemberError(f"states {task.file_size} bytes, more than this audit inflates")
-    sparse = _sparse(task)  # (hashed now, whatever ``hash_whole`` asks: never kept whole)
+    sparse = _sparse(task)
     whole = None
     if not isinstance(raw, RawFile) and not sparse:
         whole = _inflate_whole(task, raw, path)
     if whole is not None:  # most members: hashed here, without the streaming path's objects
         if len(whole) != task.file_size:
             raise _mismatch(len(whole), task.file_size)
-        return whole, digest_of(task, whole) if hash_whole else None
+        return whole, digest_of(task, whole)
     digest = Digest(
         task.algo, task.file_size, background=spare_core and task.file_size >= HASH_THREAD_ABOVE
     )
@@ -139,14 +141,14 @@ def _inflate_whole(task: Task, raw: Raw, path: str) -> bytes | bytearray | None:
 
 
 # Whole deflate streams that inflate to nothing: an empty final block, fixed (zlib's, for an empty
-# file) or stored. libdeflate is not asked for an empty output; zlib's import is not spent on it.
+# file) or stored. libdeflate is not asked for an empty output.
 _EMPTY_STREAMS = (b"\x03\x00", b"\x01\x00\x00\xff\xff")
 
 
 def content_of(task: Task, raw: Raw, path: str) -> bytes | bytearray:
     """A small member's content in one piece (metadata, a package's ``__init__.py``), as
-    :func:`inflate` reads and checks it, not hashed; joined when it came in steps."""
-    content, _ = inflate(task, raw, path, spare_core=False, hash_whole=False)
+    :func:`inflate` reads and checks it; joined when it came in steps."""
+    content, _ = inflate(task, raw, path, spare_core=False)
     if isinstance(content, bytes | bytearray):
         return content
     return bytes(content.range(0, task.file_size))
@@ -168,7 +170,6 @@ def _inflate_fast(task: Task, raw: Raw) -> bytearray | None:
 
 def _inflate_small(task: Task, raw: Raw) -> bytes:
     """Inflated to no more than the stated size and one byte: a byte more is a lie."""
-    import zlib  # (here: with libdeflate installed, most audits never need it)
 
     inflater = zlib.decompressobj(-15)
     try:
@@ -221,7 +222,6 @@ class _Inflated:
             return memoryview(b"")
         if offset + size <= len(self.prefix):
             return memoryview(self.prefix)[offset : offset + size]
-        from bisect import bisect_left, bisect_right  # (only for members over a gigabyte)
 
         first = bisect_right(self._outs, offset) - 1
         last = bisect_left(self._outs, offset + size)
@@ -339,15 +339,11 @@ def _again(task: Task, raw: Raw | RawFile) -> ByteSource:
 
 
 def _tap(code_too: bool) -> FatbinTap:
-    from wheels.fatbin_tap import FatbinTap  # for a member not kept whole
-
     return FatbinTap(code_too)
 
 
 def _inflate_other(task: Task, path: str) -> bytes:
     # bzip2 and lzma are legal zip methods that wheels hardly use: let zipfile read them.
-    import zipfile
-    import zlib
 
     try:
         with zipfile.ZipFile(path) as zf:
@@ -365,15 +361,12 @@ def scan_member(
     raw: Raw | RawFile | MemberError,
     path: str,
     spare_core: bool,
-    keep: dict[int, bytes | bytearray] | None = None,
 ) -> MemberScan:
-    """One member read into a :class:`MemberScan`; problems become its fields. Given ``keep``,
-    a member inflated in one piece is not hashed: its content is kept there under its index
-    and its scan has no digest (:func:`digest_of` makes it later)."""
+    """One member read into a :class:`MemberScan`; problems become its fields."""
     if isinstance(raw, MemberError):
         return MemberScan(task.index, task.name, algo=task.algo, read_error=str(raw))
     try:
-        return _scan(task, raw, path, spare_core, keep)
+        return _scan(task, raw, path, spare_core)
     except MemberError as exc:
         return MemberScan(
             task.index, task.name, algo=task.algo, read_error=str(exc), read_code=exc.code
@@ -388,15 +381,9 @@ def _scan(
     raw: Raw | RawFile,
     path: str,
     spare_core: bool,
-    keep: dict[int, bytes | bytearray] | None,
 ) -> MemberScan:
-    inflated, digest = inflate(task, raw, path, spare_core, hash_whole=keep is None)
-    if isinstance(inflated, bytes | bytearray):
-        if digest is None and keep is not None:
-            keep[task.index] = inflated
-        head = bytes(inflated[:4])
-    else:
-        head = inflated.head(4)
+    inflated, digest = inflate(task, raw, path, spare_core)
+    head = bytes(inflated[:4]) if isinstance(inflated, bytes | bytearray) else inflated.head(4)
     base = MemberScan(task.index, task.name, task.file_size, digest, task.algo)
     if not looks_like_elf(task.name, head):
         return base
