@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Literal
 
 from builder.core import termwrap
 from wheels.devicecode import summary as device_summary
 from wheels.fatbin import DeviceCode
 from wheels.sizes import human_size
 
-if TYPE_CHECKING:
-    from typing import Any, Literal
-
-    Severity = Literal["violation", "warning", "error"]  # error: the audit's own failure
-    NeedKind = Literal["wheel", "distribution", "system", "external", "libpython", "missing"]
-    ElfKind = Literal["extension", "library", "executable"]
+Severity = Literal["violation", "warning", "error"]  # error: the audit's own failure
+NeedKind = Literal["wheel", "distribution", "system", "external", "libpython", "missing"]
+ElfKind = Literal["extension", "library", "executable"]
 
 JSON_VERSION = 1
 _SHOWN = 8

@@ -35,19 +35,19 @@ The rules, and where they come from:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from wheels.fatbin import DeviceCode, FatbinEntry
-from wheels.matching import lazy
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping, Sequence
-    from typing import Literal
 
     from wheels.fatbin import Variant  # (a type only)
 
-    Severity = Literal["violation", "warning"]
+
+Severity = Literal["violation", "warning"]
 
 Capability = tuple[int, int]
 
@@ -81,7 +81,7 @@ CUDA_TO_DRIVER: Mapping[Capability, str] = {
 }  # fmt: skip
 
 SYMBOLIC_ARCHITECTURES = frozenset({"native", "all", "all-major"})
-_ARCH = lazy(r"(?:sm_|compute_)?(\d{2,3})([af]?)(?:-real|-virtual)?")
+_ARCH = re.compile(r"(?:sm_|compute_)?(\d{2,3})([af]?)(?:-real|-virtual)?")
 
 
 class CudaArchError(ValueError):

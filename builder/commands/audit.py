@@ -139,9 +139,9 @@ def run(args: argparse.Namespace) -> int:
     if args.html:
         _write_html(args.html, audits)
     if args.json:
-        from wheels.jsondata import dumps
+        import json
 
-        print(dumps(to_json(audits, symbols=args.symbols)))
+        print(json.dumps(to_json(audits, symbols=args.symbols), indent=2))
     else:
         print(render_text(audits, terminal_width(sys.stdout)))
     broken = [a for a in audits if a.errors]

@@ -1,17 +1,14 @@
 """builder.cli.make_parser: a known command gets its own subparser alone; help, a typo or no
-command gets every name; both parse a command line the same way; a small wheel's audit imports
-neither zipfile, shutil, threading, typing, hashlib nor packaging.version."""
+command gets every name; both parse a command line the same way."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import pytest
 
 from builder.cli import help_width, make_parser
 from builder.commands import COMMANDS
-from tests.wheelmaker import make_wheel, modules_of_an_audit, small_extension_wheel
 
 
 def commands(parser: argparse.ArgumentParser) -> list[str]:
@@ -51,22 +48,3 @@ def test_help_is_as_wide_as_argparse_would_make_it(
     else:
         monkeypatch.setenv("COLUMNS", columns)
     assert help_width() == shutil.get_terminal_size().columns - 2
-
-
-def test_auditing_a_small_wheel_imports_no_zipfile_shutil_threading_typing_or_hashlib(
-    tmp_path: Path,
-) -> None:
-    """The central directory is read without zipfile, argparse's width found without shutil
-    (each imports bz2 and lzma), and no thread is started for a small wheel, so threading and
-    queue stay out; typing is imported for type checkers only, the members are hashed by the
-    interpreter's own sha256 (not hashlib's OpenSSL), and the wheel's version is read without
-    packaging.version, its command line without argparse, and its paths without pathlib. As the
-    launcher starts an audit, without ``site`` (given the paths that this interpreter's ``site``
-    found)."""
-    wheel = small_extension_wheel(tmp_path) or make_wheel(tmp_path, {"small/__init__.py": b""})
-    status, modules = modules_of_an_audit(wheel, tmp_path)
-    assert status == "0", status
-    assert "wheels.audit.directory" in modules  # (the audit did run here)
-    unwanted = {"zipfile", "shutil", "bz2", "lzma", "threading", "queue", "typing", "hashlib"}
-    unwanted |= {"argparse", "gettext", "locale", "pathlib"}
-    assert not (unwanted | {"base64", "packaging.version", "dataclasses"}) & modules

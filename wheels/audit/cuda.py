@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from packaging.version import InvalidVersion, Version
+
 from wheels.audit.archive import Archive
 from wheels.audit.findings import Findings
 from wheels.audit_report import CudaReport
@@ -61,7 +63,6 @@ def required_runtime(req: Requires) -> Capability | None:
     major = name[len(_RUNTIME_DIST) + 3 :] if name.startswith(_RUNTIME_DIST + "-cu") else ""
     if name != _RUNTIME_DIST and not major.isdecimal():
         return None
-    from packaging.version import InvalidVersion, Version
 
     lows: list[Capability] = []
     for spec in req.parsed().specifier:  # (packaging, for a line on the runtime only)

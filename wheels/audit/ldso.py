@@ -20,8 +20,7 @@ from wheels.audit.musl import is_musl_self
 from wheels.audit_report import Need, shorten
 from wheels.elf import ElfInfo, HostLibraries
 from wheels.filename import canonicalize_name
-from wheels.loading import site_dirs
-from wheels.matching import substitute_origin
+from wheels.loading import site_dirs, substitute_origin
 from wheels.naming import bare_module, extension_parts
 from wheels.policy import VendorPolicy
 from wheels.policy.python_api import PYTHON_PREFIXES
@@ -169,7 +168,7 @@ def runpath_dir(entry: str, origin: str | None) -> tuple[str | None, str | None]
         if origin is None:
             return None, None
         site_origin = f"{_SITE}/{origin}".rstrip("/")
-        expanded = posixpath.normpath(substitute_origin(entry, site_origin, bounded=True))
+        expanded = posixpath.normpath(substitute_origin(entry, site_origin))
         if expanded == _SITE:
             return "", None
         if expanded.startswith(_SITE + "/"):

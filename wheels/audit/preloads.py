@@ -11,6 +11,7 @@ provides then joins the scope of every ELF the package's extensions load.
 
 from __future__ import annotations
 
+import ast
 import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -46,7 +47,6 @@ class Preloads:
 def read_preloads(archive: Archive, ctx: Elves, package: str) -> Preloads:
     """What ``package``'s ``__init__.py`` (in the wheel) imports first; nothing when it has
     none or it cannot be read."""
-    import ast  # only for a wheel that loads another distribution's library
 
     text = init_text(archive, ctx, package)
     try:
@@ -74,7 +74,6 @@ def _mentions(archive: Archive, ctx: Elves, package: str, word: bytes) -> bool:
 
 def _made_global(node: ast.stmt) -> str | None:
     """``m`` for a statement ``...CDLL(m.__file__, ... RTLD_GLOBAL ...)``."""
-    import ast
 
     call = node.value if isinstance(node, ast.Expr) else None
     if not isinstance(call, ast.Call) or not call.args:

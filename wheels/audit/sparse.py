@@ -19,6 +19,8 @@ the dynamic string table runs past the first :data:`PREFIX` bytes, as TensorFlow
 from __future__ import annotations
 
 import os
+import tempfile
+from bisect import bisect_right
 from typing import TYPE_CHECKING
 
 from wheels.elf import ElfError
@@ -138,7 +140,6 @@ class Sparse:
         self.misses = 0
         self._again = again
         self._whole: ByteSource | None = None
-        from bisect import bisect_right  # (here: a small wheel's audit has no sparse member)
 
         self._after = bisect_right
 
@@ -171,8 +172,6 @@ class Spooled:
     rather than in this process's memory. The file goes when this object does."""
 
     def __init__(self, parts: Iterable[bytes | bytearray]) -> None:
-        import tempfile  # (only for a read outside the kept ranges)
-
         # Open past this call, closed by close() (or with this object).
         self._file: BinaryIO = tempfile.TemporaryFile(prefix="infini-stack-audit-")  # noqa: SIM115
         try:
