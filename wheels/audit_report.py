@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from builder.core import termwrap
-from wheels.devicecode import summary as device_summary
-from wheels.fatbin import DeviceCode
+from wheels.cuda.devicecode import summary as device_summary
+from wheels.cuda.fatbin import DeviceCode
 from wheels.sizes import human_size
 
 Severity = Literal["violation", "warning", "error"]  # error: the audit's own failure

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from wheels.audit.archive import has_drive
 from wheels.audit.ldso import path_tokens
 from wheels.audit.musl import is_musl_self
+from wheels.cuda.fatbin import first_nonzero
+from wheels.cuda.tap import _MAGIC, _NEEDLE
 from wheels.cxxruntime import is_cxx
 from wheels.elf import ElfInfo
-from wheels.fatbin import first_nonzero
-from wheels.fatbin_tap import _MAGIC, _NEEDLE
 from wheels.naming import bare_module, extension_parts
 from wheels.policy.wheel_abi import pep600
 

@@ -1,6 +1,6 @@
 """The result cache: one JSON file per batch of members, keyed by the hash of the batch's
 compressed bytes (plain data, no pickle: :func:`wheels.elf.to_record` and, for CUDA device code,
-:func:`wheels.devicecode.to_record`)."""
+:func:`wheels.cuda.devicecode.to_record`)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from wheels import devicecode
 from wheels.audit.members import MemberScan
 from wheels.audit.raw import RawFile, Task
+from wheels.cuda import devicecode
 from wheels.elf import from_record, to_record
 
 if TYPE_CHECKING:

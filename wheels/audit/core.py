@@ -32,6 +32,7 @@ from wheels.audit.size import check_size
 from wheels.audit.tags import check_tags, manylinux_whitelist, tag_verdicts
 from wheels.audit.variants import check_variant
 from wheels.audit_report import AuditStats, CudaReport, ElfReport, Finding, WheelAudit
+from wheels.cuda.audit import check_cuda
 from wheels.elf import ElfInfo, HostLibraries
 from wheels.naming import split_variant, vendor_of_wheel
 from wheels.policy import VendorPolicy
@@ -217,8 +218,6 @@ def _check_elfs(
     errors = {n: s.device_error for n, s in by_name.items() if s.elf and s.device_error}
     cuda = None
     if devices or errors:  # the CUDA rules only for a wheel with device code
-        from wheels.audit.cuda import check_cuda
-
         cuda = check_cuda(archive, devices, errors, ctx.policy.name, archs, f)
     reports = [replace(r, device=devices.get(r.member)) for r in check_elfs(ctx, archive, f)]
     return reports, cuda

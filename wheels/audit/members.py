@@ -16,7 +16,6 @@ from contextlib import closing
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from wheels import devicecode
 from wheels.audit.digests import Digest, digest_of
 from wheels.audit.directory import DEFLATED, STORED
 from wheels.audit.inflate import (
@@ -36,16 +35,17 @@ from wheels.audit.raw import (
     Task,
 )
 from wheels.audit.sparse import SPARSE_ABOVE, Keeper, Sparse, Spooled
+from wheels.cuda import devicecode
+from wheels.cuda.fatbin import DeviceCode
+from wheels.cuda.tap import FatbinTap
 from wheels.elf import ELF_MAGIC, Chunks, ElfError, ElfInfo, looks_like_elf, read_elf
-from wheels.fatbin import DeviceCode
-from wheels.fatbin_tap import FatbinTap
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Iterator
 
     from wheels.audit.inflate import Inflater
+    from wheels.cuda.tap import FatbinTap
     from wheels.elf import ByteSource
-    from wheels.fatbin_tap import FatbinTap
 
 
 MAX_MEMBER = 4 << 30  # larger members are reported, not inflated
@@ -210,7 +210,7 @@ class _Inflated:
         tap: FatbinTap,
     ) -> None:
         self.raw, self.prefix, self.points, self.size = raw, prefix, points, size
-        self.fatbin_seen = tap.seen  # headers seen while inflating: see wheels.fatbin_tap
+        self.fatbin_seen = tap.seen  # headers seen while inflating: see wheels.cuda.tap
         self._outs = [p.out for p in points]
         self._blocks: dict[int, bytes] = {}  # the few last inflated, see _block
 

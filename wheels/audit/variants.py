@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-    from wheels.fatbin import DeviceCode
+    from wheels.cuda.fatbin import DeviceCode
 
 CODE = "variant-metadata"
 

@@ -1,6 +1,6 @@
 """Whether an ELF file's device code runs on the CUDA architectures and runtime a wheel declares.
 
-Pure functions over :class:`wheels.fatbin.DeviceCode`. A *violation* is a declared architecture
+Pure functions over :class:`wheels.cuda.fatbin.DeviceCode`. A *violation* is a declared architecture
 with neither SASS that runs on it nor PTX that the driver can JIT-compile for it: the wheel
 would fail there with "no kernel image is available for execution on the device". A *warning*
 is PTX of a newer ISA version than the JIT compiler of the declared CUDA runtime reads: a
@@ -39,12 +39,12 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from wheels.fatbin import DeviceCode, FatbinEntry
+from wheels.cuda.fatbin import DeviceCode, FatbinEntry
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-    from wheels.fatbin import Variant  # (a type only)
+    from wheels.cuda.fatbin import Variant  # (a type only)
 
 
 Severity = Literal["violation", "warning"]

@@ -195,7 +195,7 @@ def read_fatbin(data: bytes, section: str = FATBIN_SECTION) -> DeviceCode:
 
 @dataclass(frozen=True)
 class Seen:
-    """What is known of a file's bytes without reading them again (:mod:`wheels.fatbin_tap`
+    """What is known of a file's bytes without reading them again (:mod:`wheels.cuda.tap`
     collects it as the file streams past): bytes by offset, and where the first byte that is
     not zero lies from an offset on."""
 

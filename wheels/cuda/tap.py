@@ -7,7 +7,7 @@ loadable segments (where the linker puts ``.nv_fatbin``, beside ``.rodata``; the
 in the first bytes say where they are) are searched for the fat binary magic at 8-byte
 boundaries, and from each hit the chain of its entry headers is followed as the bytes arrive,
 each header kept (64 bytes). Which hits are the section's is decided later, when the section
-headers (at the end of the file) are known: :func:`wheels.fatbin.read_fatbin_at` reads the
+headers (at the end of the file) are known: :func:`wheels.cuda.fatbin.read_fatbin_at` reads the
 kept headers, and the source itself only for what was not kept (PTX whose version is in its
 text, or a layout with ``.nv_fatbin`` in an executable segment, unless ``code_too``: most CUDA
 libraries link everything but their data into one executable segment; searching it costs
@@ -24,16 +24,16 @@ import struct
 from functools import cache
 from typing import TYPE_CHECKING
 
+from wheels.cuda.fatbin import FATBIN_MAGIC, FATBIN_VERSION, Seen, first_nonzero
 from wheels.elf import ElfError
 from wheels.elf.reader import HEAD, PT_LOAD, head_layout
-from wheels.fatbin import FATBIN_MAGIC, FATBIN_VERSION, Seen, first_nonzero
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
 _NEEDLE = struct.pack("<IH", FATBIN_MAGIC, FATBIN_VERSION)
 _MAGIC = re.compile(re.escape(_NEEDLE))
-_HEADER = struct.Struct("<IHHQ")  # as wheels.fatbin reads them
+_HEADER = struct.Struct("<IHHQ")  # as wheels.cuda.fatbin reads them
 _ENTRY = struct.Struct("<HHIQ")  # kind, version, header size, padded payload size
 ENTRY_SIZE = 64
 _TAIL = ENTRY_SIZE
