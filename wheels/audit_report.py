@@ -19,7 +19,7 @@ JSON_VERSION = 1
 _SHOWN = 8
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finding:
     """One problem, located: the wheel, the member when there is one, and what is wrong."""
 
@@ -37,7 +37,7 @@ class Finding:
         return f"{self.severity}: {self.location}: {self.message} [{self.code}]"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Need:
     """One DT_NEEDED entry and where it resolves."""
 
@@ -46,7 +46,7 @@ class Need:
     where: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SymbolCheck:
     """Undefined, non-weak dynamic symbols of one ELF against the libraries it loads."""
 
@@ -94,7 +94,7 @@ class CudaReport:
     checked: bool  # the vendor's wheels are checked (nvidia)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MemberSize:
     """A member of the wheel: what it takes in the archive, and unpacked."""
 
@@ -103,7 +103,7 @@ class MemberSize:
     unpacked: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DeviceSize:
     """One ELF's CUDA device code per target (sm_90, compute_90): bytes in its fat binaries,
     as stored (compressed where nvcc compressed them) and unpacked."""

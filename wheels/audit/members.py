@@ -64,7 +64,7 @@ HASH_THREAD_ABOVE = 64 << 20  # streamed members this big are hashed on a second
 # free core (a member inflated in one call is hashed after it: nothing to overlap)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MemberScan:
     """One member after one pass: its size and hash, and its ELF data when it is an ELF file."""
 
@@ -181,7 +181,7 @@ def _inflate_small(task: Task, raw: Raw) -> bytes:
     return data
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Point:
     """An inflater state to resume from: ``out`` bytes produced after ``inp`` bytes consumed."""
 

@@ -27,7 +27,7 @@ READ_AHEAD = 4  # steps read ahead of the inflater at most (RawFile.ahead)
 Raw = bytes | memoryview  # a member's compressed bytes, read or mapped
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Task:
     """Where one member's bytes are in the zip, how they are stored, and how to hash them."""
 

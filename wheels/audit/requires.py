@@ -12,7 +12,7 @@ class InvalidRequires(ValueError):
     """A Requires-Dist line packaging rejects; the message is packaging's."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Requires:
     """One Requires-Dist line: its distribution's name as written, and the line."""
 

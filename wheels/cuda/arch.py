@@ -88,7 +88,7 @@ class CudaArchError(ValueError):
     """A string that is not a CUDA architecture."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CudaArch:
     """A CUDA architecture: ``number`` 90 with ``variant`` "a" is sm_90a / compute_90a."""
 
@@ -103,7 +103,7 @@ class CudaArch:
         return f"{self.number}{self.variant}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finding:
     severity: Severity
     message: str

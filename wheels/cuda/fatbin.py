@@ -109,7 +109,7 @@ class FatbinError(Exception):
     """Bytes given as a fat binary section that cannot be read as one; says what and where."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FatbinEntry:
     """One image in a fat binary: SASS for ``sm_<arch>`` or PTX for ``compute_<arch>``.
 
@@ -144,7 +144,7 @@ class FatbinEntry:
         return f"{prefix}_{self.arch}{self.variant}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DeviceCode:
     """The device code of one ELF file: its entries, in section order, and the sections read."""
 

@@ -44,7 +44,7 @@ INDEX_ABOVE = 16 << 20  # export lists this long (characters) are looked up by a
 _LATER = "_symbols_later"  # (instance dict key: the lookup, and how to decode them)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class VersionNeed:
     """One DT_VERNEED entry: versions this object needs from the library named ``file``."""
 

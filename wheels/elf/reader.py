@@ -209,7 +209,7 @@ class Window:
         return self.reader.unpack(fmt, offset, what)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Header:
     """The ELF header's fields that locate everything else."""
 
@@ -225,7 +225,7 @@ class Header:
     shstrndx: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Section:
     """One section header."""
 
@@ -237,7 +237,7 @@ class Section:
     entsize: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Segment:
     """One program header."""
 

@@ -109,7 +109,7 @@ def _musl_conf() -> list[str]:
         return ["/" + d.strip() for d in fh.read().split(":") if d.strip()]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Lib:
     """One library of an ELF tree, as auditwheel's lddtree records it."""
 
