@@ -36,7 +36,6 @@ from wheels.policy import DistLib
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Mapping, Sequence
-    from pathlib import Path
 
 
 # How a package's __init__.py makes an imported extension module's symbols global, so that the

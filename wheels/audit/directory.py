@@ -14,10 +14,6 @@ from __future__ import annotations
 import os
 import struct
 import zipfile
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import zipfile
 
 END = struct.Struct("<4s4H2LH")  # the end of central directory record
 # One central directory entry: its signature, the version it needs, flags, method, CRC-32, sizes,

@@ -44,7 +44,6 @@ if TYPE_CHECKING:
     from collections.abc import Generator, Iterator
 
     from wheels.audit.inflate import Inflater
-    from wheels.cuda.tap import FatbinTap
     from wheels.elf import ByteSource
 
 

@@ -26,7 +26,6 @@ from wheels.naming import extension_parts
 from wheels.policy import DistLib
 
 if TYPE_CHECKING:
-    import ast
     from collections.abc import Callable, Mapping, Sequence
 
 

@@ -50,7 +50,6 @@ from wheels.policy.wheel_abi import TagVerdict, platform_verdict
 from wheels.policy.wheeltools import wheel_platform
 
 if TYPE_CHECKING:
-    import re
     from collections.abc import Mapping
     from typing import Any, NoReturn
 
