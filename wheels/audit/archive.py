@@ -9,7 +9,6 @@ import posixpath
 import stat
 from dataclasses import dataclass, field, replace
 from email.parser import HeaderParser
-from email.policy import compat32
 from typing import TYPE_CHECKING
 
 from wheels.audit.directory import Entry, NotAZip, read_directory
@@ -207,7 +206,7 @@ class Headers:
     """The header block of WHEEL or METADATA, as email's parser (compat32) reads it."""
 
     def __init__(self, text: str) -> None:
-        self._message = HeaderParser(policy=compat32).parsestr(text)
+        self._message = HeaderParser().parsestr(text)  # (policy compat32, the default)
 
     def get(self, name: str) -> str | None:
         value = self._message.get(name)
