@@ -499,29 +499,6 @@ def small_extension_wheel(out: Path) -> Path | None:
     return make_wheel(out, files, name="small", tag=f"{TAG}-{TAG}-manylinux_2_17_x86_64")
 
 
-def modules_of_an_audit(wheel: Path, cwd: Path, *options: str) -> tuple[str, set[str]]:
-    """(exit status, the modules imported) of ``infini-stack audit --no-cache [OPTIONS] WHEEL``
-    as the launcher starts it: without ``site``, given the paths this interpreter's ``site``
-    found."""
-    root = Path(__file__).resolve().parents[1]
-    code = (
-        "import os, sys; sys.path[:0] = sys.argv.pop(1).split(os.pathsep)\n"
-        "from builder.cli import main\n"
-        "status = main(['audit', '--no-cache', *sys.argv[2:], sys.argv[1]])\n"
-        "print(status, ' '.join(sorted(sys.modules)))"
-    )
-    paths = ":".join([str(root), *sys.path])
-    out = subprocess.run(
-        [sys.executable, "-S", "-c", code, paths, str(wheel), *options],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=cwd,
-    ).stdout.splitlines()[-1]
-    status, *modules = out.split()
-    return status, set(modules)
-
-
 def zero_bomb(out_dir: Path, size: int = 4 << 30, name: str = "bomb") -> Path:
     """A wheel whose one data member inflates to ``size`` zero bytes (4 GiB: about 4.5 MB
     deflated), with a RECORD that states its true hash and size: nothing is wrong with it but

@@ -24,6 +24,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from wheels.naming import split_variant
+from wheels.variants import problems_of, read_from_wheel
+
 KIND_COLOURS = {
     "wheel": "#2b6cb0",
     "distribution": "#6b46c1",
@@ -110,8 +113,6 @@ def _wheel(w: Mapping[str, Any]) -> str:
 def _variant_line(wheel: Path) -> str:
     """A PEP 825 variant wheel's label and properties, from its variant.json; nothing for
     metadata that is not valid (the audit's findings say why)."""
-    from wheels.naming import split_variant
-    from wheels.variants import problems_of, read_from_wheel
 
     label = split_variant(wheel.name)[1]
     try:

@@ -4,25 +4,22 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Literal
 
 from builder.core import termwrap
-from wheels.devicecode import summary as device_summary
-from wheels.fatbin import DeviceCode
+from wheels.cuda.devicecode import summary as device_summary
+from wheels.cuda.fatbin import DeviceCode
 from wheels.sizes import human_size
 
-if TYPE_CHECKING:
-    from typing import Any, Literal
-
-    Severity = Literal["violation", "warning", "error"]  # error: the audit's own failure
-    NeedKind = Literal["wheel", "distribution", "system", "external", "libpython", "missing"]
-    ElfKind = Literal["extension", "library", "executable"]
+Severity = Literal["violation", "warning", "error"]  # error: the audit's own failure
+NeedKind = Literal["wheel", "distribution", "system", "external", "libpython", "missing"]
+ElfKind = Literal["extension", "library", "executable"]
 
 JSON_VERSION = 1
 _SHOWN = 8
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finding:
     """One problem, located: the wheel, the member when there is one, and what is wrong."""
 
@@ -40,7 +37,7 @@ class Finding:
         return f"{self.severity}: {self.location}: {self.message} [{self.code}]"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Need:
     """One DT_NEEDED entry and where it resolves."""
 
@@ -49,7 +46,7 @@ class Need:
     where: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SymbolCheck:
     """Undefined, non-weak dynamic symbols of one ELF against the libraries it loads."""
 
@@ -97,7 +94,7 @@ class CudaReport:
     checked: bool  # the vendor's wheels are checked (nvidia)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MemberSize:
     """A member of the wheel: what it takes in the archive, and unpacked."""
 
@@ -106,7 +103,7 @@ class MemberSize:
     unpacked: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DeviceSize:
     """One ELF's CUDA device code per target (sm_90, compute_90): bytes in its fat binaries,
     as stored (compressed where nvcc compressed them) and unpacked."""

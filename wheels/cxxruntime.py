@@ -15,16 +15,13 @@ compiler.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Literal
 
 from wheels.elf import ElfInfo
-from wheels.matching import lazy
 
-if TYPE_CHECKING:
-    from typing import Literal
-
-    Runtime = Literal["shared", "private", "none"]
+Runtime = Literal["shared", "private", "none"]
 
 SHARED_RUNTIMES = frozenset({"libstdc++.so.6", "libc++.so.1"})
 UNWINDERS = frozenset({"libgcc_s.so.1", "libunwind.so.1", "libunwind.so.8"})
@@ -37,7 +34,7 @@ UNWINDERS = frozenset({"libgcc_s.so.1", "libunwind.so.1", "libunwind.so.8"})
 # They are: _ZN(K)St6locale*, _ZNSt8ios_base*, _ZN(K)St7codecvt*, _ZN(K)St5ctype*,
 # _ZTVN10__cxxabiv*, _ZTIN10__cxxabiv*, __cxa_*, __gxx_personality_v0, _ZSt9terminatev,
 # _ZSt13set_terminate*, _ZSt17__throw_*, _ZSt19__throw_*.
-_RUNTIME = lazy(
+_RUNTIME = re.compile(
     r"\0("
     r"_Z(?:N(?:K?St(?:6locale|7codecvt|5ctype)\w*|St8ios_base\w*)"
     r"|T[VI]N10__cxxabiv\w*"
@@ -46,53 +43,10 @@ _RUNTIME = lazy(
     r")(?=\0|$)"
 )
 
-# The same names as string tests (wheels.matching says why), for a table of up to _MARKS_BELOW
-# characters; a bigger one (a big library, tens of ms to audit) goes to _RUNTIME. Each name
-# _RUNTIME matches holds one of the marks: the names around them are the only candidates.
-_RUNTIME_MARKS = (
-    *("_ZSt", "__cxa_", "St6locale", "St7codecvt", "St5ctype", "St8ios_base"),
-    *("N10__cxxabiv", "__gxx_personality_v0"),
-)
-_MARKS_BELOW = 1 << 18
-_RUNTIME_NAMES = ("_ZSt9terminatev", "__gxx_personality_v0")
-_RUNTIME_PREFIXES = (  # each, then word characters (at least one where it says 1)
-    *(("_ZNSt6locale", 0), ("_ZNKSt6locale", 0), ("_ZNSt7codecvt", 0), ("_ZNKSt7codecvt", 0)),
-    *(("_ZNSt5ctype", 0), ("_ZNKSt5ctype", 0), ("_ZNSt8ios_base", 0), ("_ZTVN10__cxxabiv", 0)),
-    *(("_ZTIN10__cxxabiv", 0), ("_ZSt13set_terminate", 0), ("_ZSt17__throw_", 1)),
-    *(("_ZSt19__throw_", 1), ("__cxa_", 1)),
-)
-
 
 def runtime_internals(info: ElfInfo) -> tuple[str, ...]:
     """The C++ runtime definitions ``info`` exports (:data:`_RUNTIME`), sorted."""
-    names = info.export_names
-    if len(names) >= _MARKS_BELOW:
-        return tuple(sorted(set(info.exported_like(_RUNTIME))))
-    found: set[str] = set()
-    for mark in _RUNTIME_MARKS:
-        at = names.find(mark)
-        while at >= 0:
-            start = names.rfind("\0", 0, at) + 1
-            end = names.find("\0", at)
-            end = len(names) if end < 0 else end
-            name = names[start:end]
-            if (start == 0 or end == len(names)) and name.endswith("\n"):
-                name = name[:-1]  # (_RUNTIME's $ before the newline that ends its string)
-            if is_runtime_name(name):
-                found.add(name)
-            at = names.find(mark, end)
-    return tuple(sorted(found))
-
-
-def is_runtime_name(name: str) -> bool:
-    """Is ``name`` one of the C++ runtime's own definitions (a name :data:`_RUNTIME` matches)?"""
-    if name in _RUNTIME_NAMES:
-        return True
-    for prefix, least in _RUNTIME_PREFIXES:
-        if name.startswith(prefix):
-            rest = name[len(prefix) :]
-            return len(rest) >= least and all(c == "_" or c.isalnum() for c in rest)
-    return False
+    return tuple(sorted(set(info.exported_like(_RUNTIME))))
 
 
 # What a copy linked in with its symbols hidden (``-Wl,--exclude-libs,ALL``) still shows: the

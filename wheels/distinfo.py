@@ -5,6 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
+from packaging.requirements import Requirement
+
+from wheels.audit.abi_partners import abi_range
+from wheels.filename import canonicalize_name
+
 if TYPE_CHECKING:
     from wheels.naming import WheelName
     from wheels.spec import WheelSpec
@@ -39,10 +44,6 @@ def metadata(inputs: WheelInputs, requires: Iterable[str]) -> str:
 def pinned(requires: Iterable[str], partners: Mapping[str, str]) -> list[str]:
     """``requires`` with each ABI partner's line narrowed to the ABI built against
     (``torch`` -> ``torch>=2.11,<2.12``), its marker kept; a partner named twice once."""
-    from packaging.requirements import Requirement
-
-    from wheels.audit.abi_partners import abi_range
-    from wheels.filename import canonicalize_name
 
     versions = {canonicalize_name(d): v for d, v in partners.items()}
     out: list[str] = []

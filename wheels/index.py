@@ -35,6 +35,8 @@ from hashlib import sha256 as _sha256
 from pathlib import Path
 from urllib.parse import quote
 
+from packaging.version import Version
+
 from builder.core.digest import file_digest
 from builder.core.errors import UsageError
 from wheels.filename import InvalidWheelName, canonicalize_name, parse_wheel_filename
@@ -170,7 +172,6 @@ def page(title: str, lines: Sequence[str]) -> str:
 
 def project_json(project: str, files: Sequence[IndexFile]) -> str:
     """A PEP 691 project page (api-version 1.1: sizes and versions, PEP 700)."""
-    from packaging.version import Version
 
     entries = []
     for f in files:

@@ -24,16 +24,18 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
+import site
 import sys
+import sysconfig
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wheels.elf import ElfInfo, HostLibraries
-from wheels.matching import substitute_origin
 from wheels.policy import DistLib
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Mapping, Sequence
-    from pathlib import Path
 
 
 # How a package's __init__.py makes an imported extension module's symbols global, so that the
@@ -60,9 +62,6 @@ _SITE_ADDED: list[bool] = []
 def site_dirs() -> tuple[Path, ...]:
     """Where this host has distributions installed: site-packages, then the other sys.path
     directories (a PYTHONPATH or ``pip --target`` install is importable too)."""
-    import site  # imported here: most audits never ask
-    import sysconfig
-    from pathlib import Path
 
     if sys.flags.no_site and not _SITE_ADDED:  # started without site (bin/infini-stack's fast
         site.main()  # start of an audit): the directories site adds, as a normal start has them
@@ -80,6 +79,16 @@ def site_dirs() -> tuple[Path, ...]:
     return tuple(dict.fromkeys(Path(c) for c in candidates if Path(c).is_dir()))
 
 
+# The loader's: ``$ORIGINAL`` is no ``$ORIGIN``.
+_ORIGIN = re.compile(r"\$(ORIGIN\b|\{ORIGIN\})")
+
+
+def substitute_origin(entry: str, origin: str) -> str:
+    """``entry`` with each ``$ORIGIN`` and ``${ORIGIN}`` replaced by ``origin``, taken
+    literally."""
+    return _ORIGIN.sub(lambda _: origin, entry)
+
+
 def search_path(path: str, info: ElfInfo) -> list[str]:
     """The directories ld.so searches for the needs of the ELF at ``path`` (its RUNPATH, else
     RPATH, with ``$ORIGIN`` expanded); relative entries, which depend on the working
@@ -87,7 +96,7 @@ def search_path(path: str, info: ElfInfo) -> list[str]:
     origin = posixpath.dirname(path)
     entries = info.split_path("runpath") or info.split_path("rpath")
     return [
-        posixpath.normpath(substitute_origin(e, origin, bounded=True))
+        posixpath.normpath(substitute_origin(e, origin))
         for e in entries
         if e.startswith(("/", "$"))
     ]

@@ -11,49 +11,39 @@ version, told apart by their label, which is the vendor's local version (``cu130
 
 from __future__ import annotations
 
+import re
 import sys
+import sysconfig
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from wheels.filename import canonicalize_name, normalized_version
-from wheels.matching import lazy
+from wheels.filename import (
+    InvalidWheelName,
+    canonicalize_name,
+    normalized_version,
+    parse_wheel_filename,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-# A CPython extension module's file name: `<module>.<cpython-312-x86_64-linux-gnu|abi3|...>.so`,
-# ^(?P<mod>[A-Za-z_]\w*)\.(cpython-[^./]+|abi3|pypy[^./]*)\.so$ ($ takes one final newline),
-# tested as strings (wheels.matching says why; tests/unit/test_matching.py holds them equal).
+# A CPython extension module's file name: `<module>.<cpython-312-x86_64-linux-gnu|abi3|...>.so`.
+_EXTENSION = re.compile(r"^(?P<mod>[A-Za-z_]\w*)\.(cpython-[^./]+|abi3|pypy[^./]*)\.so$")
+_BARE_MODULE = re.compile(r"^(?P<mod>[A-Za-z_]\w*)\.so$")
 
 
 def extension_parts(filename: str) -> tuple[str, str] | None:
     """(module, tag) of an extension module's file name: ``("_ssl", "cpython-311-x86_64-linux-
     gnu")`` for ``_ssl.cpython-311-x86_64-linux-gnu.so``, ``("x", "abi3")`` for ``x.abi3.so``;
     None for any other name."""
-    parts = filename.removesuffix("\n").split(".")
-    if len(parts) != 3 or parts[2] != "so" or not is_module_name(parts[0]):
-        return None
-    tag = parts[1]
-    if tag == "abi3" or (tag.startswith(("cpython-", "pypy")) and "/" not in tag):
-        return (parts[0], tag) if tag != "cpython-" else None
-    return None
+    match = _EXTENSION.match(filename)
+    return (match[1], match[2]) if match else None
 
 
 def bare_module(filename: str) -> str | None:
-    """The module of a bare ``NAME.so`` (``^(?P<mod>[A-Za-z_]\\w*)\\.so$``); None otherwise."""
-    stem = filename.removesuffix("\n")
-    if not stem.endswith(".so"):
-        return None
-    module = stem[:-3]
-    return module if is_module_name(module) else None
-
-
-def is_module_name(text: str) -> bool:
-    """``[A-Za-z_]\\w*`` whole: an ASCII letter or ``_``, then word characters (re.UNICODE's
-    ``\\w`` is what str.isalnum takes, or ``_``)."""
-    if not text or not (text[0] == "_" or (text[0].isascii() and text[0].isalpha())):
-        return False
-    return all(c == "_" or c.isalnum() for c in text[1:])
+    """The module of a bare ``NAME.so``; None otherwise."""
+    match = _BARE_MODULE.match(filename)
+    return match[1] if match else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,8 +71,8 @@ class WheelName:
         return f"{escaped_name(self.distribution)}-{self.version}.dist-info"
 
 
-_NOT_NAME = lazy(r"[^\w\d.]+")
-_NOT_LABEL = lazy(r"[^0-9a-z_.]+")
+_NOT_NAME = re.compile(r"[^\w\d.]+")
+_NOT_LABEL = re.compile(r"[^0-9a-z_.]+")
 
 
 def escaped_name(distribution: str) -> str:
@@ -109,7 +99,7 @@ def worktree_local(local: str, dirty: bool | None) -> str:
 # between minor versions and users pick a wheel by the torch they have (flash-attn's release
 # wheels name torch2.x too). Requires-Dist pins each partner (wheels.audit.abi_partners).
 LOCAL_PARTNERS = ("torch",)
-_MAJOR_MINOR = lazy(r"^(\d+)\.(\d+)")
+_MAJOR_MINOR = re.compile(r"^(\d+)\.(\d+)")
 
 
 def partner_local(local: str, partners: Mapping[str, str]) -> str:
@@ -130,8 +120,6 @@ def interpreter_tags() -> tuple[str, str]:
 
 
 def platform_tag() -> str:
-    import sysconfig
-
     return sysconfig.get_platform().replace("-", "_").replace(".", "_")
 
 
@@ -150,7 +138,7 @@ def wheel_name(
 
 NULL_VARIANT = "null"  # PEP 825: the label of the variant with zero properties
 VARIANT_FILE = "variant.json"  # PEP 825: the variant metadata, in .dist-info
-VARIANT_LABEL = lazy(r"^[0-9a-z_.]+$")  # PEP 825, "Variant label"
+VARIANT_LABEL = re.compile(r"^[0-9a-z_.]+$")  # PEP 825, "Variant label"
 
 
 def variant_label(local: str, *, has_properties: bool) -> str:
@@ -211,7 +199,6 @@ def vendor_of_local(version: str) -> str | None:
 def vendor_of_wheel(filename: str) -> str | None:
     """The vendor a wheel's file name names: its variant label, else its local version; None
     when it names none or is not a wheel file name."""
-    from wheels.filename import InvalidWheelName, parse_wheel_filename
 
     base, label = split_variant(filename)
     if label is not None:  # a PEP 825 variant wheel: its label names the vendor

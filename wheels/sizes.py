@@ -1,9 +1,8 @@
-"""Sizes as stack.yaml and the command line give them, and PyPI's upload limit (imports only
-``re``: the audit's start reads it)."""
+"""Sizes as stack.yaml and the command line give them, and PyPI's upload limit."""
 
 from __future__ import annotations
 
-from wheels.matching import lazy
+import re
 
 # PyPI's default upload limit per file (larger ones need a limit raised by request).
 PYPI_MAX_SIZE = 100 * 1000 * 1000
@@ -17,7 +16,7 @@ _UNITS = {
     "mib": 1024**2,
     "gib": 1024**3,
 }
-_SIZE = lazy(r"(?i)\s*(\d+(?:\.\d+)?)\s*([kmg]i?b|b)?\s*")
+_SIZE = re.compile(r"(?i)\s*(\d+(?:\.\d+)?)\s*([kmg]i?b|b)?\s*")
 
 
 def parse_size(text: str) -> int:

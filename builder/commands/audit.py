@@ -167,7 +167,7 @@ def cuda_architectures(manifest: Path | None, given: list[str]) -> tuple[str, ..
             raise UsageError(f"{manifest} has no nvidia vendor to take CUDA architectures from")
         found += vendor.settings.cuda_architectures
     if given:
-        from wheels.cuda_arch import CudaArchError, parse_arch
+        from wheels.cuda.arch import CudaArchError, parse_arch
     for text in given:
         try:
             parse_arch(text)

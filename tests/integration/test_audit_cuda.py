@@ -37,9 +37,9 @@ from tests.wheelmaker import Compiler, have_gcc, make_wheel
 from wheels.audit import audit_wheel
 from wheels.audit.members import KEEP_PREFIX
 from wheels.audit_report import WheelAudit, render_text, to_json
+from wheels.cuda.fatbin import read_fatbin, read_fatbin_at
+from wheels.cuda.tap import FatbinTap
 from wheels.elf import section_span
-from wheels.fatbin import read_fatbin, read_fatbin_at
-from wheels.fatbin_tap import FatbinTap
 from wheels.policy import load_vendor_policy
 
 pytestmark = [pytest.mark.integration]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -14,9 +14,6 @@ from wheels.audit import audit_wheel
 from wheels.audit.members import MemberScan
 from wheels.audit_report import WheelAudit, render_text, to_json
 from wheels.policy import load_vendor_policy
-
-if TYPE_CHECKING:
-    from wheels.audit.pool import Complete
 
 pytestmark = [
     pytest.mark.integration,
@@ -324,9 +321,9 @@ def test_with_another_thread_running_the_scan_starts_its_children_without_fork_a
     assert made and all(isinstance(p, ProcessPoolExecutor) for p in made)
 
 
-def _defer_every_member(monkeypatch: pytest.MonkeyPatch) -> None:
+def _children_per_member(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the tests' small wheels take the path of a big one on two cores: children forked
-    before the directory is read, a batch per member, every member's hash left to the child."""
+    before the directory is read, a batch per member."""
     from wheels.audit import pool
 
     for name in ("SERIAL_BELOW", "EARLY_ABOVE", "HASH_THREAD_ABOVE", "REST_ALONE"):
@@ -335,43 +332,21 @@ def _defer_every_member(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pool, "BESIDE_RATIO", 1 << 40)  # no member dwarfs the rest
 
 
-def test_a_hash_left_to_the_child_still_catches_a_tampered_record(
+def test_a_member_read_in_a_child_still_catches_a_tampered_record(
     wheels: Corpus, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     policy = load_vendor_policy("cpu")
     serial = audit_wheel(wheels["tampered_record"], policy, workers=1)
-    _defer_every_member(monkeypatch)
-    deferred = audit_wheel(wheels["tampered_record"], policy, workers=2)
-    (finding,) = [f for f in deferred.violations if f.code == "record-hash"]
+    _children_per_member(monkeypatch)
+    parallel = audit_wheel(wheels["tampered_record"], policy, workers=2)
+    (finding,) = [f for f in parallel.violations if f.code == "record-hash"]
     assert finding.member == "demo/lib/libhelper.so"
-    assert [f.line() for f in deferred.findings] == [f.line() for f in serial.findings]
+    assert [f.line() for f in parallel.findings] == [f.line() for f in serial.findings]
 
 
-def test_members_hashed_beside_the_checks_still_catch_a_tampered_record(
-    wheels: Corpus, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A small wheel on two cores is read in this process alone; with every member hashed
-    later, on a thread beside the checks (digests.hash_later), the audit is the serial one."""
-    from wheels.audit import digests, pool
-
-    policy = load_vendor_policy("cpu")
-    serial = audit_wheel(wheels["tampered_record"], policy, workers=1)
-    monkeypatch.setattr(pool, "LATE_HASH_ABOVE", 0)
-    monkeypatch.setattr(pool, "BATCH_BYTES", 1)  # (a member read alone may be kept)
-    hashed: list[int] = []
-    hash_later = digests.hash_later
-    monkeypatch.setattr(pool, "hash_later", lambda t, k: hashed.append(len(k)) or hash_later(t, k))
-    late = audit_wheel(wheels["tampered_record"], policy, workers=2)
-    assert hashed and hashed[0] > 1  # (every member but those inflated in steps)
-    (finding,) = [f for f in late.violations if f.code == "record-hash"]
-    assert finding.member == "demo/lib/libhelper.so"
-    assert [f.line() for f in late.findings] == [f.line() for f in serial.findings]
-    assert to_json([late])["wheels"][0]["elfs"] == to_json([serial])["wheels"][0]["elfs"]
-
-
-def _scanned_early(path: Path) -> tuple[dict[int, str | None], list[MemberScan], Complete]:
+def _scanned_early(path: Path) -> tuple[dict[int, str | None], list[MemberScan]]:
     """The digests a serial scan makes, then the scans of a parallel one whose child took the
-    largest member before the directory was read, with the function that completes them."""
+    largest member before the directory was read."""
     from wheels.audit import pool
     from wheels.audit.directory import read_directory
     from wheels.audit.raw import task_for
@@ -380,45 +355,31 @@ def _scanned_early(path: Path) -> tuple[dict[int, str | None], list[MemberScan],
     serial = {s.index: s.digest for s in pool.scan_members(path, tasks, None, 1)[0]}
     children = pool.start_children(path, 2, None)
     assert children is not None and children.first is not None  # the largest, handed out early
-    scans, _, _, complete = pool.scan_members(path, tasks, None, 2, children=children)
-    return serial, scans, complete
+    scans, _, _ = pool.scan_members(path, tasks, None, 2, children=children)
+    return serial, scans
 
 
-def test_the_scan_hands_back_a_kept_members_digest_only_when_completed(
+def test_a_scan_whose_child_took_the_largest_member_early_makes_every_digest(
     wheels: Corpus, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _defer_every_member(monkeypatch)
-    serial, scans, complete = _scanned_early(wheels["tampered_record"])
-    # The child's members came back unhashed, this process's hashed; completing fills them in.
-    assert any(s.digest is None for s in scans) and all(s.read_error is None for s in scans)
-    assert {s.index: s.digest for s in complete()} == serial
+    _children_per_member(monkeypatch)
+    serial, scans = _scanned_early(wheels["tampered_record"])
+    assert all(s.read_error is None for s in scans)
+    assert {s.index: s.digest for s in scans} == serial
 
 
-def test_no_hash_is_left_for_later_when_another_member_is_big_enough_to_be_streamed(
-    wheels: Corpus, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from wheels.audit import pool
-
-    _defer_every_member(monkeypatch)
-    monkeypatch.setattr(pool, "SPARSE_ABOVE", 0)  # the next largest member is streamed too
-    serial, scans, complete = _scanned_early(wheels["tampered_record"])
-    assert {s.index: s.digest for s in scans} == serial  # every digest made, none waiting
-    assert {s.index: s.digest for s in complete()} == serial
-
-
-def test_a_largest_member_that_dwarfs_the_rest_is_hashed_beside_not_left_for_later(
+def test_a_largest_member_that_dwarfs_the_rest_is_hashed_beside(
     wheels: Corpus, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from wheels.audit import members, pool
 
     path = wheels["tampered_record"]
-    _defer_every_member(monkeypatch)
+    _children_per_member(monkeypatch)
     monkeypatch.setattr(pool, "BESIDE_RATIO", 0)  # the largest member dwarfs the rest
     monkeypatch.setattr(members, "HASH_THREAD_ABOVE", 0)
     monkeypatch.setattr(members, "SPARSE_ABOVE", 0)  # and is kept only where it is read
-    serial, scans, complete = _scanned_early(path)
-    assert {s.index: s.digest for s in scans} == serial  # every digest made, none waiting
-    assert {s.index: s.digest for s in complete()} == serial
+    serial, scans = _scanned_early(path)
+    assert {s.index: s.digest for s in scans} == serial
     policy = load_vendor_policy("cpu")
     beside = audit_wheel(path, policy, workers=2)
     monkeypatch.undo()

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import HAVE_NVCC
-from wheels import devicecode
 from wheels.audit import audit_wheel
 from wheels.audit_report import render_text
+from wheels.cuda import devicecode
+from wheels.cuda.fatbin import DeviceCode
 from wheels.elf.reader import FileBytes
-from wheels.fatbin import DeviceCode
 from wheels.policy import load_vendor_policy
 
 pytestmark = [

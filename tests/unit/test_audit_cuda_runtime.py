@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from wheels.audit.cuda import local_runtime, required_runtime
 from wheels.audit.requires import read_requires
+from wheels.cuda.audit import local_runtime, required_runtime
 
 
 @pytest.mark.parametrize(

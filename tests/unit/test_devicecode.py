@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.unit.test_fatbin import ELF, LINUX64, PTX, PTX_TEXT, VALID, ZSTD, entry, fatbin
-from wheels import devicecode
+from wheels.cuda import devicecode
+from wheels.cuda.fatbin import FatbinError, Seen, read_fatbin, read_fatbin_at
+from wheels.cuda.tap import FatbinTap
 from wheels.elf import Chunks
-from wheels.fatbin import FatbinError, Seen, read_fatbin, read_fatbin_at
-from wheels.fatbin_tap import FatbinTap
 
 PADDED = fatbin(entry(ELF, 80)) + b"\x00" * 5000 + VALID  # padding past one read window
 
@@ -123,16 +123,16 @@ def test_the_headers_seen_in_a_read_only_segment_are_all_a_read_needs(cuts: list
 def test_with_code_too_an_executable_segment_is_searched_and_its_headers_are_all_a_read_needs(
     cuts: list[int], libc: bool
 ) -> None:
-    from wheels import fatbin_tap
+    from wheels.cuda import tap
 
     data = elf_with(PADDED, flags=5)  # PF_R | PF_X: one segment for code and data
-    search = fatbin_tap._memmem
+    search = tap._memmem
     try:
         if not libc:  # the regular expression that stands in where libc's memmem is missing
-            fatbin_tap._memmem = lambda: None  # type: ignore[assignment]
+            tap._memmem = lambda: None  # type: ignore[assignment]
         seen = tapped(data, [*cuts, 100], code_too=True)
     finally:
-        fatbin_tap._memmem = search
+        tap._memmem = search
     source = Unreadable(len(data))
     assert read_fatbin_at(source, 4096, len(PADDED), ".nv_fatbin", seen) == read_fatbin(PADDED)
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wheels.cuda_arch import (
+from wheels.cuda.arch import (
     CudaArch,
     CudaArchError,
     check_device_code,
@@ -21,7 +21,7 @@ from wheels.cuda_arch import (
     ptx_toolkit,
     sass_runs_on,
 )
-from wheels.fatbin import (
+from wheels.cuda.fatbin import (
     FATBIN_MAGIC,
     OLD_STYLE_MAGIC,
     RELFATBIN_SECTION,
@@ -34,7 +34,7 @@ from wheels.fatbin import (
 )
 
 if TYPE_CHECKING:
-    from wheels.fatbin import Variant
+    from wheels.cuda.fatbin import Variant
 
 PTX, ELF, LTOIR = 1, 2, 8
 LINUX64 = 0x11

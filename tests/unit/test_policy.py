@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-import subprocess
-import sys
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
@@ -18,7 +16,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from builder.core.errors import StackError, UsageError
-from tests.conftest import ROOT
 from wheels.loading import loaded_by_import
 from wheels.policy import (
     TagVerdict,
@@ -341,29 +338,20 @@ def test_glibc_needed_is_the_newest_glibc_version_not_libstdcxx() -> None:
     assert glibc_needed({"libstdc++.so.6": {"GLIBCXX_3.4"}}) is None
 
 
-def test_the_host_libc_is_auditwheels_and_a_glibc_host_needs_no_auditwheel_libc() -> None:
+def test_the_host_libc_is_auditwheels() -> None:
     libc = pytest.importorskip("auditwheel.libc")
     from wheels.policy.manylinux import _host_musl_policy, host_has_musl_libc
     from wheels.policy.wheel_abi import _host_libc
 
     musl = libc.Libc.detect() == libc.Libc.MUSL
     assert host_has_musl_libc() == musl and _host_libc() == str(libc.Libc.detect().value)
-    if musl:
-        return
-    assert _host_musl_policy() is None
-    code = (
-        "import sys; from wheels.policy.manylinux import _host_musl_policy; "
-        "from wheels.policy.wheel_abi import _host_libc; "
-        "print(_host_libc(), _host_musl_policy(), 'auditwheel.libc' in sys.modules)"
-    )
-    argv = [sys.executable, "-c", code]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=ROOT)
-    assert done.stdout.split() == ["glibc", "None", "False"], done.stderr
+    if not musl:
+        assert _host_musl_policy() is None
 
 
 def test_every_vendors_local_version_pattern_compiles() -> None:
-    """The patterns are compiled when a wheel's local version is first matched, not when
-    vendors.json is read: each must be a regular expression that matches its own locals."""
+    """Each vendor's local version pattern is a regular expression that matches its own
+    locals."""
     examples = {"cpu": "cpu", "nvidia": "cu130", "moore": "musa43", "thead": "ppu10"}
     for name in vendor_names():
         policy = load_vendor_policy(name)

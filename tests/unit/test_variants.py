@@ -13,7 +13,7 @@ from variantlib.variants_json import VariantsJson
 
 from builder.core.errors import StackError
 from wheels import variants
-from wheels.fatbin import DeviceCode
+from wheels.cuda.fatbin import DeviceCode
 from wheels.naming import (
     index_file_name,
     split_variant,

@@ -25,7 +25,7 @@ The modules, in the order an audit runs through them:
 - :mod:`~wheels.audit.scopes`: load scopes, stranded needs, symbol closure;
 - :mod:`~wheels.audit.preloads`: what packages import first, and what that makes global;
 - :mod:`~wheels.audit.cxx`: private C++ runtimes that C++ symbols cross;
-- :mod:`~wheels.audit.cuda`: CUDA device code against architectures and runtime;
+- :mod:`~wheels.cuda.audit`: CUDA device code against architectures and runtime;
 - :mod:`~wheels.audit.elfs`: the per-ELF checks and reports;
 - :mod:`~wheels.audit.tags`: the declared platform tag against the verdict;
 - :mod:`~wheels.audit.findings`: what all of them report into.

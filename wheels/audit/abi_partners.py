@@ -19,8 +19,11 @@ warning that names every library those symbols may come from.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from packaging.version import Version
 
 from wheels.audit.findings import Findings
 from wheels.audit.ldso import Elves
@@ -28,7 +31,6 @@ from wheels.cxxruntime import is_cxx
 from wheels.elf import ElfInfo
 from wheels.filename import canonicalize_name
 from wheels.loading import installed_copy
-from wheels.matching import lazy
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
 CODE = "unpinned-abi-partner"
 # Partners whose C++ ABI holds within a minor version; every other partner: the exact version.
 MINOR_SERIES = frozenset({"torch"})
-_RELEASE = lazy(r"^v?(\d+)(?:\.(\d+))?")
+_RELEASE = re.compile(r"^v?(\d+)(?:\.(\d+))?")
 _SHOWN = 3  # symbols named in a finding
 
 
@@ -70,7 +72,6 @@ def _exact(operator: str, version: str) -> bool:
 
 def _one_minor(specifier: SpecifierSet) -> bool:
     """Whether ``specifier`` admits versions of one major.minor only."""
-    from packaging.version import Version
 
     low: Version | None = None
     high: tuple[Version, bool] | None = None  # (bound, inclusive)

@@ -3,10 +3,12 @@ METADATA and RECORD, and every member against its RECORD row."""
 
 from __future__ import annotations
 
+import csv
 import os
 import posixpath
 import stat
 from dataclasses import dataclass, field, replace
+from email.parser import HeaderParser
 from typing import TYPE_CHECKING
 
 from wheels.audit.directory import Entry, NotAZip, read_directory
@@ -14,6 +16,7 @@ from wheels.audit.findings import Findings
 from wheels.audit.inflate import crc32
 from wheels.audit.members import MemberScan, content_of, inflate
 from wheels.audit.raw import MemberError, read_raw, task_for
+from wheels.audit.requires import InvalidRequires, read_requires
 from wheels.filename import (
     InvalidWheelName,
     canonicalize_name,
@@ -187,18 +190,10 @@ def _small(archive: Archive, member: str, f: Findings) -> str | None:
 
 
 def record_rows(text: str) -> list[list[str]]:
-    """RECORD's rows as ``csv.reader`` reads them (excel dialect): a text without quotes or NUL
-    is split at its commas (a blank line, no fields), and any other is left to csv's reader
-    itself (``_csv``, 0.6 ms to import; ``csv.py`` would import ``re`` as well), whose errors
-    are raised as ValueError."""
-    lines = text.splitlines()
-    if '"' not in text and "\0" not in text:
-        return [line.split(",") if line else [] for line in lines]
-    from _csv import Error, reader
-
+    """RECORD's rows as ``csv.reader`` reads them; its errors raised as ValueError."""
     try:
-        return list(reader(lines))
-    except Error as exc:
+        return list(csv.reader(text.splitlines()))
+    except csv.Error as exc:
         raise ValueError(str(exc)) from None
 
 
@@ -207,59 +202,18 @@ def has_drive(name: str) -> bool:
     return len(name) > 1 and name[1] == ":" and name[0].isascii() and name[0].isalpha()
 
 
-def header_lines(text: str) -> list[str]:
-    """``text`` cut after each ``\\r\\n``, ``\\r`` or ``\\n``, each line keeping its end (as
-    re.split on ``(\\r\\n|\\r|\\n)``, each piece joined to its end, gives them): the last
-    line is empty where the text ends with one."""
-    lines: list[str] = []
-    start = 0
-    r, n = text.find("\r"), text.find("\n")
-    while r >= 0 or n >= 0:
-        first = r if r >= 0 and (n < 0 or r < n) else n
-        end = first + 2 if text.startswith("\r\n", first) else first + 1
-        lines.append(text[start:end])
-        start = end
-        if 0 <= r < start:
-            r = text.find("\r", start)
-        if 0 <= n < start:
-            n = text.find("\n", start)
-    lines.append(text[start:])
-    return lines
-
-
-def is_header_line(line: str) -> bool:
-    """Does ``line`` go on the header block, as email's compat32 parser's
-    ``^(From |[\\041-\\071\\073-\\176]*:|[\\t ])`` takes it: an envelope line, a field (printable
-    ASCII but ':' up to a ':'), or a continuation?"""
-    if line.startswith(("From ", "\t", " ")):
-        return True
-    colon = line.find(":")
-    return colon >= 0 and all("!" <= c <= "~" for c in line[:colon])
-
-
 class Headers:
-    """The header block of WHEEL or METADATA as ``email.parser.Parser`` (compat32) reads it:
-    continuation lines kept in the value, the body and a ``From`` envelope line ignored; without
-    importing the email package, which costs more than reading a small wheel."""
+    """The header block of WHEEL or METADATA, as email's parser (compat32) reads it."""
 
     def __init__(self, text: str) -> None:
-        self.items: list[tuple[str, str]] = []
-        for number, line in enumerate(header_lines(text)):
-            if line.rstrip("\r\n") == "" or not is_header_line(line):
-                break  # the blank line before the body, or a body with no blank line before it
-            if line[0] in " \t" and self.items:
-                key, value = self.items[-1]
-                self.items[-1] = (key, value + line)
-            elif ":" in line and not (number == 0 and line.startswith("From ")):
-                key, value = line.split(":", 1)
-                self.items.append((key, value.lstrip(" \t")))
-        self.items = [(k, v.rstrip("\r\n")) for k, v in self.items]
+        self._message = HeaderParser().parsestr(text)  # (policy compat32, the default)
 
     def get(self, name: str) -> str | None:
-        return next((v for k, v in self.items if k.lower() == name.lower()), None)
+        value = self._message.get(name)
+        return None if value is None else str(value)
 
     def get_all(self, name: str) -> list[str]:
-        return [v for k, v in self.items if k.lower() == name.lower()]
+        return [str(v) for v in self._message.get_all(name) or []]
 
 
 def _read_wheel_file(archive: Archive, text: str | None, f: Findings) -> None:
@@ -326,8 +280,6 @@ def _read_metadata_file(archive: Archive, text: str | None, f: Findings) -> None
     values = msg.get_all("Requires-Dist")
     if not values:
         return
-    from wheels.audit.requires import InvalidRequires, read_requires  # only when there are any
-
     for value in values:
         try:
             archive.requires.append(read_requires(value))

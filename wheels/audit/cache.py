@@ -1,18 +1,20 @@
 """The result cache: one JSON file per batch of members, keyed by the hash of the batch's
 compressed bytes (plain data, no pickle: :func:`wheels.elf.to_record` and, for CUDA device code,
-:func:`wheels.devicecode.to_record`)."""
+:func:`wheels.cuda.devicecode.to_record`)."""
 
 from __future__ import annotations
 
-import _thread
+import hashlib
+import json
 import os
+import tempfile
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from wheels import devicecode
 from wheels.audit.members import MemberScan
 from wheels.audit.raw import RawFile, Task
+from wheels.cuda import devicecode
 from wheels.elf import from_record, to_record
 
 if TYPE_CHECKING:
@@ -28,11 +30,7 @@ class Cache:
 
     root: Path
 
-    # hashlib and json are imported by the methods: an audit run without the cache (a cold
-    # benchmark, ``--no-cache``) imports neither for a small wheel.
     def key(self, batch: Sequence[Task], raws: Sequence[bytes | memoryview | RawFile]) -> str:
-        import hashlib
-
         h = hashlib.sha256(CACHE_VERSION.encode())
         for task, raw in zip(batch, raws, strict=True):
             h.update(f"\0{task.name}\0{task.method}\0{task.file_size}\0{task.algo}\0".encode())
@@ -43,8 +41,6 @@ class Cache:
         return h.hexdigest()
 
     def get(self, key: str, batch: Sequence[Task]) -> list[MemberScan] | None:
-        import json
-
         try:
             data = json.loads((self.root / key[:2] / f"{key}.json").read_text(encoding="utf-8"))
             rows = data["members"]
@@ -55,21 +51,22 @@ class Cache:
             return None
 
     def put(self, key: str, scans: Sequence[MemberScan]) -> None:
-        import json
-
+        """Store the batch's scans; a cache that cannot be written is a miss next time."""
         rows = [_scan_to(s) for s in scans]
         target = self.root / key[:2] / f"{key}.json"
-        # A name of its own (no tempfile module: it costs more to import than a small audit).
-        tmp = target.parent / f".tmp-{os.getpid()}-{_thread.get_ident()}-{key[:16]}"
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
+        except OSError:
+            return
+        try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
                 json.dump({"version": CACHE_VERSION, "members": rows}, out)
-            tmp.replace(target)
-        except OSError:  # a cache that cannot be written is a cache miss next time, nothing worse
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, target)
+        except OSError:
             with suppress(OSError):
-                tmp.unlink(missing_ok=True)
+                os.unlink(tmp)
 
 
 def _scan_to(scan: MemberScan) -> dict[str, object]:

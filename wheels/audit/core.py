@@ -32,6 +32,7 @@ from wheels.audit.size import check_size
 from wheels.audit.tags import auditwheel_verdict, check_tags, manylinux_whitelist, our_verdict
 from wheels.audit.variants import check_variant
 from wheels.audit_report import AuditStats, CudaReport, ElfReport, Finding, WheelAudit
+from wheels.cuda.audit import check_cuda
 from wheels.elf import ElfInfo, HostLibraries
 from wheels.naming import split_variant, vendor_of_wheel
 from wheels.policy import VendorPolicy
@@ -65,7 +66,7 @@ def audit_wheel(
     (bytes) makes a larger wheel a violation; without it, one over PyPI's limit is a warning.
     """
     start = time.perf_counter()
-    path = os.fspath(path)  # (opened by its name: pathlib is not imported for it)
+    path = os.fspath(path)
     findings = Findings(path)
     archs = tuple(cuda_architectures or ())
     try:
@@ -155,7 +156,7 @@ def _audit_archive(
         check_names(archive, f)
         read_metadata(archive, f)
 
-    scans, hits, batches, complete = scan_members(
+    scans, hits, batches = scan_members(
         path, tasks, cache, workers, meanwhile, lambda: _prepare(archive, host), children
     )
     _scan_findings(scans, f)
@@ -175,7 +176,7 @@ def _audit_archive(
     devices = {n: s.device for n, s in by_name.items() if s.elf and s.device is not None}
     check_variant(archive, elfs, devices, policy, f)
     size = check_size(archive, devices, max_size, f)
-    check_record(archive, rehash(archive, path, complete()), f)  # last: a digest may be coming
+    check_record(archive, rehash(archive, path, scans), f)
     stats = _stats(archive, tasks, len(elfs), hits, batches, start)
     return WheelAudit(
         path=path,
@@ -221,8 +222,6 @@ def _check_elfs(
     errors = {n: s.device_error for n, s in by_name.items() if s.elf and s.device_error}
     cuda = None
     if devices or errors:  # the CUDA rules only for a wheel with device code
-        from wheels.audit.cuda import check_cuda
-
         cuda = check_cuda(archive, devices, errors, ctx.policy.name, archs, f)
     reports = [replace(r, device=devices.get(r.member)) for r in check_elfs(ctx, archive, f)]
     return reports, cuda

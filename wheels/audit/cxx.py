@@ -13,6 +13,7 @@ undefined ``_Z*`` symbol goes to the first object of the importer's load scope t
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,7 +23,6 @@ from wheels.audit.scopes import Scope
 from wheels.audit_report import plural, shorten
 from wheels.cxxruntime import CxxRuntime, classify, cxx_exports, describe, is_cxx
 from wheels.elf import ElfInfo
-from wheels.matching import lazy
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 SHOWN = 3
 # The standard library's own names (std::, std::ostream, its vtables and type names): listed
 # after the program's, which say more about what crosses.
-_STD = lazy(r"^_Z(?:T[VTIS])?N?K?S[tsoiad]")
+_STD = re.compile(r"^_Z(?:T[VTIS])?N?K?S[tsoiad]")
 
 BREAKS = (
     "Each C++ runtime has its own exception machinery, locale facets and RTTI, so an exception "
@@ -71,17 +71,12 @@ def check_cxx_runtimes(ctx: Elves, scopes: Mapping[str, Scope], f: Findings) -> 
     return labels
 
 
-_HEX = frozenset("0123456789abcdef")
+_GRAFTED = re.compile(r"^lib(stdc\+\+|c\+\+)-[0-9a-f]{8}\.so\.")
 
 
 def is_grafted_runtime(name: str) -> bool:
-    """Is ``name`` a C++ runtime ``auditwheel repair`` grafted, by the name it gave it:
-    ``^lib(stdc\\+\\+|c\\+\\+)-[0-9a-f]{8}\\.so\\.``?"""
-    stem = next((s for s in ("libstdc++-", "libc++-") if name.startswith(s)), None)
-    if stem is None:
-        return False
-    digest = name[len(stem) : len(stem) + 8]
-    return len(digest) == 8 and set(digest) <= _HEX and name.startswith(".so.", len(stem) + 8)
+    """Is ``name`` a C++ runtime ``auditwheel repair`` grafted, by the name it gave it?"""
+    return _GRAFTED.match(name) is not None
 
 
 def grafted_runtimes(ctx: Elves) -> dict[str, str]:

@@ -2,22 +2,18 @@
 the plain kind nearly every wheel is, and by :mod:`zipfile` when it is not.
 
 ``zipfile.ZipFile`` builds a ``ZipInfo`` per entry (date, extra fields, name checks): 45-60 ms
-for torch's 12,248 entries, and its import (with shutil, bz2 and lzma) 4 ms of a small audit.
-Here the entries of an archive with no zip64 record, nothing before its first member and clean
-extra fields are read with one ``struct`` call each, into :class:`Entry` rows with the same
-attribute names and values as ``zipfile`` gives. Anything else (zip64, a prefixed or spanned
-archive, an odd name, a field that does not fit) goes to ``zipfile``, so that what it accepts
-and what it rejects, with its message, stand as they are.
+for torch's 12,248 entries. Here the entries of an archive with no zip64 record, nothing before
+its first member and clean extra fields are read with one ``struct`` call each, into
+:class:`Entry` rows with the same attribute names and values as ``zipfile`` gives. Anything else
+(zip64, a prefixed or spanned archive, an odd name, a field that does not fit) goes to
+``zipfile``, so that what it accepts and what it rejects, with its message, stand as they are.
 """
 
 from __future__ import annotations
 
 import os
 import struct
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import zipfile
+import zipfile
 
 END = struct.Struct("<4s4H2LH")  # the end of central directory record
 # One central directory entry: its signature, the version it needs, flags, method, CRC-32, sizes,
@@ -153,8 +149,6 @@ def _clean_extra(directory: bytes, start: int, length: int) -> bool:
 
 
 def _by_zipfile(path: str) -> list[Entry]:
-    import zipfile
-
     try:
         with zipfile.ZipFile(path) as zf:
             infos = zf.infolist()

@@ -20,37 +20,19 @@ import struct
 import threading
 from collections import deque
 from contextlib import suppress
-
-try:  # the pickler pickle.py hands out, without pickle.py, which imports re (with enum, 6.6 ms)
-    from _pickle import PickleError, Pickler, dumps, loads
-except ImportError:  # (an interpreter without the C pickler)
-    from pickle import PickleError, Pickler, dumps, loads
-
-__all__ = ["ForkPool", "Job", "LostChild", "PickleError", "usable"]
-
-from typing import TYPE_CHECKING
+from pickle import HIGHEST_PROTOCOL, PickleError, Pickler, dumps, loads
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from typing import Any, Generic, TypeVar
 
-    T = TypeVar("T")
+__all__ = ["ForkPool", "Job", "LostChild", "PickleError", "usable"]
 
-    class _Typed(Generic[T]):
-        """A job's result type, for type checkers."""
-
-else:
-    T = None
-
-    class _Typed:
-        """(At run time a job takes no type parameter.)"""
-
-        def __class_getitem__(cls, _item: object) -> type:
-            return cls
+T = TypeVar("T")
 
 
 _LENGTH = struct.Struct("<Q")
-_PROTOCOL = -1  # the highest the pickler knows (pickle.HIGHEST_PROTOCOL)
+_PROTOCOL = HIGHEST_PROTOCOL
 _PIPE_SIZE = 1 << 20  # asked of the kernel for each pipe (F_SETPIPE_SZ), so that a batch's
 # results (a big library's export names: megabytes) seldom wait for this process to read them
 _F_SETPIPE_SZ = 1031
@@ -67,7 +49,7 @@ def usable() -> bool:
     return hasattr(os, "fork") and threading.active_count() == 1
 
 
-class Job(_Typed[T]):
+class Job(Generic[T]):
     """One call given to a child: its result once it came back."""
 
     def __init__(self, child: _Child) -> None:

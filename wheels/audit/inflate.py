@@ -1,5 +1,5 @@
 """The inflaters: the fastest library installed for each way a member is inflated, zlib when
-none is (``pip install 'infini-stack[fast]'`` installs them).
+none is (they are dependencies of the install wherever their wheels exist).
 
 Picked by measurement (``benchmarks/audit_vs_auditwheel.py`` prints these figures; torch 2.13.0
 CPU wheel, Python 3.11, two shared cores, best of three):
@@ -55,31 +55,28 @@ interleaved).
 from __future__ import annotations
 
 import os
+import zlib
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, cast
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Protocol, cast
 
-    class Inflater(Protocol):
-        """A streaming raw-deflate inflater, as ``zlib.decompressobj(-15)`` makes them."""
 
-        @property
-        def eof(self) -> bool: ...
+class Inflater(Protocol):
+    """A streaming raw-deflate inflater, as ``zlib.decompressobj(-15)`` makes them."""
 
-        @property
-        def unconsumed_tail(self) -> bytes: ...
+    @property
+    def eof(self) -> bool: ...
 
-        def decompress(self, data: bytes | memoryview, max_length: int = 0, /) -> bytes: ...
+    @property
+    def unconsumed_tail(self) -> bytes: ...
 
-        def flush(self) -> bytes: ...
+    def decompress(self, data: bytes | memoryview, max_length: int = 0, /) -> bytes: ...
 
-        def copy(self) -> Inflater: ...
-else:
+    def flush(self) -> bytes: ...
 
-    def cast(_type: object, value: object) -> object:  # typing.cast, the identity at run time
-        return value
+    def copy(self) -> Inflater: ...
 
 
 ONE_CALL_BELOW = 1 << 30  # members that inflate to less than this are inflated in one call
@@ -113,7 +110,7 @@ def _one_call_library() -> tuple[str, Callable[[bytes | memoryview, int], bytear
 
 @cache
 def _stream_library() -> tuple[str, Callable[[], Inflater], type[Exception]]:
-    """Imported on first use: zlib-ng imports gzip, and most wheels have no member to stream."""
+    """zlib-ng where it is installed, else zlib."""
     if not _zlib_only():
         try:
             from zlib_ng import zlib_ng
@@ -123,15 +120,13 @@ def _stream_library() -> tuple[str, Callable[[], Inflater], type[Exception]]:
             # (zlib-ng's stubs leave out Decompress.copy and type ``error`` as an instance)
             make = cast("Callable[[], Inflater]", lambda: zlib_ng.decompressobj(-15))
             return "zlib-ng", make, cast("type[Exception]", zlib_ng.error)
-    import zlib
 
     return "zlib", lambda: zlib.decompressobj(-15), zlib.error
 
 
 @cache
 def _one_way_stream_library() -> tuple[str, Callable[[], Inflater], type[Exception]] | None:
-    """ISA-L, for a stream whose state is never copied (kept whole, or only where it is read);
-    imported on first use."""
+    """ISA-L, for a stream whose state is never copied (kept whole, or only where it is read)."""
     if _zlib_only():
         return None
     try:
@@ -167,13 +162,11 @@ def inflate_one_call(raw: bytes | memoryview, size: int) -> bytearray | None:
 
 
 def crc32(data: bytes | bytearray | memoryview) -> int:
-    """The CRC-32 a zip directory states: libdeflate's when it is installed (zlib's import is
-    0.5 ms a small wheel's audit otherwise spends on this alone), else zlib's."""
+    """The CRC-32 a zip directory states: libdeflate's when it is installed, else zlib's."""
     if _ONE_CALL is not None:
         import deflate
 
         return deflate.crc32(data)
-    import zlib
 
     return zlib.crc32(data)
 

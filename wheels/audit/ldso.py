@@ -11,6 +11,7 @@ a library the vendor expects on the machine (:mod:`wheels.policy`).
 from __future__ import annotations
 
 import posixpath
+import re
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -21,8 +22,7 @@ from wheels.audit.suppliers import Suppliers
 from wheels.audit_report import Need, shorten
 from wheels.elf import ElfInfo, HostLibraries
 from wheels.filename import canonicalize_name
-from wheels.loading import site_dirs
-from wheels.matching import substitute_origin
+from wheels.loading import site_dirs, substitute_origin
 from wheels.naming import bare_module, extension_parts
 from wheels.policy import VendorPolicy
 from wheels.policy.python_api import PYTHON_PREFIXES
@@ -143,27 +143,11 @@ def classify_extensions(ctx: Elves, f: Findings) -> None:
 
 
 def path_tokens(entry: str) -> list[str]:
-    """The ``$NAME`` and ``${NAME}`` tokens of a search path entry, by name (braces left out):
-    re.findall of ``\\$(\\{[A-Za-z_]+\\}|[A-Za-z_]+)``."""
-    found: list[str] = []
-    i = 0
-    while (j := entry.find("$", i)) >= 0:
-        braced = entry.startswith("{", j + 1)
-        start = j + 2 if braced else j + 1
-        end = start
-        while end < len(entry) and _is_token_char(entry[end]):
-            end += 1
-        closed = not braced or entry.startswith("}", end)
-        if end > start and closed:
-            found.append(entry[start:end])
-            i = end + 1 if braced else end
-        else:
-            i = j + 1
-    return found
+    """The ``$NAME`` and ``${NAME}`` tokens of a search path entry, by name (braces left out)."""
+    return [token.strip("{}") for token in _TOKEN.findall(entry)]
 
 
-def _is_token_char(c: str) -> bool:
-    return c == "_" or (c.isascii() and c.isalpha())
+_TOKEN = re.compile(r"\$(\{[A-Za-z_]+\}|[A-Za-z_]+)")
 
 
 def runpath_dir(entry: str, origin: str | None) -> tuple[str | None, str | None]:
@@ -177,7 +161,7 @@ def runpath_dir(entry: str, origin: str | None) -> tuple[str | None, str | None]
         if origin is None:
             return None, None
         site_origin = f"{_SITE}/{origin}".rstrip("/")
-        expanded = posixpath.normpath(substitute_origin(entry, site_origin, bounded=True))
+        expanded = posixpath.normpath(substitute_origin(entry, site_origin))
         if expanded == _SITE:
             return "", None
         if expanded.startswith(_SITE + "/"):
@@ -203,7 +187,7 @@ def outside_dir(entry: str, origin: str | None) -> str | None:
     if origin is None or any(t != "ORIGIN" for t in tokens):
         return None
     site_origin = f"{_DEEP}/{origin}".rstrip("/")
-    expanded = posixpath.normpath(substitute_origin(entry, site_origin, bounded=True))
+    expanded = posixpath.normpath(substitute_origin(entry, site_origin))
     if expanded == _DEEP or expanded.startswith(_DEEP + "/"):
         return None
     return posixpath.relpath(expanded, _DEEP)

@@ -9,11 +9,13 @@ between processes.
 
 from __future__ import annotations
 
+import zipfile
+import zlib
+from bisect import bisect_left, bisect_right
 from contextlib import closing
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from wheels import devicecode
 from wheels.audit.digests import Digest, digest_of
 from wheels.audit.directory import DEFLATED, STORED
 from wheels.audit.inflate import (
@@ -33,15 +35,16 @@ from wheels.audit.raw import (
     Task,
 )
 from wheels.audit.sparse import SPARSE_ABOVE, Keeper, Sparse, Spooled
+from wheels.cuda import devicecode
+from wheels.cuda.fatbin import DeviceCode
+from wheels.cuda.tap import FatbinTap
 from wheels.elf import ELF_MAGIC, Chunks, ElfError, ElfInfo, looks_like_elf, read_elf
-from wheels.fatbin import DeviceCode
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Iterator
 
     from wheels.audit.inflate import Inflater
     from wheels.elf import ByteSource
-    from wheels.fatbin_tap import FatbinTap
 
 
 MAX_MEMBER = 4 << 30  # larger members are reported, not inflated
@@ -65,7 +68,7 @@ HASH_THREAD_ABOVE = 64 << 20  # streamed members this big are hashed on a second
 # free core (a member inflated in one call is hashed after it: nothing to overlap)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MemberScan:
     """One member after one pass: its size and hash, and its ELF data when it is an ELF file."""
 
@@ -84,25 +87,23 @@ class MemberScan:
 
 
 def inflate(
-    task: Task, raw: Raw | RawFile, path: str, spare_core: bool, hash_whole: bool = True
-) -> tuple[ByteSource | bytes | bytearray, str | None]:
+    task: Task, raw: Raw | RawFile, path: str, spare_core: bool
+) -> tuple[ByteSource | bytes | bytearray, str]:
     """The member's content (in one piece, or as a :class:`~wheels.elf.ByteSource` when it was
     inflated in steps) and its RECORD-style digest; bounded by the stated size. With
-    ``hash_whole`` false, a member is inflated in one piece when it can be (not kept only where
-    it is read) and then not hashed (digest None). With ``spare_core``, a big member is hashed
-    on a second thread as it is inflated."""
+    ``spare_core``, a big member is hashed on a second thread as it is inflated."""
     if task.flags & 1:
         raise MemberError("encrypted member")
     if task.file_size > MAX_MEMBER:
         raise MemberError(f"states {task.file_size} bytes, more than this audit inflates")
-    sparse = _sparse(task)  # (hashed now, whatever ``hash_whole`` asks: never kept whole)
+    sparse = _sparse(task)
     whole = None
     if not isinstance(raw, RawFile) and not sparse:
         whole = _inflate_whole(task, raw, path)
     if whole is not None:  # most members: hashed here, without the streaming path's objects
         if len(whole) != task.file_size:
             raise _mismatch(len(whole), task.file_size)
-        return whole, digest_of(task, whole) if hash_whole else None
+        return whole, digest_of(task, whole)
     digest = Digest(
         task.algo, task.file_size, background=spare_core and task.file_size >= HASH_THREAD_ABOVE
     )
@@ -144,14 +145,14 @@ def _inflate_whole(task: Task, raw: Raw, path: str) -> bytes | bytearray | None:
 
 
 # Whole deflate streams that inflate to nothing: an empty final block, fixed (zlib's, for an empty
-# file) or stored. libdeflate is not asked for an empty output; zlib's import is not spent on it.
+# file) or stored. libdeflate is not asked for an empty output.
 _EMPTY_STREAMS = (b"\x03\x00", b"\x01\x00\x00\xff\xff")
 
 
 def content_of(task: Task, raw: Raw, path: str) -> bytes | bytearray:
     """A small member's content in one piece (metadata, a package's ``__init__.py``), as
-    :func:`inflate` reads and checks it, not hashed; joined when it came in steps."""
-    content, _ = inflate(task, raw, path, spare_core=False, hash_whole=False)
+    :func:`inflate` reads and checks it; joined when it came in steps."""
+    content, _ = inflate(task, raw, path, spare_core=False)
     if isinstance(content, bytes | bytearray):
         return content
     return bytes(content.range(0, task.file_size))
@@ -173,7 +174,6 @@ def _inflate_fast(task: Task, raw: Raw) -> bytearray | None:
 
 def _inflate_small(task: Task, raw: Raw) -> bytes:
     """Inflated to no more than the stated size and one byte: a byte more is a lie."""
-    import zlib  # (here: with libdeflate installed, most audits never need it)
 
     inflater = zlib.decompressobj(-15)
     try:
@@ -185,7 +185,7 @@ def _inflate_small(task: Task, raw: Raw) -> bytes:
     return data
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Point:
     """An inflater state to resume from: ``out`` bytes produced after ``inp`` bytes consumed."""
 
@@ -214,7 +214,7 @@ class _Inflated:
         tap: FatbinTap,
     ) -> None:
         self.raw, self.prefix, self.points, self.size = raw, prefix, points, size
-        self.fatbin_seen = tap.seen  # headers seen while inflating: see wheels.fatbin_tap
+        self.fatbin_seen = tap.seen  # headers seen while inflating: see wheels.cuda.tap
         self._outs = [p.out for p in points]
         self._blocks: dict[int, bytes] = {}  # the few last inflated, see _block
 
@@ -226,7 +226,6 @@ class _Inflated:
             return memoryview(b"")
         if offset + size <= len(self.prefix):
             return memoryview(self.prefix)[offset : offset + size]
-        from bisect import bisect_left, bisect_right  # (only for members over a gigabyte)
 
         first = bisect_right(self._outs, offset) - 1
         last = bisect_left(self._outs, offset + size)
@@ -359,15 +358,11 @@ def _again(task: Task, raw: Raw | RawFile) -> ByteSource:
 
 
 def _tap(code_too: bool) -> FatbinTap:
-    from wheels.fatbin_tap import FatbinTap  # for a member not kept whole
-
     return FatbinTap(code_too)
 
 
 def _inflate_other(task: Task, path: str) -> bytes:
     # bzip2 and lzma are legal zip methods that wheels hardly use: let zipfile read them.
-    import zipfile
-    import zlib
 
     try:
         with zipfile.ZipFile(path) as zf:
@@ -385,15 +380,12 @@ def scan_member(
     raw: Raw | RawFile | MemberError,
     path: str,
     spare_core: bool,
-    keep: dict[int, bytes | bytearray] | None = None,
 ) -> MemberScan:
-    """One member read into a :class:`MemberScan`; problems become its fields. Given ``keep``,
-    a member inflated in one piece is not hashed: its content is kept there under its index
-    and its scan has no digest (:func:`digest_of` makes it later)."""
+    """One member read into a :class:`MemberScan`; problems become its fields."""
     if isinstance(raw, MemberError):
         return MemberScan(task.index, task.name, algo=task.algo, read_error=str(raw))
     try:
-        return _scan(task, raw, path, spare_core, keep)
+        return _scan(task, raw, path, spare_core)
     except MemberError as exc:
         return MemberScan(
             task.index, task.name, algo=task.algo, read_error=str(exc), read_code=exc.code
@@ -408,15 +400,9 @@ def _scan(
     raw: Raw | RawFile,
     path: str,
     spare_core: bool,
-    keep: dict[int, bytes | bytearray] | None,
 ) -> MemberScan:
-    inflated, digest = inflate(task, raw, path, spare_core, hash_whole=keep is None)
-    if isinstance(inflated, bytes | bytearray):
-        if digest is None and keep is not None:
-            keep[task.index] = inflated
-        head = bytes(inflated[:4])
-    else:
-        head = inflated.head(4)
+    inflated, digest = inflate(task, raw, path, spare_core)
+    head = bytes(inflated[:4]) if isinstance(inflated, bytes | bytearray) else inflated.head(4)
     base = MemberScan(task.index, task.name, task.file_size, digest, task.algo)
     if not looks_like_elf(task.name, head):
         return base

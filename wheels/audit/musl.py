@@ -3,8 +3,9 @@ libraries a musllinux wheel may be checked against (never this host's glibc)."""
 
 from __future__ import annotations
 
+import glob
+
 from wheels.elf import HostLibraries
-from wheels.matching import glob_names
 from wheels.policy.lddtree import host_library_dirs
 
 # musl's ldso/dynlink.c (load_library): a name "lib" + one of these + "." is the C library
@@ -19,7 +20,7 @@ def is_musl_self(soname: str) -> bool:
 
 
 def host_is_musl() -> bool:
-    return bool(glob_names("/lib/ld-musl-*.so.1"))
+    return bool(glob.glob("/lib/ld-musl-*.so.1"))
 
 
 def musl_host() -> HostLibraries:

@@ -3,14 +3,16 @@ members first, each batch looked up in the cache before it is read."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections import deque
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import suppress
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from wheels.audit.cache import Cache
-from wheels.audit.digests import digest_of, hash_later
+from wheels.audit.forks import ForkPool, PickleError, usable
 from wheels.audit.members import (
     HASH_THREAD_ABOVE,
     MemberScan,
@@ -22,25 +24,27 @@ from wheels.audit.sparse import SPARSE_ABOVE
 if TYPE_CHECKING:
     import multiprocessing.context
     from collections.abc import Callable, Sequence
-    from typing import Any, Protocol, TypeVar
 
-    T = TypeVar("T")
-    T_co = TypeVar("T_co", covariant=True)
 
-    class Future(Protocol[T_co]):
-        """A call given to a child (a ``concurrent.futures.Future`` or a ``forks.Job``)."""
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
-        def done(self) -> bool: ...
-        def cancelled(self) -> bool: ...
-        def result(self) -> T_co: ...
-        def exception(self) -> BaseException | None: ...
 
-    class Pool(Protocol):
-        """Child processes (a ``forks.ForkPool``, or a ``ProcessPoolExecutor`` where fork is
-        not safe)."""
+class Future(Protocol[T_co]):
+    """A call given to a child (a ``concurrent.futures.Future`` or a ``forks.Job``)."""
 
-        def submit(self, fn: Callable[..., T], /, *args: Any) -> Future[T]: ...
-        def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None: ...
+    def done(self) -> bool: ...
+    def cancelled(self) -> bool: ...
+    def result(self) -> T_co: ...
+    def exception(self) -> BaseException | None: ...
+
+
+class Pool(Protocol):
+    """Child processes (a ``forks.ForkPool``, or a ``ProcessPoolExecutor`` where fork is
+    not safe)."""
+
+    def submit(self, fn: Callable[..., T], /, *args: Any) -> Future[T]: ...
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None: ...
 
 
 BATCH_BYTES = 8 << 20
@@ -51,8 +55,6 @@ EARLY_ABOVE = 8 << 20  # wheels this big (compressed) fork their children before
 BESIDE_RATIO = 3  # a largest member this many times the rest of its wheel is hashed beside
 MEMBER_WORK = 32 << 10  # what reading a member costs beyond its bytes, as bytes (torch's 12,000
 # small members take this process about 0.2 s)
-LATE_HASH_ABOVE = 8 << 20  # a member this big read in this process alone, with a spare core and
-# no cache, is hashed on a second thread while the checks run (digests.hash_later)
 REST_ALONE = 4 << 20  # members but the largest weighing less are read with it in this process:
 # a child costs more than the rest (ruff 0.8.4: 30 MB and 1.6 MB, 0.16-0.19 s against 0.21-0.26)
 
@@ -65,20 +67,12 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-if TYPE_CHECKING:
-    Result = tuple[list[MemberScan], bool]  # a batch's scans, and whether they came from the cache
-    Complete = Callable[[], list[MemberScan]]  # the scans, every digest made (see scan_members)
-    Made = dict[int, str | MemberScan]  # digests made late, or members read again to make them
-    Kept = tuple[list[Task], Future[dict[int, str]] | None]  # kept in a child, and their digests
-
-# In a child: members inflated whole whose hash waits for the end of the scan (_scan_parallel).
-_KEPT: dict[int, bytes | bytearray] = {}
+Result = tuple[list[MemberScan], bool]  # a batch's scans, and whether they came from the cache
 
 
 def _failures() -> tuple[type[BaseException], ...]:
     """What a lost or failing child raises from a future: forks.LostChild and the executor's
     BrokenProcessPool are RuntimeErrors; a result that cannot be pickled, a PickleError."""
-    from wheels.audit.forks import PickleError
 
     return (OSError, EOFError, RuntimeError, PickleError)
 
@@ -88,8 +82,6 @@ def _run_batch(
     batch: Sequence[Task],
     cache: Cache | None,
     spare_core: bool = False,
-    defer: bool = False,
-    late: dict[int, bytes | bytearray] | None = None,
 ) -> Result:
     # A member alone: a big one left in the wheel and read in steps (its cache key too).
     alone = len(batch) == 1
@@ -100,13 +92,8 @@ def _run_batch(
         hit = cache.get(key, batch)
         if hit is not None:
             return hit, True
-    # A big member's hash can wait (its content kept here): see _kept_digests, hash_later.
-    keep = _KEPT if defer and batch[0].file_size >= HASH_THREAD_ABOVE else None
-    if late is not None and batch[0].file_size >= LATE_HASH_ABOVE:
-        keep = late
     scans = [
-        scan_member(task, raw, path, spare_core, keep if alone else None)
-        for task, raw in zip(batch, raws, strict=True)
+        scan_member(task, raw, path, spare_core) for task, raw in zip(batch, raws, strict=True)
     ]
     if key is not None and cache is not None and not any(s.read_error for s in scans):
         cache.put(key, scans)
@@ -119,8 +106,7 @@ def hashes_beside(size: int, rest_bytes: int, rest_members: int) -> bool:
     most of the time: the member's hash then runs on a second thread as it is inflated, and
     it is kept only where it is read (``members.inflate``). The CLI on cuBLAS 13.1's wheel (a
     516 MB library and 52 MB more): 1.05 s against 1.27 s; NCCL's 0.81 s against 0.96 s. Not
-    for torch, whose 12,000 small members keep the other core busy (its hash waits instead:
-    :func:`_defers`)."""
+    for torch, whose 12,000 small members keep the other core busy."""
     rest = rest_bytes + rest_members * MEMBER_WORK
     return size >= HASH_THREAD_ABOVE and size >= BESIDE_RATIO * rest
 
@@ -137,31 +123,6 @@ def _first_beside(batches: Sequence[Sequence[Task]]) -> bool:
         return False
     rest = [t for batch in batches[1:] for t in batch]
     return hashes_beside(batches[0][0].file_size, sum(t.file_size for t in rest), len(rest))
-
-
-def _defers(workers: int, cache: Cache | None, second: int) -> bool:
-    """Does a child leave its big members' hashes for later (:func:`_kept_digests`)? With one
-    child, no cache (whose entries need the digests at once), and no other member big enough to
-    be streamed (``second``, the next largest size): then this process's last work is thousands
-    of small members and the checks after them, which the hash runs beside. Otherwise the member
-    is streamed and kept only where it is read (``members.inflate``), whose fresh pages saved
-    outweigh the overlap: the CLI on torch's CUDA wheel (libraries of 448 and 418 MB) 1.82 s
-    against 2.01 s with the hash left for later, cuDNN 9.20's 0.67 s against 0.83 s, cuDNN
-    9.1's 1.81 s against 1.90 s; but torch's CPU wheel 1.31 s against 1.26 s (medians of 7,
-    interleaved)."""
-    return workers == 2 and cache is None and second < SPARSE_ABOVE
-
-
-def _kept_digests(tasks: Sequence[Task]) -> dict[int, str]:
-    """In the child that kept them: the digests of members whose hash waited.
-
-    With one child (two cores) and no cache, a big member's hash waits: the child keeps its
-    content, takes other batches, and hashes it when this process has taken the last batch,
-    while this process goes on to the checks that follow the scan (they need no digest; the
-    function :func:`scan_members` returns waits for these). Hashing is then the work that
-    overlaps those checks, not what delays them: for torch's 434 MB library, 0.26 s of sha256.
-    """
-    return {t.index: digest_of(t, _KEPT.pop(t.index)) for t in tasks if t.index in _KEPT}
 
 
 def _run_batches(
@@ -221,8 +182,7 @@ def start_children(path: str, workers: int, cache: Cache | None) -> Children | N
             return Children(pool, None)
         largest = found.task
         beside = hashes_beside(largest.file_size, found.rest_bytes, found.rest_members)
-        defer = _defers(workers, cache, found.second) and not beside
-        future = pool.submit(_run_batch, path, [largest], cache, beside, defer)
+        future = pool.submit(_run_batch, path, [largest], cache, beside)
         return Children(pool, (largest, future))
     except (OSError, RuntimeError):
         pool.shutdown(wait=False)
@@ -237,14 +197,11 @@ def scan_members(
     meanwhile: Callable[[], None] = lambda: None,
     while_waiting: Callable[[], None] = lambda: None,
     children: Children | None = None,
-) -> tuple[list[MemberScan], int, int, Complete]:
+) -> tuple[list[MemberScan], int, int]:
     """Read every member once: here, and in ``workers - 1`` child processes for big wheels
     (``children``, when :func:`start_children` started them; shut down here either way).
 
-    Returns the scans, ordered as the members, the batches found in the cache, the batches,
-    and a function that gives the scans again with every digest made: a big member's digest
-    may still be in the making (see :func:`_scan_parallel`); only that function waits for it,
-    so that the checks that do not need digests run meanwhile.
+    Returns the scans, ordered as the members, the batches found in the cache, and the batches.
 
     Processes rather than threads: inflating one 434 MB member takes thousands of short calls,
     each of which would wait for the GIL behind threads busy with small members.
@@ -257,29 +214,11 @@ def scan_members(
         if children is not None:
             children.pool.shutdown(wait=False)
         meanwhile()
-        late: dict[int, bytes | bytearray] | None = {} if workers > 1 and cache is None else None
-        results = [_run_batch(path, b, cache, workers > 1, late=late) for b in batches]
-        digests: Callable[[], Made] = dict
-        if late:  # (a spare core: hashed beside the checks)
-            wait = hash_later(tasks, late)
-            digests = lambda: {**wait()}  # noqa: E731
+        results = [_run_batch(path, b, cache, workers > 1) for b in batches]
     else:
-        results, digests = _scan_parallel(
-            path, batches, cache, workers, meanwhile, while_waiting, children
-        )
+        results = _scan_parallel(path, batches, cache, workers, meanwhile, while_waiting, children)
     scans = sorted((s for batch, _ in results for s in batch), key=lambda s: s.index)
-
-    def complete() -> list[MemberScan]:
-        made = digests()
-        return [_completed(s, made.get(s.index)) for s in scans] if made else scans
-
-    return scans, sum(hit for _, hit in results), len(batches), complete
-
-
-def _completed(scan: MemberScan, made: str | MemberScan | None) -> MemberScan:
-    if made is None:
-        return scan
-    return made if isinstance(made, MemberScan) else replace(scan, digest=made)
+    return scans, sum(hit for _, hit in results), len(batches)
 
 
 def _scan_parallel(
@@ -290,55 +229,43 @@ def _scan_parallel(
     meanwhile: Callable[[], None],
     while_waiting: Callable[[], None],
     started: Children | None,
-) -> tuple[list[Result], Callable[[], Made]]:
+) -> list[Result]:
     """Children take batches from the large end, one at a time; this process from the small end
     (after a second long member, when there is one: :func:`_long_first`).
 
     The largest members go to children, whose inflate loops never wait for a GIL held by this
     process's bookkeeping; a batch is handed out only when a child is free, so none is left
     queued behind a long one while this process has nothing to do.
-
-    With one child, a big member's hash can wait: see :func:`_kept_digests`.
     """
     children = workers - 1
     pool = started.pool if started is not None else _new_pool(children)
     if pool is None:
         meanwhile()
-        return _run_batches(path, batches, cache, spare_core=False), dict
+        return _run_batches(path, batches, cache, spare_core=False)
     beside = _first_beside(batches)
-    second = batches[1][0].file_size if len(batches) > 1 else 0
-    defer = started is not None and _defers(workers, cache, second) and not beside
     todo = deque(batches)
     handed = _handed_first(started, todo)
-    kept: list[Kept] = []  # members kept in the child, with the future of their digests
 
     def feed() -> None:  # (without a child, everything is read here)
         with suppress(*_failures()):
             while todo and sum(not f.done() for _, f in handed) < children:
                 batch = todo.popleft()
                 spare = beside and not handed  # (the first batch, the largest member)
-                handed.append((batch, pool.submit(_run_batch, path, batch, cache, spare, defer)))
-
-    def ask() -> None:  # a child's kept members can be hashed now
-        if defer:
-            kept.append(_ask_kept(pool, handed, kept))
+                handed.append((batch, pool.submit(_run_batch, path, batch, cache, spare)))
 
     try:
         feed()
         meanwhile()
         results = _long_first(path, todo, cache, feed)
-        results += _read_here(path, todo, cache, feed, before_last=ask)
+        results += _read_here(path, todo, cache, feed)
         if not all(f.done() for _, f in handed):
             while_waiting()
         results += _collected(path, handed, cache)
-        ask()
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
-    if not any(tasks for tasks, _ in kept):
-        pool.shutdown()
-        return results, dict
-    return results, lambda: _digests_kept(path, pool, kept)
+    pool.shutdown()
+    return results
 
 
 def _long_first(
@@ -363,15 +290,12 @@ def _read_here(
     todo: deque[Sequence[Task]],
     cache: Cache | None,
     feed: Callable[[], None],
-    before_last: Callable[[], None],
 ) -> list[Result]:
     """This process's batches, taken from the small end, handing batches to free children after
-    each; ``before_last`` runs when the last batch is taken."""
+    each."""
     results = []
     while todo:
         batch = todo.pop()
-        if not todo:
-            before_last()
         results.append(_run_batch(path, batch, cache))
         feed()
     return results
@@ -390,23 +314,6 @@ def _collected(
     return out
 
 
-def _ask_kept(
-    pool: Pool,
-    handed: Sequence[tuple[Sequence[Task], Future[Result]]],
-    asked: Sequence[Kept],
-) -> Kept:
-    """The members the children's finished batches kept unhashed and not yet asked for, and
-    the future of their digests (None when none, or when the pool takes no more work)."""
-    before = {t.index for tasks, _ in asked for t in tasks}
-    tasks = [t for t in _tasks_waiting(handed) if t.index not in before]
-    if not tasks:
-        return tasks, None
-    try:
-        return tasks, pool.submit(_kept_digests, tasks)
-    except _failures():
-        return tasks, None
-
-
 def _handed_first(
     started: Children | None, todo: deque[Sequence[Task]]
 ) -> list[tuple[Sequence[Task], Future[Result]]]:
@@ -420,48 +327,16 @@ def _handed_first(
     return [(todo.popleft(), future)]
 
 
-def _digests_kept(path: str, pool: Pool, kept: Sequence[Kept]) -> Made:
-    """The digests the child made of the members it kept; a member it could not give (the
-    child lost) is read again here, its scan replacing the first."""
-    made: Made = {}
-    try:
-        for _, future in kept:
-            try:
-                made.update(future.result() if future is not None else {})
-            except _failures():
-                pass
-    finally:
-        pool.shutdown()
-    for task in (t for tasks, _ in kept for t in tasks):
-        if task.index not in made:
-            made[task.index] = _run_batch(path, [task], None)[0][0]
-    return made
-
-
-def _tasks_waiting(handed: Sequence[tuple[Sequence[Task], Future[Result]]]) -> list[Task]:
-    """The tasks of the finished batches whose scans came back without a digest but read well:
-    kept in the child that read them."""
-    out = []
-    for batch, future in handed:
-        if not future.done() or future.cancelled() or future.exception() is not None:
-            continue
-        waiting = {s.index for s in future.result()[0] if s.digest is None and not s.read_error}
-        out += [t for t in batch if t.index in waiting]
-    return out
-
-
 def _new_pool(children: int) -> Pool | None:
     """``children`` processes forked from this one (:mod:`wheels.audit.forks`); where forking
     is not safe, a ``ProcessPoolExecutor`` that starts them another way. None when they cannot
     be started."""
-    from wheels.audit.forks import ForkPool, usable
 
     if usable():
         try:
             return ForkPool(children)
         except OSError:
             return None
-    from concurrent.futures import ProcessPoolExecutor
 
     try:
         return ProcessPoolExecutor(max_workers=children, mp_context=_mp_context())
@@ -471,7 +346,6 @@ def _new_pool(children: int) -> Pool | None:
 
 def _mp_context() -> multiprocessing.context.BaseContext:
     """How the executor starts its children where forking is not safe."""
-    import multiprocessing
 
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")

@@ -11,6 +11,7 @@ provides then joins the scope of every ELF the package's extensions load.
 
 from __future__ import annotations
 
+import ast
 import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -25,7 +26,6 @@ from wheels.naming import extension_parts
 from wheels.policy import DistLib
 
 if TYPE_CHECKING:
-    import ast
     from collections.abc import Callable, Mapping, Sequence
 
 
@@ -46,7 +46,6 @@ class Preloads:
 def read_preloads(archive: Archive, ctx: Elves, package: str) -> Preloads:
     """What ``package``'s ``__init__.py`` (in the wheel) imports first; nothing when it has
     none or it cannot be read."""
-    import ast  # only for a wheel that loads another distribution's library
 
     text = init_text(archive, ctx, package)
     try:
@@ -74,7 +73,6 @@ def _mentions(archive: Archive, ctx: Elves, package: str, word: bytes) -> bool:
 
 def _made_global(node: ast.stmt) -> str | None:
     """``m`` for a statement ``...CDLL(m.__file__, ... RTLD_GLOBAL ...)``."""
-    import ast
 
     call = node.value if isinstance(node, ast.Expr) else None
     if not isinstance(call, ast.Call) or not call.args:

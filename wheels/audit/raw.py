@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 import stat
 import struct
+import threading
 from contextlib import suppress
 from dataclasses import dataclass
+from queue import Empty, Queue
 from typing import TYPE_CHECKING
 
 from wheels.audit.directory import CENTRAL, DEFLATED, ZIP64, Entry, plain_directory
@@ -25,7 +27,7 @@ READ_AHEAD = 4  # steps read ahead of the inflater at most (RawFile.ahead)
 Raw = bytes | memoryview  # a member's compressed bytes, read or mapped
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Task:
     """Where one member's bytes are in the zip, how they are stored, and how to hash them."""
 
@@ -119,8 +121,6 @@ class RawFile:
         :data:`READ_AHEAD` steps ahead, so that the thread inflating them only inflates (the read
         releases the interpreter's lock): NCCL 2.29's 206 MB of compressed library took 35 ms
         of reads. Stopping early (the consumer closing this generator) stops the reader."""
-        import threading
-        from queue import Empty, Queue
 
         chunks: Queue[bytes | Exception] = Queue(READ_AHEAD)
         stop = threading.Event()

@@ -8,6 +8,7 @@ with the ELF.
 
 from __future__ import annotations
 
+import ast
 import posixpath
 from collections import deque
 from dataclasses import dataclass, field
@@ -176,7 +177,6 @@ def init_text(archive: Archive, ctx: Elves, package: str) -> bytes:
 def _imports_first(archive: Archive, ctx: Elves, package: str, module: str) -> bool:
     """Does ``package``'s ``__init__.py`` import ``module`` at its top level, before any
     relative import (which is how a package loads its extension modules)?"""
-    import ast  # only for a wheel with a stranded need
 
     try:
         body = ast.parse(init_text(archive, ctx, package)).body

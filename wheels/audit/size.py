@@ -14,7 +14,7 @@ import os
 from wheels.audit.archive import Archive, is_member_file
 from wheels.audit.findings import Findings
 from wheels.audit_report import DeviceSize, MemberSize, SizeReport
-from wheels.fatbin import DeviceCode
+from wheels.cuda.fatbin import DeviceCode
 from wheels.sizes import PYPI_MAX_SIZE, human_size
 
 CODE = "wheel-size"

@@ -5,7 +5,7 @@ machine those are dear: 434 MB of them took 0.15-0.57 s here, more than inflatin
 third. Yet the ELF reader reads a few ranges of it: for torch's ``libtorch_cpu.so`` 7.1 MB
 in five spans (the first 7 MB with the headers, dynamic symbols, strings and versions; the
 dynamic segment; the notes just past the last loadable segment; the section names and headers
-at the end). The fat binary reader reads only headers, which :mod:`wheels.fatbin_tap` picks out
+at the end). The fat binary reader reads only headers, which :mod:`wheels.cuda.tap` picks out
 as they stream past. So a member of :data:`SPARSE_ABOVE` bytes or more is kept in the ranges
 :func:`wanted` names, decided from its program headers as soon as they have streamed past.
 
@@ -19,11 +19,13 @@ the dynamic string table runs past the first :data:`PREFIX` bytes, as TensorFlow
 from __future__ import annotations
 
 import os
+import tempfile
+from bisect import bisect_right
 from typing import TYPE_CHECKING
 
+from wheels.cuda.fatbin import Seen
 from wheels.elf import ElfError
 from wheels.elf.reader import HEAD, PT_LOAD, head_layout
-from wheels.fatbin import Seen
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -121,7 +123,7 @@ class Sparse:
     the whole file, inflated again by ``again`` on the first such read.
 
     ``fatbin_seen``: the fat binary headers seen as the file streamed past (see
-    :mod:`wheels.fatbin_tap`), for :func:`wheels.devicecode.scan`.
+    :mod:`wheels.cuda.tap`), for :func:`wheels.cuda.devicecode.scan`.
     """
 
     def __init__(
@@ -138,7 +140,6 @@ class Sparse:
         self.misses = 0
         self._again = again
         self._whole: ByteSource | None = None
-        from bisect import bisect_right  # (here: a small wheel's audit has no sparse member)
 
         self._after = bisect_right
 
@@ -171,8 +172,6 @@ class Spooled:
     rather than in this process's memory. The file goes when this object does."""
 
     def __init__(self, parts: Iterable[bytes | bytearray]) -> None:
-        import tempfile  # (only for a read outside the kept ranges)
-
         # Open past this call, closed by close() (or with this object).
         self._file: BinaryIO = tempfile.TemporaryFile(prefix="infini-stack-audit-")  # noqa: SIM115
         try:

@@ -58,7 +58,7 @@ class Installed:
         from packaging.markers import InvalidMarker, UndefinedComparison
         from packaging.requirements import InvalidRequirement, Requirement
 
-        names = []
+        names: list[str] = []
         env = {"extra": "", "sys_platform": "linux", "platform_system": "Linux"}
         for line in self._metadata():
             if not line.startswith("Requires-Dist:"):
@@ -112,8 +112,10 @@ class Suppliers:
         """The distribution, among ``declared`` and what they require (installed), that put
         ``soname`` in one of ``dirs`` (paths in site-packages); None when none did."""
         wanted = [posixpath.join(d, soname) if d else soname for d in dirs]
-        queue = [(canonicalize_name(d), canonicalize_name(d)) for d in declared]
-        seen = {name for name, _ in queue}
+        queue: list[tuple[str, str]] = [
+            (canonicalize_name(d), canonicalize_name(d)) for d in declared
+        ]
+        seen: set[str] = {name for name, _ in queue}
         while queue:
             name, through = queue.pop(0)
             dist = self.installed.get(name)

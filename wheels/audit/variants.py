@@ -12,26 +12,28 @@ major version of the ``libcudart.so.N`` the ELF files need.
 
 from __future__ import annotations
 
+import json
+import re
 from typing import TYPE_CHECKING
 
 from wheels.audit.archive import Archive, read_member
 from wheels.audit.findings import Findings
 from wheels.audit.raw import MemberError
 from wheels.elf import ElfInfo
-from wheels.matching import lazy
 from wheels.naming import VARIANT_FILE, split_variant, vendor_of_variant
 from wheels.policy import VariantPolicy, VendorPolicy
+from wheels.variants import arch_values, problems_of
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-    from wheels.fatbin import DeviceCode
+    from wheels.cuda.fatbin import DeviceCode
 
 CODE = "variant-metadata"
 
 
-_CUDART = lazy(r"libcudart\.so\.(\d+)")
+_CUDART = re.compile(r"libcudart\.so\.(\d+)")
 
 
 def check_variant(
@@ -47,7 +49,6 @@ def check_variant(
     doc = _read(archive, label, f)
     if label is None or doc is None:
         return
-    from wheels.variants import problems_of  # for a variant wheel only
 
     named = vendor_of_variant(label)
     if named is not None and named != policy.name:
@@ -82,7 +83,6 @@ def _read(archive: Archive, label: str | None, f: Findings) -> Any:
     if label is None:
         f.warning(CODE, _member(archive), "variant metadata in a wheel whose name has no label")
         return None
-    import json  # (a variant wheel's: json.loads reads its bytes)
 
     try:
         return json.loads(text)
@@ -94,8 +94,6 @@ def _read(archive: Archive, label: str | None, f: Findings) -> Any:
 def _check_archs(
     variant: VariantPolicy, declared: list[str], codes: Mapping[str, DeviceCode], f: Findings
 ) -> None:
-    from wheels.variants import arch_values
-
     found = {n: set(arch_values(c)) for n, c in codes.items() if c.loaded().entries}
     union = set().union(*found.values())
     what = f"{variant.namespace} :: {variant.arch}"

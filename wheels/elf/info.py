@@ -6,20 +6,22 @@ It crosses process boundaries (the audit's pool) and is kept in the audit cache
 
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_left
 from dataclasses import dataclass, fields
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     import re
     from collections.abc import Callable, Mapping
-    from typing import Protocol
 
-    class Lookup(Protocol):
-        """What answers :meth:`ElfInfo.defines` until the symbols are decoded (None: decode
-        them now): :class:`wheels.elf.lookup.HashedSymbols`."""
 
-        def defines(self, name: str, version: str) -> bool | None: ...
+class Lookup(Protocol):
+    """What answers :meth:`ElfInfo.defines` until the symbols are decoded (None: decode
+    them now): :class:`wheels.elf.lookup.HashedSymbols`."""
+
+    def defines(self, name: str, version: str) -> bool | None: ...
 
 
 # The fields the dynamic symbols make: what a library read with its symbols for later
@@ -42,7 +44,7 @@ INDEX_ABOVE = 16 << 20  # export lists this long (characters) are looked up by a
 _LATER = "_symbols_later"  # (instance dict key: the lookup, and how to decode them)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class VersionNeed:
     """One DT_VERNEED entry: versions this object needs from the library named ``file``."""
 
@@ -220,8 +222,6 @@ class ExportIndex:
     ``libtensorflow_cc.so.2`` (435,000 names, 80 MB) 10 MB, where a dict of them takes 130 MB."""
 
     def __init__(self, names: str, versions: str) -> None:
-        from array import array  # (only for long lists: it imports collections.abc)
-
         hashes, starts = array("q"), array("q")
         pos, end, find = 0, 0, names.find
         while end < len(names):
@@ -234,7 +234,6 @@ class ExportIndex:
         self.hashes = array("q", [hashes[i] for i in order])
         self.order = array("q", order)
         self.starts, self.names, self.versions = starts, names, versions
-        from bisect import bisect_left
 
         self._first = bisect_left
 

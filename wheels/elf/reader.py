@@ -10,26 +10,28 @@ from __future__ import annotations
 import os
 import struct
 import sys
+from bisect import bisect_left, bisect_right
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
     from pathlib import Path
-    from types import TracebackType
-    from typing import BinaryIO, Literal, Protocol
 
-    class ByteSource(Protocol):
-        """Random access to the bytes of one file that need not all be in memory at once."""
 
-        @property
-        def size(self) -> int: ...
+class ByteSource(Protocol):
+    """Random access to the bytes of one file that need not all be in memory at once."""
 
-        def range(self, offset: int, size: int) -> memoryview: ...
+    @property
+    def size(self) -> int: ...
 
-        def head(self, size: int) -> bytes: ...
+    def range(self, offset: int, size: int) -> memoryview: ...
 
-    Data = bytes | bytearray | memoryview | ByteSource
+    def head(self, size: int) -> bytes: ...
+
+
+Data = bytes | bytearray | memoryview | ByteSource
 
 ELF_MAGIC = b"\x7fELF"
 
@@ -65,8 +67,6 @@ class Chunks:
         if len(self.parts) == 1:  # (most members: inflated in one piece)
             view: memoryview = self.parts[0][offset : offset + size]
             return view
-        from bisect import bisect_left, bisect_right
-
         i = bisect_right(self.starts, offset) - 1
         inner = offset - self.starts[i]
         part = self.parts[i]
@@ -115,31 +115,23 @@ class FileBytes:
         # (os.close bound here: at interpreter exit, this module's globals may be gone first)
         if self.owned:
             self.owned = False
-            try:  # noqa: SIM105 (contextlib is not imported)
+            try:  # noqa: SIM105 (not contextlib.suppress: it too may be gone by then)
                 _close(self.fd)
             except OSError:
                 pass
 
 
-class MalformedAsElfError:
-    """Whatever a damaged table makes the decoding code raise in this block becomes
-    :class:`ElfError` (a class, not ``contextlib.contextmanager``: see wheels.stdlite)."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if kind is not None and issubclass(kind, _MALFORMED):
-            raise ElfError(f"malformed ELF: {exc}") from None
-
-
 _MALFORMED = (struct.error, ValueError, IndexError, OverflowError, TypeError, MemoryError)
 
 
-def malformed_as_elf_error() -> MalformedAsElfError:
-    return MalformedAsElfError()
+@contextmanager
+def malformed_as_elf_error() -> Iterator[None]:
+    """Whatever a damaged table makes the decoding code raise in this block becomes
+    :class:`ElfError`."""
+    try:
+        yield
+    except _MALFORMED as exc:
+        raise ElfError(f"malformed ELF: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -217,7 +209,7 @@ class Window:
         return self.reader.unpack(fmt, offset, what)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Header:
     """The ELF header's fields that locate everything else."""
 
@@ -233,7 +225,7 @@ class Header:
     shstrndx: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Section:
     """One section header."""
 
@@ -245,7 +237,7 @@ class Section:
     entsize: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Segment:
     """One program header."""
 
@@ -380,46 +372,19 @@ def _name_is(table: str, offset: int, name: str) -> bool:
     return offset < len(table) and table.startswith(name + "\0", offset)
 
 
-class Opened:
+@contextmanager
+def opened(source: Data | str | os.PathLike[str]) -> Iterator[Image]:
     """The parsed structure of ``source``, a file read range by range when given as a path; in
     the block, malformed data raises :class:`ElfError` (:func:`malformed_as_elf_error`).
 
     A file that cannot be opened raises OSError; one that is not ELF, :class:`ElfError`.
     """
-
-    def __init__(self, source: Data | str | os.PathLike[str]) -> None:
-        self.source = source
-        self._file: BinaryIO | None = None
-
-    def __enter__(self) -> Image:
-        data: Data
-        if isinstance(self.source, (str, os.PathLike)):
-            self._file = open(self.source, "rb")
-            data = FileBytes(self._file.fileno())
-        else:
-            data = self.source
-        try:
-            with MalformedAsElfError():
-                return Image.parse(data)
-        except BaseException:
-            self._close()
-            raise
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        try:
-            MalformedAsElfError().__exit__(kind, exc, tb)
-        finally:
-            self._close()
-
-    def _close(self) -> None:
-        if self._file is not None:
-            file, self._file = self._file, None
-            file.close()
-
-
-opened = Opened
+    if isinstance(source, (str, os.PathLike)):
+        with open(source, "rb") as file, malformed_as_elf_error():
+            yield Image.parse(FileBytes(file.fileno()))
+    else:
+        with malformed_as_elf_error():
+            yield Image.parse(source)
 
 
 def section_span(source: Data | Path, name: str) -> tuple[int, int] | None:
@@ -431,8 +396,7 @@ def section_span(source: Data | Path, name: str) -> tuple[int, int] | None:
 
 def unsigned_words(data: bytes, code: Literal["H", "I", "Q"], little: bool) -> Sequence[int]:
     """``data`` as unsigned integers of the ``struct`` format ``code`` (``H``, ``I``, ``Q``) in
-    the given byte order: a view when that is this machine's (``array`` would import
-    ``collections.abc``: see wheels.stdlite)."""
+    the given byte order: a view when that is this machine's."""
     if little == (sys.byteorder == "little"):
         return memoryview(data).cast(code)
     count = len(data) // struct.calcsize(code)

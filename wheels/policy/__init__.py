@@ -31,15 +31,17 @@ file:
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
+import re
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from functools import lru_cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from wheels.jsondata import loads
-from wheels.matching import lazy, star_match, starts_as
+from builder.core.errors import StackError
 from wheels.policy.lddtree import host_library_dirs
 from wheels.policy.manylinux import manylinux_policies
 from wheels.policy.python_api import is_python_api
@@ -48,7 +50,6 @@ from wheels.policy.wheel_abi import TagVerdict, platform_verdict
 from wheels.policy.wheeltools import wheel_platform
 
 if TYPE_CHECKING:
-    import re
     from collections.abc import Mapping
     from typing import Any, NoReturn
 
@@ -94,7 +95,7 @@ class VendorPolicy:
     variant: VariantPolicy | None = None  # its PEP 825 variant data (wheels.policy.variants)
 
     def is_external(self, soname: str) -> bool:
-        return any(star_match(soname, pattern) for pattern in self.external)
+        return any(fnmatchcase(soname, pattern) for pattern in self.external)
 
     def supplier(self, soname: str) -> DistLib | None:
         return self.distributions.get(soname)
@@ -130,7 +131,7 @@ def vendor_of_local(local: str) -> str | None:
     """The vendor whose wheels' local version ``local`` (``cu130``) is; None when none."""
     key = local.lower()
     return next(
-        (p.name for p in _policies().values() if p.local is not None and starts_as(p.local, key)),
+        (p.name for p in _policies().values() if p.local is not None and p.local.match(key)),
         None,
     )
 
@@ -145,9 +146,9 @@ def _policies() -> dict[str, VendorPolicy]:
 def _parse(text: str) -> dict[str, VendorPolicy]:
     """Every vendor's policy from the text of vendors.json; any problem is a StackError."""
     try:
-        data = loads(text)
-    except ValueError as exc:  # (json.JSONDecodeError, from json.loads)
-        _bad_data(f"line {getattr(exc, 'lineno', '?')}: {getattr(exc, 'msg', exc)}")
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        _bad_data(f"line {exc.lineno}: {exc.msg}")
     problems: list[str] = []
     if not isinstance(data, dict) or not data:
         _bad_data("expected an object of vendors")
@@ -160,7 +161,6 @@ def _parse(text: str) -> dict[str, VendorPolicy]:
 
 def _bad_data(problem: str) -> NoReturn:
     # The CLI's error family: reported without a traceback.
-    from builder.core.errors import StackError
 
     raise StackError(f"wheels/policy/vendors.json: {problem}")
 
@@ -193,7 +193,7 @@ def _vendor_from(name: str, raw: Any, problems: list[str]) -> VendorPolicy:
         tuple(external),
         MappingProxyType(dists),
         tuple(aliases),
-        _local(raw),
+        _local(f"{name}.local", raw, problems),
         parse_variant(f"{name}.variant", raw.get("variant"), problems),
     )
 
@@ -227,8 +227,12 @@ def _module_name(value: object) -> bool:
     return isinstance(value, str) and all(part.isidentifier() for part in value.split("."))
 
 
-def _local(raw: Mapping[str, Any]) -> re.Pattern[str] | None:
-    # Compiled when a wheel's local version is first matched (re is not imported for a wheel
-    # without one); tests/unit/test_policy.py compiles every vendor's.
+def _local(where: str, raw: Mapping[str, Any], problems: list[str]) -> re.Pattern[str] | None:
     pattern = raw.get("local")
-    return lazy(pattern) if isinstance(pattern, str) else None
+    if not isinstance(pattern, str):
+        return None
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        problems.append(f"{where}: not a regular expression ({exc})")
+        return None

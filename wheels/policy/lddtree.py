@@ -8,26 +8,28 @@ place in the wheel, an absolute path a place on this host (read through
 
 from __future__ import annotations
 
+import glob
 import os
 import posixpath
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from wheels.elf import ElfInfo, HostLibraries
-from wheels.matching import glob_names, has_origin, lazy, substitute_origin
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping, Sequence
 
-LIBPYTHON_RE = lazy(r"^libpython\d+\.\d+m?.so(\.\d)*$")
+_ORIGIN = re.compile(r"\$(ORIGIN|\{ORIGIN\})")  # auditwheel's
+LIBPYTHON_RE = re.compile(r"^libpython\d+\.\d+m?.so(\.\d)*$")
 _WHEEL_ROOT = "/\0wheel"
 _MAX_DEPTH = 256
 
 
 def is_libpython(soname: str) -> bool:
-    """Does ``soname`` match :data:`LIBPYTHON_RE` (compiled for the names that start so)?"""
-    return soname.startswith("libpython") and LIBPYTHON_RE.match(soname) is not None
+    """Does ``soname`` match :data:`LIBPYTHON_RE`?"""
+    return LIBPYTHON_RE.match(soname) is not None
 
 
 def host_library_dirs(libc: str = "glibc") -> tuple[str, ...]:
@@ -68,7 +70,7 @@ def _parse_ld_paths(value: str) -> list[str]:
     out = [
         _normpath(os.getcwd() if entry == "" else "/" + entry)
         for entry in value.split(":")
-        if not has_origin(entry)
+        if not _ORIGIN.search(entry)
     ]
     return _existing(out)
 
@@ -92,7 +94,7 @@ def _parse_ld_so_conf(conf: str, *, first: bool = False) -> list[str]:
                 if pattern[0] == "/"
                 else (os.path.dirname(conf) + "/" + pattern)
             )
-            for path in glob_names(pattern):
+            for path in glob.glob(pattern):
                 paths += _parse_ld_so_conf(path)
         else:
             paths.append(_normpath("/" + line))
@@ -100,14 +102,14 @@ def _parse_ld_so_conf(conf: str, *, first: bool = False) -> list[str]:
 
 
 def _musl_conf() -> list[str]:
-    found = glob_names("//etc/ld-musl-*.path")
+    found = glob.glob("//etc/ld-musl-*.path")
     if not found:
         return ["//lib", "//usr/local/lib", "//usr/lib"]
     with open(found[0], encoding="utf-8") as fh:
         return ["/" + d.strip() for d in fh.read().split(":") if d.strip()]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Lib:
     """One library of an ELF tree, as auditwheel's lddtree records it."""
 
@@ -175,6 +177,10 @@ def _dirname(path: str) -> str:
     return path.rpartition("/")[0]
 
 
+def _substitute_origin(entry: str, origin: str) -> str:
+    return _ORIGIN.sub(lambda _: origin, entry)
+
+
 def _ld_dirs(value: str | None, origin: tuple[bool, str], files: Files) -> list[tuple[bool, str]]:
     """auditwheel's parse_ld_paths: split, expand $ORIGIN, normalise, keep existing dirs."""
     if not value:
@@ -184,9 +190,9 @@ def _ld_dirs(value: str | None, origin: tuple[bool, str], files: Files) -> list[
     for entry in value.split(":"):
         if entry == "":
             where = (True, "")  # the current directory: auditwheel works in the unpacked wheel
-        elif has_origin(entry):
+        elif _ORIGIN.search(entry):
             base = f"{_WHEEL_ROOT}/{origin_dir}" if in_wheel else origin_dir
-            where = _split_root(posixpath.normpath(substitute_origin(entry, base)))
+            where = _split_root(posixpath.normpath(_substitute_origin(entry, base)))
         else:
             where = (False, posixpath.normpath("/" + entry).replace("//", "/"))
         if where not in out and files.is_dir(where):

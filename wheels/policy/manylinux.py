@@ -2,22 +2,24 @@
 ``auditwheel/policy/__init__.py``: ``WheelPolicies`` and ``lddtree_external_references``; and
 ``auditwheel/architecture.py``).
 
-The policy data itself is auditwheel's own JSON (``auditwheel/policy/*-policy.json``), read here
-without importing auditwheel, whose policy module imports its ELF tree and pyelftools: that alone
-costs more than auditing a small wheel. What auditwheel's constructor does with the data is
-mirrored step for step (tests/unit/test_policy.py holds the two equal for every architecture);
-its check of the data's PEP 600 consistency is left to auditwheel's own tests.
+The policy data itself is auditwheel's own JSON (``auditwheel/policy/*-policy.json``); what
+auditwheel's constructor does with the data is mirrored step for step (tests/unit/test_policy.py
+holds the two equal for every architecture); its check of the data's PEP 600 consistency is left
+to auditwheel's own tests.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import sys
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, total_ordering
 from typing import TYPE_CHECKING
 
-from wheels.jsondata import load_file
+import auditwheel
+from auditwheel.error import InvalidLibcError
+from auditwheel.libc import Libc
+
 from wheels.policy.elfutils import blacklisted
 from wheels.policy.lddtree import Tree
 
@@ -57,6 +59,7 @@ def is_superset(arch: str, other: str) -> bool:
     return ARCHITECTURES.index(other) <= ARCHITECTURES.index(arch)
 
 
+@total_ordering
 @dataclass(frozen=True, eq=True)
 class Policy:
     """auditwheel's ``Policy``: one platform tag's symbol versions and libraries."""
@@ -68,27 +71,10 @@ class Policy:
     whitelist: frozenset[str]
     blacklist: Mapping[str, frozenset[str]]
 
-    # Ordered by priority, as functools.total_ordering orders it from __lt__ and __eq__
-    # (functools is not imported: see wheels.stdlite).
-    def __lt__(self, other: object) -> bool:
+    def __lt__(self, other: object) -> bool:  # ordered by priority, as auditwheel's
         if not isinstance(other, Policy):
             return NotImplemented
         return self.priority < other.priority
-
-    def __le__(self, other: object) -> bool:
-        if not isinstance(other, Policy):
-            return NotImplemented
-        return self.priority < other.priority or self == other
-
-    def __gt__(self, other: object) -> bool:
-        if not isinstance(other, Policy):
-            return NotImplemented
-        return not self.priority < other.priority and self != other
-
-    def __ge__(self, other: object) -> bool:
-        if not isinstance(other, Policy):
-            return NotImplemented
-        return not self.priority < other.priority
 
     def __hash__(self) -> int:
         return hash((self.name, self.priority))
@@ -131,20 +117,14 @@ class Policies:
 
 
 def _policy_file(libc: str) -> str:
-    from builder.core.finder import find_spec
-
-    imported = sys.modules.get("auditwheel")  # (else found without importing it)
-    spec = imported.__spec__ if imported is not None else find_spec("auditwheel")
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    if not locations:
-        raise ValueError("auditwheel is not installed: its policy data is needed")
     name = {"glibc": "manylinux", "musl": "musllinux"}[libc]
-    return os.path.join(locations[0], "policy", f"{name}-policy.json")
+    return os.path.join(auditwheel.__path__[0], "policy", f"{name}-policy.json")
 
 
 @lru_cache(maxsize=2)
 def _policy_data(libc: str) -> list[dict[str, Any]]:
-    data: list[dict[str, Any]] = load_file(_policy_file(libc))
+    with open(_policy_file(libc), encoding="utf-8") as fh:
+        data: list[dict[str, Any]] = json.load(fh)
     return data
 
 
@@ -181,9 +161,7 @@ def _from_entry(entry: Mapping[str, Any], libc: str, arch: str) -> Policy:
 
 def host_has_musl_libc() -> bool:
     """Could auditwheel's ``Libc`` find a musl C library here? It looks for one
-    ``/lib/libc.musl-*.so.1``; without any, it needs no import (auditwheel.libc imports
-    dataclasses, enum, logging and subprocess: 20-60 ms, a musllinux wheel's audit on a glibc
-    host took 0.16 s with it)."""
+    ``/lib/libc.musl-*.so.1``."""
     try:
         names = os.listdir("/lib")
     except OSError:
@@ -195,8 +173,6 @@ def _host_musl_policy() -> str | None:
     """The musllinux policy of this host's musl, as auditwheel picks it; None on glibc."""
     if not host_has_musl_libc():
         return None
-    from auditwheel.error import InvalidLibcError
-    from auditwheel.libc import Libc
 
     try:
         version = Libc.MUSL.get_current_version()

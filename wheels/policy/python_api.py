@@ -6,6 +6,8 @@ Families of CPython's C API (Include/*.h) are ``Py<Family>_...``; a project's ow
 
 from __future__ import annotations
 
+import re
+
 PYTHON_API_FAMILIES = frozenset(
     {
         "AST",
@@ -140,16 +142,12 @@ STATIC_PYTHON_MIN = 20  # this many C-API definitions also mean an interpreter i
 PYTHON_PREFIXES = ("Py", "_Py")  # what the names of the interpreter's own symbols start with
 
 
+_FAMILY = re.compile(r"^Py([A-Za-z]+)_")
+
+
 def is_python_api(symbol: str) -> bool:
     """``Py_Initialize``, ``_Py_Dealloc``, ``PyObject_GetAttr``: yes; ``PyImaging_New``: no."""
     if symbol.startswith(("Py_", "_Py")):
         return True
-    # ^Py([A-Za-z]+)_: the family is the ASCII letters between "Py" and the first "_" after them
-    family, underscore, _ = symbol[2:].partition("_")
-    return (
-        symbol.startswith("Py")
-        and bool(underscore)
-        and family.isascii()
-        and family.isalpha()
-        and family in PYTHON_API_FAMILIES
-    )
+    match = _FAMILY.match(symbol)
+    return match is not None and match[1] in PYTHON_API_FAMILIES

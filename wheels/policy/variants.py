@@ -10,25 +10,24 @@ stack.yaml gives the vendor's compiler) or ``none``. ``provider`` is the provide
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Any, Literal
 
-    ArchSource = Literal["cuda-fatbin", "cuda_architectures", "none"]
+
+ArchSource = Literal["cuda-fatbin", "cuda_architectures", "none"]
 
 ARCH_SOURCES: tuple[ArchSource, ...] = ("cuda-fatbin", "cuda_architectures", "none")
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+_NAME = re.compile(r"^[a-z0-9_]+$")  # PEP 825
 
 
 def is_name(text: str) -> bool:
-    """Is ``text`` a PEP 825 namespace or feature name, ``^[a-z0-9_]+$`` (``$`` takes one
-    final newline too)?"""
-    text = text[:-1] if text.endswith("\n") else text
-    return bool(text) and all(c in _NAME_CHARS for c in text)
+    """Is ``text`` a PEP 825 namespace or feature name?"""
+    return _NAME.match(text) is not None
 
 
 PROVIDER_KEYS = ("requires", "plugin-api", "optional", "static-properties", "feature-order")

@@ -10,9 +10,12 @@ in memory instead of an unpacked wheel.
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
+
+from auditwheel.libc import Libc
 
 from wheels.elf import ElfInfo, HostLibraries
 from wheels.policy.elfutils import add_version_needs, python_extension
@@ -86,6 +89,7 @@ class TagVerdict:
 
 
 _LEGACY = {"manylinux1_": (2, 5), "manylinux2010_": (2, 12), "manylinux2014_": (2, 17)}
+_PEP600 = re.compile(r"^(manylinux|musllinux)_(\d+)_(\d+)_(.+)$")
 
 
 def pep600(tag: str) -> tuple[str, tuple[int, int], str] | None:
@@ -94,16 +98,8 @@ def pep600(tag: str) -> tuple[str, tuple[int, int], str] | None:
     for prefix, version in _LEGACY.items():
         if tag.startswith(prefix):
             return "manylinux", version, tag[len(prefix) :]
-    # ^(manylinux|musllinux)_(\d+)_(\d+)_(.+)$, tested as strings (wheels.matching says why)
-    family, _, rest = tag.partition("_")
-    major, _, rest = rest.partition("_")
-    minor, _, arch = rest.partition("_")
-    arch = arch[:-1] if arch.endswith("\n") else arch  # ($ takes one final newline)
-    if family not in ("manylinux", "musllinux") or not (major.isdecimal() and minor.isdecimal()):
-        return None
-    if not arch or "\n" in arch:
-        return None
-    return family, (int(major), int(minor)), arch
+    match = _PEP600.match(tag)
+    return (match[1], (int(match[2]), int(match[3])), match[4]) if match else None
 
 
 def platform_verdict(
@@ -239,8 +235,7 @@ def _collect(
 
 def _host_libc() -> str:
     if not host_has_musl_libc():
-        return "glibc"  # (as auditwheel's Libc.detect() finds, without importing it)
-    from auditwheel.libc import Libc
+        return "glibc"  # (as auditwheel's Libc.detect() finds)
 
     return str(Libc.detect().value)
 
@@ -323,18 +318,13 @@ def _analyze(data: _ElfData, host: HostLibraries) -> TagVerdict:
     )
 
 
+_GLIBC_VERSION = re.compile(r"^GLIBC_(\d+)\.(\d+)")
+
+
 def glibc_version(version: str) -> tuple[int, int] | None:
-    """(X, Y) of a symbol version that starts ``GLIBC_X.Y`` (``^GLIBC_(\\d+)\\.(\\d+)``); None
-    for any other."""
-    if not version.startswith("GLIBC_"):
-        return None
-    major, dot, rest = version[6:].partition(".")
-    digits = 0
-    while digits < len(rest) and rest[digits].isdecimal():
-        digits += 1
-    if not dot or not major.isdecimal() or not digits:
-        return None
-    return int(major), int(rest[:digits])
+    """(X, Y) of a symbol version that starts ``GLIBC_X.Y``; None for any other."""
+    match = _GLIBC_VERSION.match(version)
+    return (int(match[1]), int(match[2])) if match else None
 
 
 def glibc_needed(versioned: Mapping[str, set[str]]) -> tuple[int, int] | None:

@@ -3,7 +3,7 @@ already holds (:func:`scan`), merged into distinct images (:func:`distinct`), st
 audit cache as plain data (:func:`to_record`, :func:`from_record`) and named for reports
 (:func:`summary`).
 
-Only the fat binary headers are read (:func:`wheels.fatbin.read_fatbin_at`): a library with
+Only the fat binary headers are read (:func:`wheels.cuda.fatbin.read_fatbin_at`): a library with
 hundreds of megabytes of kernels costs a few reads per image, not a copy of its section.
 """
 
@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from typing import TYPE_CHECKING
 
-from wheels.elf import ElfError, section_spans
-from wheels.fatbin import (
+from wheels.cuda.fatbin import (
     FATBIN_SECTIONS,
     DeviceCode,
     FatbinEntry,
@@ -22,6 +21,7 @@ from wheels.fatbin import (
     combine,
     read_fatbin_at,
 )
+from wheels.elf import ElfError, section_spans
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -34,7 +34,7 @@ _INTS = ("arch", "size", "uncompressed_size", "offset", "kind_code", "count")
 
 def read(content: ByteSource, seen: Seen | None = None) -> DeviceCode | None:
     """The device code of the ELF file in ``content``; None when it has no fat binary section.
-    ``seen``: what :class:`wheels.fatbin_tap.FatbinTap` kept of the file as it was inflated.
+    ``seen``: what :class:`wheels.cuda.tap.FatbinTap` kept of the file as it was inflated.
     Raises :class:`FatbinError` or :class:`ElfError` on a section that cannot be read."""
     spans = section_spans(content, FATBIN_SECTIONS)
     if not spans:

@@ -46,37 +46,38 @@ Format facts relied on (little-endian throughout):
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-from wheels.matching import lazy
+from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
-    from typing import Literal, Protocol
 
-    class Ranges(Protocol):
-        """Random access to bytes that need not all be in memory (``wheels.elf.ByteSource``)."""
 
-        @property
-        def size(self) -> int: ...
+class Ranges(Protocol):
+    """Random access to bytes that need not all be in memory (``wheels.elf.ByteSource``)."""
 
-        def range(self, offset: int, size: int) -> memoryview: ...
+    @property
+    def size(self) -> int: ...
 
-    class _Bytes(Protocol):
-        """What the parser reads: ``size`` bytes, some ranges of them, and where zeros end."""
+    def range(self, offset: int, size: int) -> memoryview: ...
 
-        @property
-        def size(self) -> int: ...
 
-        def read(self, offset: int, size: int) -> bytes: ...
+class _Bytes(Protocol):
+    """What the parser reads: ``size`` bytes, some ranges of them, and where zeros end."""
 
-        def nonzero(self, offset: int) -> int | None: ...
+    @property
+    def size(self) -> int: ...
 
-    Kind = Literal["sass", "ptx", "ltoir", "other"]
-    Variant = Literal["", "a", "f"]
-    Compression = Literal["lz4", "zstd"]
+    def read(self, offset: int, size: int) -> bytes: ...
+
+    def nonzero(self, offset: int) -> int | None: ...
+
+
+Kind = Literal["sass", "ptx", "ltoir", "other"]
+Variant = Literal["", "a", "f"]
+Compression = Literal["lz4", "zstd"]
 
 FATBIN_SECTION = ".nv_fatbin"
 RELFATBIN_SECTION = "__nv_relfatbin"
@@ -100,7 +101,7 @@ _HEADER = struct.Struct("<IHHQ")
 # kind, entry version, header size, padded payload size, compressed size, extension offset,
 # minor, major, arch, identifier offset, identifier size, flags, key, uncompressed size
 _ENTRY = struct.Struct("<HHIQIIHHIIIQQQ")
-_PTX_VERSION = lazy(rb"(?m)^[ \t]*\.version[ \t]+(\d+)\.(\d+)")
+_PTX_VERSION = re.compile(rb"(?m)^[ \t]*\.version[ \t]+(\d+)\.(\d+)")
 _PTX_PREAMBLE = 4096
 
 
@@ -108,7 +109,7 @@ class FatbinError(Exception):
     """Bytes given as a fat binary section that cannot be read as one; says what and where."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FatbinEntry:
     """One image in a fat binary: SASS for ``sm_<arch>`` or PTX for ``compute_<arch>``.
 
@@ -143,7 +144,7 @@ class FatbinEntry:
         return f"{prefix}_{self.arch}{self.variant}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DeviceCode:
     """The device code of one ELF file: its entries, in section order, and the sections read."""
 
@@ -194,7 +195,7 @@ def read_fatbin(data: bytes, section: str = FATBIN_SECTION) -> DeviceCode:
 
 @dataclass(frozen=True)
 class Seen:
-    """What is known of a file's bytes without reading them again (:mod:`wheels.fatbin_tap`
+    """What is known of a file's bytes without reading them again (:mod:`wheels.cuda.tap`
     collects it as the file streams past): bytes by offset, and where the first byte that is
     not zero lies from an offset on."""
 
@@ -213,19 +214,14 @@ def read_fatbin_at(
     return _read(_Window(source, offset, size, seen or Seen({}, {})), section)
 
 
+_NONZERO = re.compile(rb"[^\x00]")
+
+
 def first_nonzero(data: bytes | bytearray, at: int = 0) -> int:
-    """Where the first byte that is not zero is in ``data`` from ``at`` (re's ``[^\\x00]``
-    search); -1 where there is none. Read in growing windows: the zeros it skips are a fat
-    binary's padding, a few bytes most often."""
-    window = 256
-    while at < len(data):
-        chunk = data[at : at + window]
-        rest = chunk.lstrip(b"\x00")
-        if rest:
-            return at + len(chunk) - len(rest)
-        at += len(chunk)
-        window = min(window * 8, 1 << 20)
-    return -1
+    """Where the first byte that is not zero is in ``data`` from ``at``; -1 where there is
+    none."""
+    match = _NONZERO.search(data, at)
+    return match.start() if match else -1
 
 
 class _Buffer:

@@ -1,6 +1,6 @@
 """The CUDA device code of a wheel's ELF files: listed for every vendor, and for NVIDIA wheels
 checked against the CUDA architectures the stack declares and the CUDA runtime the wheel
-declares (:mod:`wheels.cuda_arch`).
+declares (:mod:`wheels.cuda.arch`).
 
 The declared runtime is the wheel's own word: its local version (``+cu130`` is CUDA 13.0), else
 the lowest version its Requires-Dist on ``nvidia-cuda-runtime`` (or ``-cu12``...) admits.
@@ -8,26 +8,53 @@ the lowest version its Requires-Dist on ``nvidia-cuda-runtime`` (or ``-cu12``...
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from wheels.audit.archive import Archive
-from wheels.audit.findings import Findings
+from packaging.version import InvalidVersion, Version
+
 from wheels.audit_report import CudaReport
-from wheels.cuda_arch import (
+from wheels.cuda.arch import (
     Capability,
     CudaArchError,
     check_architectures,
     check_device_code,
     parse_arch,
 )
-from wheels.devicecode import NO_SECTIONS
-from wheels.fatbin import DeviceCode, combine
+from wheels.cuda.devicecode import NO_SECTIONS
+from wheels.cuda.fatbin import DeviceCode, combine
 from wheels.filename import canonicalize_name
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from wheels.audit.requires import Requires
+    from packaging.requirements import Requirement
+
+
+# What the checks read of wheels.audit's Archive, Requires and Findings (wheels.audit imports
+# this module, so it does not import them).
+class Requires(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+    def parsed(self) -> Requirement: ...
+
+
+class Archive(Protocol):
+    @property
+    def version(self) -> str | None: ...
+
+    @property
+    def requires(self) -> Sequence[Requires]: ...
+
+
+class Findings(Protocol):
+    def violation(self, code: str, member: str | None, message: str) -> None: ...
+
+    def warning(self, code: str, member: str | None, message: str) -> None: ...
+
 
 _RUNTIME_DIST = "nvidia-cuda-runtime"
 _LOWER_BOUNDS = (">=", "==", "~=", "===", ">")
@@ -61,7 +88,6 @@ def required_runtime(req: Requires) -> Capability | None:
     major = name[len(_RUNTIME_DIST) + 3 :] if name.startswith(_RUNTIME_DIST + "-cu") else ""
     if name != _RUNTIME_DIST and not major.isdecimal():
         return None
-    from packaging.version import InvalidVersion, Version
 
     lows: list[Capability] = []
     for spec in req.parsed().specifier:  # (packaging, for a line on the runtime only)

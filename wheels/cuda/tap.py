@@ -7,7 +7,7 @@ loadable segments (where the linker puts ``.nv_fatbin``, beside ``.rodata``; the
 in the first bytes say where they are) are searched for the fat binary magic at 8-byte
 boundaries, and from each hit the chain of its entry headers is followed as the bytes arrive,
 each header kept (64 bytes). Which hits are the section's is decided later, when the section
-headers (at the end of the file) are known: :func:`wheels.fatbin.read_fatbin_at` reads the
+headers (at the end of the file) are known: :func:`wheels.cuda.fatbin.read_fatbin_at` reads the
 kept headers, and the source itself only for what was not kept (PTX whose version is in its
 text, or a layout with ``.nv_fatbin`` in an executable segment, unless ``code_too``: most CUDA
 libraries link everything but their data into one executable segment; searching it costs
@@ -17,22 +17,23 @@ libc's ``memmem`` 0.17 ms a megabyte, which a member kept only where it is read,
 
 from __future__ import annotations
 
+import ctypes
 import heapq
+import re
 import struct
 from functools import cache
 from typing import TYPE_CHECKING
 
+from wheels.cuda.fatbin import FATBIN_MAGIC, FATBIN_VERSION, Seen, first_nonzero
 from wheels.elf import ElfError
 from wheels.elf.reader import HEAD, PT_LOAD, head_layout
-from wheels.fatbin import FATBIN_MAGIC, FATBIN_VERSION, Seen, first_nonzero
-from wheels.matching import lazy
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
 _NEEDLE = struct.pack("<IH", FATBIN_MAGIC, FATBIN_VERSION)
-_MAGIC = lazy(b"".join(b"\\x%02x" % c for c in _NEEDLE))  # (re.escape, without re)
-_HEADER = struct.Struct("<IHHQ")  # as wheels.fatbin reads them
+_MAGIC = re.compile(re.escape(_NEEDLE))
+_HEADER = struct.Struct("<IHHQ")  # as wheels.cuda.fatbin reads them
 _ENTRY = struct.Struct("<HHIQ")  # kind, version, header size, padded payload size
 ENTRY_SIZE = 64
 _TAIL = ENTRY_SIZE
@@ -143,7 +144,6 @@ def _hits(part: bytes, a: int, b: int) -> Iterator[int]:
     if find is None:
         yield from (m.start() for m in _MAGIC.finditer(part, a, b))
         return
-    import ctypes
 
     base = ctypes.cast(ctypes.c_char_p(part), ctypes.c_void_p).value or 0
     while a < b:
@@ -157,10 +157,8 @@ def _hits(part: bytes, a: int, b: int) -> Iterator[int]:
 @cache
 def _memmem() -> Callable[[int, int, bytes, int], int | None] | None:
     try:
-        import ctypes
-
         find = ctypes.CDLL(None).memmem
-    except (ImportError, OSError, AttributeError):
+    except (OSError, AttributeError):
         return None
     find.restype = ctypes.c_void_p
     find.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]

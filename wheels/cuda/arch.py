@@ -1,6 +1,6 @@
 """Whether an ELF file's device code runs on the CUDA architectures and runtime a wheel declares.
 
-Pure functions over :class:`wheels.fatbin.DeviceCode`. A *violation* is a declared architecture
+Pure functions over :class:`wheels.cuda.fatbin.DeviceCode`. A *violation* is a declared architecture
 with neither SASS that runs on it nor PTX that the driver can JIT-compile for it: the wheel
 would fail there with "no kernel image is available for execution on the device". A *warning*
 is PTX of a newer ISA version than the JIT compiler of the declared CUDA runtime reads: a
@@ -35,19 +35,19 @@ The rules, and where they come from:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
-from wheels.fatbin import DeviceCode, FatbinEntry
-from wheels.matching import lazy
+from wheels.cuda.fatbin import DeviceCode, FatbinEntry
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping, Sequence
-    from typing import Literal
 
-    from wheels.fatbin import Variant  # (a type only)
+    from wheels.cuda.fatbin import Variant  # (a type only)
 
-    Severity = Literal["violation", "warning"]
+
+Severity = Literal["violation", "warning"]
 
 Capability = tuple[int, int]
 
@@ -81,14 +81,14 @@ CUDA_TO_DRIVER: Mapping[Capability, str] = {
 }  # fmt: skip
 
 SYMBOLIC_ARCHITECTURES = frozenset({"native", "all", "all-major"})
-_ARCH = lazy(r"(?:sm_|compute_)?(\d{2,3})([af]?)(?:-real|-virtual)?")
+_ARCH = re.compile(r"(?:sm_|compute_)?(\d{2,3})([af]?)(?:-real|-virtual)?")
 
 
 class CudaArchError(ValueError):
     """A string that is not a CUDA architecture."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CudaArch:
     """A CUDA architecture: ``number`` 90 with ``variant`` "a" is sm_90a / compute_90a."""
 
@@ -103,7 +103,7 @@ class CudaArch:
         return f"{self.number}{self.variant}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finding:
     severity: Severity
     message: str
