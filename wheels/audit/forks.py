@@ -1,14 +1,15 @@
-"""Child processes forked from this one, each running the calls it is given in turn: the part of
-``concurrent.futures.ProcessPoolExecutor`` the parallel scan uses (``submit``, ``shutdown``, and
-results that say whether they are done).
+"""Child processes forked from this one, each running the calls it is given in turn, with the
+interface of ``concurrent.futures.ProcessPoolExecutor`` that the parallel scan uses (``submit``,
+``shutdown``, and results that say whether they are done).
 
-Importing ``concurrent.futures.process`` and the multiprocessing modules it needs costs about
-20 ms (``concurrent.futures`` alone imports logging), which a medium wheel's audit could not win
-back: the CLI on numpy 2.1's 16 MB wheel took as long with two processes as with one. A call
-and its result cross a pipe as a pickle after its length; this process reads results when it
-asks whether a call is done, and while it sends a call (so that neither side waits on a full
-pipe). Used only where ``fork`` is safe: on a platform that has it, with no other thread
-running (:func:`usable`); ``wheels.audit.pool`` falls back to the executor elsewhere.
+Not the executor itself, for the memory of the whole process tree: a big library's result (its
+export names, tens of megabytes) crosses the pipe as the pickler writes it and is read into one
+buffer of its exact size, where the executor's queues copy it again on each side; the children
+give their freed heap back after each big result. A call and its result cross a pipe as a pickle
+after its length; this process reads results when it asks whether a call is done, and while it
+sends a call (so that neither side waits on a full pipe). Used only where ``fork`` is safe: on a
+platform that has it, with no other thread running (:func:`usable`); ``wheels.audit.pool`` uses
+the executor elsewhere.
 """
 
 from __future__ import annotations
