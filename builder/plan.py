@@ -17,6 +17,7 @@ from builder import __version__
 from builder.core.host import HostFacts
 from builder.core.layout import Layout
 from builder.core.redact import redact
+from builder.core.sanitize import Profile, cmake_defines
 from builder.manifest.model import Component, GitSource, PathSource, Source, Stack, WorktreeSource
 from builder.vendors import get as get_vendor
 
@@ -79,6 +80,7 @@ class ComponentPlan:
     incremental: bool  # a path source keeps its build directory across keys
     submodules: frozenset[str] | None = None  # the submodule paths to check out; None: all
     patches: tuple[PlannedPatch, ...] = ()  # applied in order to the checkout
+    sanitize: Profile | None = None  # the sanitizer profile it compiles and links with
     key_inputs: Mapping[str, Any] = field(compare=False)
 
     @property
@@ -93,6 +95,7 @@ class Plan:
     host: HostFacts
     components: tuple[ComponentPlan, ...]
     jobs: int
+    sanitize: Profile | None = None
 
     def get(self, name: str) -> ComponentPlan:
         for component in self.components:
@@ -111,16 +114,23 @@ def make_plan(
     select: tuple[str, ...] = (),
     tests: bool = False,
     jobs: int | None = None,
+    sanitize: Profile | None = None,
 ) -> Plan:
     names = stack.selected(vendor, select)
     jobs = jobs or host.cpu_count
     planned: dict[str, ComponentPlan] = {}
     for name in names:
+        component = stack.components[name]
         planned[name] = plan_component(
-            stack, stack.components[name], vendor, host, inputs, layout, planned, tests, jobs
+            stack, component, vendor, host, inputs, layout, planned, tests, jobs, sanitize
         )
     return Plan(
-        stack=stack, vendor=vendor, host=host, components=tuple(planned.values()), jobs=jobs
+        stack=stack,
+        vendor=vendor,
+        host=host,
+        components=tuple(planned.values()),
+        jobs=jobs,
+        sanitize=sanitize,
     )
 
 
@@ -134,6 +144,7 @@ def plan_component(
     done: Mapping[str, ComponentPlan],
     tests: bool,
     jobs: int,
+    sanitize: Profile | None = None,
 ) -> ComponentPlan:
     recipe = component.recipe
     plugin = get_vendor(vendor)
@@ -143,6 +154,8 @@ def plan_component(
         options.update(test.options)
     own = _own_host(host, component.name)
     vendor_defines = plugin.cmake_defines(own, stack.vendors[vendor].settings)
+    # The vendor compiles CUDA where it sets CMAKE_CUDA_FLAGS_INIT: nvcc's host code too.
+    sanitizing = cmake_defines(sanitize, cuda="CMAKE_CUDA_FLAGS_INIT" in vendor_defines)
     env = plugin.environment(host)
     deps = recipe.depends_for(vendor)
     patches = tuple(
@@ -152,14 +165,18 @@ def plan_component(
     key_inputs = _key_inputs(
         stack, component, vendor, own, inputs, options, vendor_defines, env, done, tests, patches
     )
+    if sanitizing:  # absent from a plain build's key, which stays as it was
+        key_inputs["sanitize"] = dict(sorted(sanitizing.items()))
     key = hash_inputs(key_inputs)
     source = component.source_for(vendor)
-    source_dir, build_dir = _directories(component.name, vendor, source, key, layout)
+    where = f"{vendor}-{sanitize.label}" if sanitize else vendor  # never a plain build's dir
+    source_dir, build_dir = _directories(component.name, where, source, key, layout)
     prefix = layout.entry_prefix(key)
     defines = _defines(
         stack, component, vendor, host, options, vendor_defines, prefix, done, source_dir
     )
     defines.update(all_path_maps(component.name, source_dir, build_dir, layout.store_root, defines))
+    defines.update(sanitizing)
     defines.update(options)  # a recipe's own flags win
     cmake_source = recipe.project if recipe.project else source_dir
     test_command = test.command if test is not None else None
@@ -182,6 +199,7 @@ def plan_component(
         incremental=isinstance(source, PathSource),
         submodules=recipe.submodules,
         patches=patches,
+        sanitize=sanitize,
         key_inputs=key_inputs,
     )
 
@@ -408,6 +426,7 @@ def to_json(plan: Plan) -> dict[str, Any]:
         "manifest": str(plan.stack.file),
         "vendor": plan.vendor,
         "jobs": plan.jobs,
+        "sanitize": plan.sanitize.spec if plan.sanitize else None,
         "components": [
             {
                 "name": c.name,

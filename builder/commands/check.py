@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from builder.commands.common import add_manifest
+from builder.commands.common import add_manifest, add_sanitize, sanitize_of
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -28,6 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="make the check's engine sample by argmax (INFINI_STACK_CHECK_FORCE_ARGMAX=1): its "
         "sampling statistics must then fail, and so must the check",
     )
+    add_sanitize(parser, wheel=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
             manifest=args.manifest,
             python=args.python,
             force_argmax=args.force_argmax,
+            sanitize=sanitize_of(args),
         )
     )
     sys.stdout.write(result.log())

@@ -178,6 +178,7 @@ class VendorConfig:
     linked: tuple[Path, ...] = ()  # files declaring linked providers (builder.providers.linked)
     ci: CiSettings = field(default_factory=CiSettings)
     check: Path | None = None  # the runtime check run against the installed wheel
+    sanitize: str | None = None  # a sanitizer profile every build of it has (--sanitize wins)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -118,6 +118,7 @@ def build_plan(
         manifest=str(ctx.stack.file),
         providers=dict(ctx.host.providers),
         host=host_summary(ctx.host),
+        sanitize=plan.sanitize.spec if plan.sanitize else None,
     )
     progress = progress or run_report.progress_for()
     remote = _open_cache(ctx, cache)

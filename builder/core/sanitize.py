@@ -1,0 +1,161 @@
+"""Sanitizer profiles: ASan+UBSan or TSan across the whole stack, and how sanitized code is run.
+
+A profile is chosen with ``--sanitize address,undefined`` or ``--sanitize thread`` (or a
+vendor's ``sanitize:`` in stack.yaml). Every component then compiles and links with the
+sanitizer, ``-fno-omit-frame-pointer`` and ``-g`` (nvcc's host code through ``-Xcompiler``);
+the profile is part of every key. What runs that code (a component's tests, ``smoke``, the
+runtime check's children) gets the compiler's own runtime first (``LD_PRELOAD``) and the
+options its host needs (:func:`run_env`). docs/sanitizers.md has the whole story.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from builder.core.errors import BuildError, UsageError
+
+# In the order a profile spells them.
+SANITIZERS = ("address", "undefined", "thread")
+# The runtime library each sanitizer needs loaded first when the host program is not built with
+# it (Python, ctest): gcc's shared runtimes, found through the compiler that built the stack.
+RUNTIMES = {"address": "libasan.so", "undefined": "libubsan.so", "thread": "libtsan.so"}
+# The options variable each sanitizer reads, and what every run gets: a report halts the run
+# (UBSan would otherwise go on after it) with a stack trace; the exit code says so.
+OPTIONS = {
+    "address": ("ASAN_OPTIONS", ("abort_on_error=0", "halt_on_error=1")),
+    "undefined": ("UBSAN_OPTIONS", ("halt_on_error=1", "print_stacktrace=1")),
+    "thread": ("TSAN_OPTIONS", ("halt_on_error=1", "second_deadlock_stack=1")),
+}
+# Under Python: CPython's arenas and interned objects live until exit and LeakSanitizer would
+# report them all.
+PYTHON_OPTIONS = {"address": ("detect_leaks=0",)}
+# Where CUDA is loaded: the driver maps memory in the shadow gap ASan protects by default.
+CUDA_OPTIONS = {"address": ("protect_shadow_gap=0",)}
+SPEC_HELP = "address,undefined (ASan+UBSan), thread (TSan), or none"
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """The sanitizers of one build, in :data:`SANITIZERS` order."""
+
+    sanitizers: tuple[str, ...]
+
+    @property
+    def spec(self) -> str:
+        """``address,undefined``: what ``-fsanitize=`` takes and a key records."""
+        return ",".join(self.sanitizers)
+
+    @property
+    def label(self) -> str:
+        """``asan``, ``tsan`` or ``ubsan``: the wheel's local version segment, the build
+        directories' suffix."""
+        if "address" in self.sanitizers:
+            return "asan"
+        return "tsan" if "thread" in self.sanitizers else "ubsan"
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """What every C and C++ compile and link gets."""
+        return (f"-fsanitize={self.spec}", "-fno-omit-frame-pointer", "-g")
+
+    @property
+    def cuda_flags(self) -> tuple[str, ...]:
+        """:attr:`flags` for nvcc's host compiler."""
+        return tuple(f"-Xcompiler={flag}" for flag in self.flags)
+
+    @property
+    def runtimes(self) -> tuple[str, ...]:
+        return tuple(RUNTIMES[s] for s in self.sanitizers)
+
+
+def problem(spec: str) -> str | None:
+    """Why ``spec`` is no profile (an unknown sanitizer, with a did-you-mean; ASan with TSan);
+    None when it is one (or ``none``)."""
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    if not names:
+        return f"empty sanitizer list (give {SPEC_HELP})"
+    if names == ["none"]:
+        return None
+    for name in names:
+        if name not in SANITIZERS:
+            close = difflib.get_close_matches(name, SANITIZERS, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            return f"unknown sanitizer '{name}'{hint} (give {SPEC_HELP})"
+    if "address" in names and "thread" in names:
+        return (
+            "ASan and TSan cannot be in one build (each owns the shadow memory): "
+            "build --sanitize address,undefined and --sanitize thread separately"
+        )
+    return None
+
+
+def parse(spec: str | None) -> Profile | None:
+    """The profile ``spec`` names; None for none. A bad one is a usage error (exit 2)."""
+    if spec is None:
+        return None
+    why = problem(spec)
+    if why is not None:
+        raise UsageError(f"--sanitize {spec}: {why}")
+    names = {n.strip() for n in spec.split(",") if n.strip()} - {"none"}
+    return Profile(tuple(s for s in SANITIZERS if s in names)) if names else None
+
+
+def cmake_defines(profile: Profile | None, *, cuda: bool) -> dict[str, str]:
+    """The cache variables builder/cmake/sanitize.cmake adds as compile and link options
+    (CMake lists, one element a flag); the nvcc host flags where the vendor compiles CUDA."""
+    if profile is None:
+        return {}
+    defines = {"INFINI_STACK_SANITIZE_FLAGS": ";".join(profile.flags)}
+    if cuda:
+        defines["INFINI_STACK_CUDA_SANITIZE_FLAGS"] = ";".join(profile.cuda_flags)
+    return defines
+
+
+def options(profile: Profile, *, python: bool, cuda: bool) -> dict[str, str]:
+    """The ``*SAN_OPTIONS`` a run of sanitized code gets (pure: no library looked up)."""
+    env: dict[str, str] = {}
+    for sanitizer in profile.sanitizers:
+        var, base = OPTIONS[sanitizer]
+        extra = (*(PYTHON_OPTIONS.get(sanitizer, ()) if python else ()),)
+        extra += CUDA_OPTIONS.get(sanitizer, ()) if cuda else ()
+        env[var] = ":".join((*base, *extra))
+    return env
+
+
+@functools.cache
+def runtime_library(compiler: str, name: str) -> Path:
+    """The compiler's own ``name`` (``libasan.so``), as ``-print-file-name`` gives it."""
+    from builder.core import proc
+
+    found = proc.run([compiler, f"-print-file-name={name}"], check=False, timeout=30)
+    path = Path(found.output.strip())
+    if found.returncode != 0 or not path.is_absolute() or not path.exists():
+        raise BuildError(
+            f"{compiler} has no {name}: the sanitizer's runtime cannot be loaded",
+            hint="install the compiler's sanitizer runtime (gcc: libasan, libubsan, libtsan)",
+        )
+    return path.resolve()
+
+
+def run_env(
+    profile: Profile | None,
+    compiler: str,
+    base: Mapping[str, str],
+    *,
+    python: bool,
+    cuda: bool = False,
+) -> dict[str, str]:
+    """``base`` with what running ``profile``'s code needs: its runtime preloaded (before
+    anything ``base`` preloads) and its options, after any the user set (theirs win)."""
+    env = dict(base)
+    if profile is None:
+        return env
+    preload = [str(runtime_library(compiler, name)) for name in profile.runtimes]
+    env["LD_PRELOAD"] = ":".join([*preload, *filter(None, [base.get("LD_PRELOAD")])])
+    for var, value in options(profile, python=python, cuda=cuda).items():
+        env[var] = ":".join(filter(None, [value, base.get(var)]))
+    return env
