@@ -64,8 +64,10 @@ class Profile:
 
     @property
     def cuda_flags(self) -> tuple[str, ...]:
-        """:attr:`flags` for nvcc's host compiler."""
-        return tuple(f"-Xcompiler={flag}" for flag in self.flags)
+        """:attr:`flags` for nvcc's host compiler: one ``-fsanitize=`` a sanitizer, since nvcc
+        splits ``-Xcompiler``'s value at commas."""
+        sanitizers = (f"-fsanitize={s}" for s in self.sanitizers)
+        return tuple(f"-Xcompiler={flag}" for flag in (*sanitizers, *self.flags[1:]))
 
     @property
     def runtimes(self) -> tuple[str, ...]:
