@@ -18,7 +18,15 @@ from builder.core.host import HostFacts
 from builder.core.layout import Layout
 from builder.core.redact import redact
 from builder.core.sanitize import Profile, cmake_defines
-from builder.manifest.model import Component, GitSource, PathSource, Source, Stack, WorktreeSource
+from builder.manifest.model import (
+    Component,
+    GitSource,
+    Patch,
+    PathSource,
+    Source,
+    Stack,
+    WorktreeSource,
+)
 from builder.vendors import get as get_vendor
 
 StepKind = Literal["configure", "build", "test", "install"]
@@ -154,30 +162,22 @@ def plan_component(
         options.update(test.options)
     own = _own_host(host, component.name)
     vendor_defines = plugin.cmake_defines(own, stack.vendors[vendor].settings)
-    # The vendor compiles CUDA where it sets CMAKE_CUDA_FLAGS_INIT: nvcc's host code too.
     sanitizing = cmake_defines(sanitize, cuda="CMAKE_CUDA_FLAGS_INIT" in vendor_defines)
     env = plugin.environment(host)
-    deps = recipe.depends_for(vendor)
-    patches = tuple(
-        PlannedPatch(p.name, p.path, inputs.patch_digests[p.path])
-        for p in recipe.patches_for(vendor)
-    )
+    patches = _patches(recipe.patches_for(vendor), inputs)
     key_inputs = _key_inputs(
         stack, component, vendor, own, inputs, options, vendor_defines, env, done, tests, patches
     )
-    if sanitizing:  # absent from a plain build's key, which stays as it was
-        key_inputs["sanitize"] = dict(sorted(sanitizing.items()))
+    key_inputs.update(_sanitize_key(sanitizing))
     key = hash_inputs(key_inputs)
     source = component.source_for(vendor)
-    where = f"{vendor}-{sanitize.label}" if sanitize else vendor  # never a plain build's dir
-    source_dir, build_dir = _directories(component.name, where, source, key, layout)
+    source_dir, build_dir = _directories(component.name, vendor, source, key, layout, sanitize)
     prefix = layout.entry_prefix(key)
     defines = _defines(
         stack, component, vendor, host, options, vendor_defines, prefix, done, source_dir
     )
     defines.update(all_path_maps(component.name, source_dir, build_dir, layout.store_root, defines))
-    defines.update(sanitizing)
-    defines.update(options)  # a recipe's own flags win
+    defines.update({**sanitizing, **options})  # a recipe's own flags win
     cmake_source = recipe.project if recipe.project else source_dir
     test_command = test.command if test is not None else None
     steps = _steps(cmake_source, build_dir, layout.staging_prefix(key), defines, jobs, test_command)
@@ -191,7 +191,7 @@ def plan_component(
         cmake_source=cmake_source,
         build_dir=build_dir,
         prefix=prefix,
-        depends=deps,
+        depends=recipe.depends_for(vendor),
         defines=defines,
         env=env,
         steps=steps,
@@ -257,13 +257,24 @@ def _key_inputs(
     return key_inputs
 
 
+def _sanitize_key(sanitizing: Mapping[str, str]) -> dict[str, Any]:
+    """The sanitizer flags in a key: absent from a plain build's, which stays as it was."""
+    return {"sanitize": dict(sorted(sanitizing.items()))} if sanitizing else {}
+
+
+def _patches(patches: tuple[Patch, ...], inputs: Inputs) -> tuple[PlannedPatch, ...]:
+    return tuple(PlannedPatch(p.name, p.path, inputs.patch_digests[p.path]) for p in patches)
+
+
 def _directories(
-    name: str, vendor: str, source: Source, key: str, layout: Layout
+    name: str, vendor: str, source: Source, key: str, layout: Layout, sanitize: Profile | None
 ) -> tuple[Path, Path]:
-    """The source tree and build directory: a path source is built in place, incrementally; a
-    git source gets a checkout and a build directory of its own per key."""
+    """The source tree and build directory: a path source is built in place, incrementally (a
+    sanitized build in a directory of its own); a git source gets a checkout and a build
+    directory of its own per key."""
     if isinstance(source, PathSource):
-        return source.path, layout.incremental_build_dir(name, vendor, source.path)
+        where = f"{vendor}-{sanitize.label}" if sanitize else vendor
+        return source.path, layout.incremental_build_dir(name, where, source.path)
     return layout.source_tree(name, key), layout.build_dir(name, key)
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from builder.checks import sanitized, venv
 from builder.core import proc
 from builder.core.errors import EXIT_CHECK, CommandFailed
-from builder.core.sanitize import Profile
+from builder.core.sanitize import Profile, Suppression
 from builder.core.sanitizer_findings import Finding, findings
 from builder.vendors.base import Vendor
 
@@ -177,6 +177,7 @@ def run_check(
     *,
     force_argmax: bool = False,
     sanitize: Profile | None = None,
+    suppressions: tuple[Suppression, ...] = (),
 ) -> CheckResult:
     """Install ``wheel`` into a fresh venv seeing ``python``'s packages, run ``script`` there
     (and its children under ``sanitize``'s runtime: a report fails the check)."""
@@ -203,7 +204,9 @@ def run_check(
         result = proc.run(
             [str(interpreter), str(script)],
             cwd=work,
-            env=sanitized.python_env(sanitize, vendor, env),
+            env=sanitized.python_env(
+                sanitize, vendor, env, suppressions=suppressions, work=work / "suppressions"
+            ),
             check=False,
             timeout=TIMEOUT,
             exit_code=EXIT_CHECK,

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from builder.core import proc
-from builder.core.sanitize import Profile, parse, run_env
+from builder.core.sanitize import Profile, Suppression, parse, run_env, suppression_files
 
 # Vendors whose wheels load a CUDA driver (the PPU SDK's is CUDA's shape): ASan must leave the
 # shadow gap unprotected for it.
@@ -30,9 +30,16 @@ def compiler(env: Mapping[str, str]) -> str:
 
 
 def python_env(
-    profile: Profile | None, vendor: str | None, base: Mapping[str, str] | None = None
+    profile: Profile | None,
+    vendor: str | None,
+    base: Mapping[str, str] | None = None,
+    *,
+    suppressions: tuple[Suppression, ...] = (),
+    work: Path | None = None,
 ) -> dict[str, str]:
-    """``base`` (the environment) for a Python interpreter that loads ``profile``'s code."""
+    """``base`` (the environment) for a Python interpreter that loads ``profile``'s code, with
+    ``suppressions`` written as the sanitizers' files under ``work``."""
     base = dict(os.environ if base is None else base)
+    files = suppression_files(profile, suppressions, work) if profile and work else {}
     cuda = vendor in CUDA_VENDORS
-    return run_env(profile, compiler(base), base, python=True, cuda=cuda)
+    return run_env(profile, compiler(base), base, python=True, cuda=cuda, suppressions=files)

@@ -108,7 +108,8 @@ def parse(spec: str | None) -> Profile | None:
 
 def cmake_defines(profile: Profile | None, *, cuda: bool) -> dict[str, str]:
     """The cache variables builder/cmake/sanitize.cmake adds as compile and link options
-    (CMake lists, one element a flag); the nvcc host flags where the vendor compiles CUDA."""
+    (CMake lists, one element a flag); the nvcc host flags where the vendor compiles CUDA (it
+    sets CMAKE_CUDA_FLAGS_INIT)."""
     if profile is None:
         return {}
     defines = {"INFINI_STACK_SANITIZE_FLAGS": ";".join(profile.flags)}
@@ -143,6 +144,50 @@ def runtime_library(compiler: str, name: str) -> Path:
     return path.resolve()
 
 
+# The options variable that reads each sanitizer's suppressions file (ASan's leaks: LSan's).
+SUPPRESSION_VARS = {
+    "address": "ASAN_OPTIONS",
+    "leak": "LSAN_OPTIONS",
+    "undefined": "UBSAN_OPTIONS",
+    "thread": "TSAN_OPTIONS",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Suppression:
+    """One finding in upstream code listed so that a run can go on past it
+    (components/sanitizers/suppressions.yaml): never hidden, always with why and where."""
+
+    sanitizer: str  # address, leak, undefined, thread: whose suppressions file it goes in
+    kind: str  # that sanitizer's suppression type: race, signed-integer-overflow, leak, ...
+    match: str  # the function, source file or library it matches (the sanitizer's syntax)
+    upstream: str  # where the finding is upstream: repository file:line
+    reason: str
+
+    @property
+    def line(self) -> str:
+        return f"{self.kind}:{self.match}"
+
+
+def suppression_files(
+    profile: Profile, suppressions: tuple[Suppression, ...], where: Path
+) -> dict[str, Path]:
+    """The options variable -> the suppressions file written for it under ``where``, for the
+    sanitizers of ``profile`` (ASan's includes LSan's)."""
+    wanted = {*profile.sanitizers, *(("leak",) if "address" in profile.sanitizers else ())}
+    files: dict[str, Path] = {}
+    for sanitizer in sorted(wanted):
+        entries = [s for s in suppressions if s.sanitizer == sanitizer]
+        if not entries:
+            continue
+        where.mkdir(parents=True, exist_ok=True)
+        path = where / f"{sanitizer}.supp"
+        lines = [f"# {s.upstream}: {s.reason}\n{s.line}" for s in entries]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        files[SUPPRESSION_VARS[sanitizer]] = path
+    return files
+
+
 def run_env(
     profile: Profile | None,
     compiler: str,
@@ -150,14 +195,19 @@ def run_env(
     *,
     python: bool,
     cuda: bool = False,
+    suppressions: Mapping[str, Path] | None = None,
 ) -> dict[str, str]:
     """``base`` with what running ``profile``'s code needs: its runtime preloaded (before
-    anything ``base`` preloads) and its options, after any the user set (theirs win)."""
+    anything ``base`` preloads), its options and ``suppressions`` (options variable -> file,
+    :func:`suppression_files`), then any options the user set (theirs win)."""
     env = dict(base)
     if profile is None:
         return env
     preload = [str(runtime_library(compiler, name)) for name in profile.runtimes]
     env["LD_PRELOAD"] = ":".join([*preload, *filter(None, [base.get("LD_PRELOAD")])])
-    for var, value in options(profile, python=python, cuda=cuda).items():
+    ours = options(profile, python=python, cuda=cuda)
+    for var, path in (suppressions or {}).items():
+        ours[var] = ":".join(filter(None, [ours.get(var), f"suppressions={path}"]))
+    for var, value in ours.items():
         env[var] = ":".join(filter(None, [value, base.get(var)]))
     return env

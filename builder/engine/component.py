@@ -235,7 +235,10 @@ class Builder:
         loaded first (a test runner such as ctest is not built with it)."""
         if step.kind != "test" or component.sanitize is None:
             return env
-        return sanitize.run_env(component.sanitize, self.plan.host.cxx, env, python=False)
+        where = self.layout.logs(self.run_id) / "suppressions"
+        files = sanitize.suppression_files(component.sanitize, self.plan.stack.suppressions, where)
+        host = self.plan.host
+        return sanitize.run_env(component.sanitize, host.cxx, env, python=False, suppressions=files)
 
     def _sanitizer_reports(
         self, component: ComponentPlan, step: Step, log: Path, result: ComponentResult

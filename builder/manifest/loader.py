@@ -28,6 +28,7 @@ from builder.manifest.model import (
 )
 from builder.manifest.recipes import load_recipe
 from builder.manifest.schema import Doc, Key, Problems, Reader, load_doc, unknown_message
+from builder.manifest.suppressions import read_suppressions
 from builder.manifest.wheel_reader import read_wheel
 from builder.vendors.base import FATBIN_COMPRESSION, VendorSettings
 
@@ -137,6 +138,7 @@ def _read_stack(path: Path, doc: Doc, problems: Problems) -> Stack | None:
         mirrors=mirrors,
         cache=_read_cache(r, path.parent),
         contract=contract,
+        suppressions=read_suppressions(recipes_dir, problems),
     )
 
 

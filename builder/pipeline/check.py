@@ -62,7 +62,8 @@ def run_check_request(request: CheckRequest) -> CheckResult:
         raise UsageError(f"no such wheel: {request.wheel}")
     profile = wheel_profile(request.wheel, request.sanitize)
     vendor = wheel_vendor(request.wheel, request.vendor)
-    script = check_script(load_stack(request.manifest), vendor)
+    stack = load_stack(request.manifest)
+    script = check_script(stack, vendor)
     device = find_device(get_vendor(vendor))
     if not device.present:
         raise NoDevice(f"check: not run ({device.what})")
@@ -74,6 +75,7 @@ def run_check_request(request: CheckRequest) -> CheckResult:
         request.python or sys.executable,
         force_argmax=request.force_argmax,
         sanitize=profile,
+        suppressions=stack.suppressions,
     )
 
 

@@ -88,6 +88,29 @@ def test_a_sanitized_build_fails_naming_each_bugs_kind_and_line(
     assert last_report(home)["sanitize"] == profile
 
 
+def test_a_listed_upstream_finding_lets_the_run_go_on_past_it(
+    home: Path,
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    import shutil
+
+    stack = tmp_path / "bugs"
+    shutil.copytree(BUGS, stack)
+    (stack / "components" / "sanitizers").mkdir()
+    (stack / "components" / "sanitizers" / "suppressions.yaml").write_text(
+        "suppressions:\n"
+        "  - sanitizer: thread\n"
+        "    kind: race\n"
+        "    match: bump\n"
+        f"    upstream: bugs.cpp:{bug_line('data-race')}\n"
+        "    reason: the planted race, listed to prove the file is read\n"
+    )
+    result = cli("build", "-m", stack / "stack.yaml", "-V", "cpu", "--test", "--sanitize", "thread")
+    assert result.code == 5, result.err
+    assert set(found(home)) == {("thread", "heap-use-after-free")}  # the race alone is gone
+
+
 def test_report_and_the_html_page_show_the_findings(home: Path, cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     cli("build", "-m", BUGS / "stack.yaml", "-V", "cpu", "--test", "--sanitize", "thread")
     shown = cli("report")

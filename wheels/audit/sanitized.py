@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 
-from builder.core.sanitize import RUNTIMES
 from wheels.audit.findings import Findings
 from wheels.naming import sanitizer_of_wheel
 from wheels.policy import VendorPolicy
@@ -18,6 +17,8 @@ def sanitized_policy(path: str, policy: VendorPolicy, findings: Findings) -> Ven
     spec = sanitizer_of_wheel(os.path.basename(path))
     if spec is None:
         return policy
+    from builder.core.sanitize import RUNTIMES  # (only for a sanitized wheel: dataclasses)
+
     runtimes = tuple(f"{RUNTIMES[s]}.*" for s in spec.split(","))
     findings.warning(
         "sanitized",
