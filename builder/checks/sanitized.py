@@ -42,4 +42,4 @@ def python_env(
     base = dict(os.environ if base is None else base)
     files = suppression_files(profile, suppressions, work) if profile and work else {}
     cuda = vendor in CUDA_VENDORS
-    return run_env(profile, compiler(base), base, python=True, cuda=cuda, suppressions=files)
+    return run_env(profile, compiler(base), base, cuda=cuda, suppressions=files)

@@ -238,7 +238,7 @@ class Builder:
         where = self.layout.logs(self.run_id) / "suppressions"
         files = sanitize.suppression_files(component.sanitize, self.plan.stack.suppressions, where)
         host = self.plan.host
-        return sanitize.run_env(component.sanitize, host.cxx, env, python=False, suppressions=files)
+        return sanitize.run_env(component.sanitize, host.cxx, env, suppressions=files)
 
     def _sanitizer_reports(
         self, component: ComponentPlan, step: Step, log: Path, result: ComponentResult
