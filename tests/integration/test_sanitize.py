@@ -122,6 +122,7 @@ def test_report_and_the_html_page_show_the_findings(home: Path, cli, tmp_path: P
     assert "id='sanitizers'" in page.read_text() and "data race" in page.read_text()
 
 
+@pytest.mark.slow  # the pybind11 module under ASan+UBSan: minutes on two cores
 def test_the_sanitized_mini_stack_passes_build_test_wheel_smoke_and_check(
     shared_home: Path,
     mini: Path,
