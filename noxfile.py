@@ -135,10 +135,11 @@ def strict() -> bool:
     return os.environ.get(STRICT_ENV, "") not in ("", "0")
 
 
-def context_args(posargs: Sequence[str]) -> list[str]:
+def context_args(
+    posargs: Sequence[str], wanted: Sequence[str] = ("--manifest", "-m", "--home", "--store")
+) -> list[str]:
     """The options in ``posargs`` that choose what preflight looks at (manifest, home, store)."""
     out: list[str] = []
-    wanted = ("--manifest", "-m", "--home", "--store")
     it = iter(posargs)
     for arg in it:
         name, eq, _ = arg.partition("=")
@@ -342,6 +343,29 @@ def release(session: nox.Session, vendor: str) -> None:
     out = DIST / "release" / vendor
     shutil.rmtree(out, ignore_errors=True)
     cli(session, python, "release", "--vendor", vendor, "-o", out, *session.posargs)
+
+
+SANITIZE_PROFILES = ("address,undefined", "thread")
+
+
+@nox.session(venv_backend="none", default=False)
+@nox.parametrize("profile", SANITIZE_PROFILES)
+@nox.parametrize("vendor", VENDORS)
+def sanitize(session: nox.Session, vendor: str, profile: str) -> None:
+    """Build with tests, package, smoke and check the vendor's stack under a sanitizer profile
+    into dist/sanitize/<vendor>/ (docs/sanitizers.md); its wheel is never released."""
+    python = tool_python(session)
+    context = context_args(session.posargs)
+    preflight_or_skip(session, python, vendor, context)
+    out = DIST / "sanitize" / vendor
+    shutil.rmtree(out, ignore_errors=True)
+    flags = ("--vendor", vendor, "--sanitize", profile, *session.posargs)
+    cli(session, python, "build", "--test", *flags)
+    cli(session, python, "wheel", "--out", out, *flags)
+    manifest = context_args(session.posargs, ("--manifest", "-m"))  # all that check takes
+    for wheel in sorted(out.glob("*.whl")):
+        cli(session, python, "smoke", wheel, "--vendor", vendor)
+        cli(session, python, "check", wheel, "--vendor", vendor, *manifest)
 
 
 # --- the HTML report in a real browser ----------------------------------------------------------

@@ -17,7 +17,16 @@ from builder import __version__
 from builder.core.host import HostFacts
 from builder.core.layout import Layout
 from builder.core.redact import redact
-from builder.manifest.model import Component, GitSource, PathSource, Source, Stack, WorktreeSource
+from builder.core.sanitize import Profile, cmake_defines
+from builder.manifest.model import (
+    Component,
+    GitSource,
+    Patch,
+    PathSource,
+    Source,
+    Stack,
+    WorktreeSource,
+)
 from builder.vendors import get as get_vendor
 
 StepKind = Literal["configure", "build", "test", "install"]
@@ -79,6 +88,7 @@ class ComponentPlan:
     incremental: bool  # a path source keeps its build directory across keys
     submodules: frozenset[str] | None = None  # the submodule paths to check out; None: all
     patches: tuple[PlannedPatch, ...] = ()  # applied in order to the checkout
+    sanitize: Profile | None = None  # the sanitizer profile it compiles and links with
     key_inputs: Mapping[str, Any] = field(compare=False)
 
     @property
@@ -93,6 +103,7 @@ class Plan:
     host: HostFacts
     components: tuple[ComponentPlan, ...]
     jobs: int
+    sanitize: Profile | None = None
 
     def get(self, name: str) -> ComponentPlan:
         for component in self.components:
@@ -111,16 +122,23 @@ def make_plan(
     select: tuple[str, ...] = (),
     tests: bool = False,
     jobs: int | None = None,
+    sanitize: Profile | None = None,
 ) -> Plan:
     names = stack.selected(vendor, select)
     jobs = jobs or host.cpu_count
     planned: dict[str, ComponentPlan] = {}
     for name in names:
+        component = stack.components[name]
         planned[name] = plan_component(
-            stack, stack.components[name], vendor, host, inputs, layout, planned, tests, jobs
+            stack, component, vendor, host, inputs, layout, planned, tests, jobs, sanitize
         )
     return Plan(
-        stack=stack, vendor=vendor, host=host, components=tuple(planned.values()), jobs=jobs
+        stack=stack,
+        vendor=vendor,
+        host=host,
+        components=tuple(planned.values()),
+        jobs=jobs,
+        sanitize=sanitize,
     )
 
 
@@ -134,6 +152,7 @@ def plan_component(
     done: Mapping[str, ComponentPlan],
     tests: bool,
     jobs: int,
+    sanitize: Profile | None = None,
 ) -> ComponentPlan:
     recipe = component.recipe
     plugin = get_vendor(vendor)
@@ -143,24 +162,22 @@ def plan_component(
         options.update(test.options)
     own = _own_host(host, component.name)
     vendor_defines = plugin.cmake_defines(own, stack.vendors[vendor].settings)
+    sanitizing = cmake_defines(sanitize, cuda="CMAKE_CUDA_FLAGS_INIT" in vendor_defines)
     env = plugin.environment(host)
-    deps = recipe.depends_for(vendor)
-    patches = tuple(
-        PlannedPatch(p.name, p.path, inputs.patch_digests[p.path])
-        for p in recipe.patches_for(vendor)
-    )
+    patches = _patches(recipe.patches_for(vendor), inputs)
     key_inputs = _key_inputs(
         stack, component, vendor, own, inputs, options, vendor_defines, env, done, tests, patches
     )
+    key_inputs.update(_sanitize_key(sanitizing))
     key = hash_inputs(key_inputs)
     source = component.source_for(vendor)
-    source_dir, build_dir = _directories(component.name, vendor, source, key, layout)
+    source_dir, build_dir = _directories(component.name, vendor, source, key, layout, sanitize)
     prefix = layout.entry_prefix(key)
     defines = _defines(
         stack, component, vendor, host, options, vendor_defines, prefix, done, source_dir
     )
     defines.update(all_path_maps(component.name, source_dir, build_dir, layout.store_root, defines))
-    defines.update(options)  # a recipe's own flags win
+    defines.update({**sanitizing, **options})  # a recipe's own flags win
     cmake_source = recipe.project if recipe.project else source_dir
     test_command = test.command if test is not None else None
     steps = _steps(cmake_source, build_dir, layout.staging_prefix(key), defines, jobs, test_command)
@@ -174,7 +191,7 @@ def plan_component(
         cmake_source=cmake_source,
         build_dir=build_dir,
         prefix=prefix,
-        depends=deps,
+        depends=recipe.depends_for(vendor),
         defines=defines,
         env=env,
         steps=steps,
@@ -182,6 +199,7 @@ def plan_component(
         incremental=isinstance(source, PathSource),
         submodules=recipe.submodules,
         patches=patches,
+        sanitize=sanitize,
         key_inputs=key_inputs,
     )
 
@@ -239,13 +257,24 @@ def _key_inputs(
     return key_inputs
 
 
+def _sanitize_key(sanitizing: Mapping[str, str]) -> dict[str, Any]:
+    """The sanitizer flags in a key: absent from a plain build's, which stays as it was."""
+    return {"sanitize": dict(sorted(sanitizing.items()))} if sanitizing else {}
+
+
+def _patches(patches: tuple[Patch, ...], inputs: Inputs) -> tuple[PlannedPatch, ...]:
+    return tuple(PlannedPatch(p.name, p.path, inputs.patch_digests[p.path]) for p in patches)
+
+
 def _directories(
-    name: str, vendor: str, source: Source, key: str, layout: Layout
+    name: str, vendor: str, source: Source, key: str, layout: Layout, sanitize: Profile | None
 ) -> tuple[Path, Path]:
-    """The source tree and build directory: a path source is built in place, incrementally; a
-    git source gets a checkout and a build directory of its own per key."""
+    """The source tree and build directory: a path source is built in place, incrementally (a
+    sanitized build in a directory of its own); a git source gets a checkout and a build
+    directory of its own per key."""
     if isinstance(source, PathSource):
-        return source.path, layout.incremental_build_dir(name, vendor, source.path)
+        where = f"{vendor}-{sanitize.label}" if sanitize else vendor
+        return source.path, layout.incremental_build_dir(name, where, source.path)
     return layout.source_tree(name, key), layout.build_dir(name, key)
 
 
@@ -408,6 +437,7 @@ def to_json(plan: Plan) -> dict[str, Any]:
         "manifest": str(plan.stack.file),
         "vendor": plan.vendor,
         "jobs": plan.jobs,
+        "sanitize": plan.sanitize.spec if plan.sanitize else None,
         "components": [
             {
                 "name": c.name,

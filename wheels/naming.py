@@ -95,6 +95,26 @@ def worktree_local(local: str, dirty: bool | None) -> str:
     return f"{local}.{segment}" if local else segment
 
 
+# The local version segment of a sanitized build's wheel (never released: wheel --sanitize, for
+# local testing), and the profile each names (builder.core.sanitize).
+SANITIZED = {"asan": "address,undefined", "tsan": "thread", "ubsan": "undefined"}
+
+
+def sanitized_local(local: str, label: str | None) -> str:
+    """``cpu`` + ``asan`` -> ``cpu.asan``: a sanitized build's wheel says so in its version."""
+    if label is None:
+        return local
+    return f"{local}.{label}" if local else label
+
+
+def sanitizer_of_wheel(filename: str) -> str | None:
+    """The sanitizer profile (``address,undefined``) a wheel's local version names; None for a
+    plain wheel."""
+    version = filename.split("-")[1] if filename.count("-") >= 4 else ""
+    segments = version.partition("+")[2].lower().split(".")
+    return next((SANITIZED[s] for s in segments if s in SANITIZED), None)
+
+
 # The ABI partners a local version names, with their major.minor: torch's C++ ABI changes
 # between minor versions and users pick a wheel by the torch they have (flash-attn's release
 # wheels name torch2.x too). Requires-Dist pins each partner (wheels.audit.abi_partners).

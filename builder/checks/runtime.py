@@ -28,9 +28,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from builder.checks import venv
+from builder.checks import sanitized, venv
 from builder.core import proc
 from builder.core.errors import EXIT_CHECK, CommandFailed
+from builder.core.sanitize import Profile, Suppression
+from builder.core.sanitizer_findings import Finding, findings
 from builder.vendors.base import Vendor
 
 TIMEOUT = 1800.0  # seconds: the nvidia check builds a model and generates several times
@@ -71,10 +73,13 @@ class CheckResult:
     output: str
     seconds: float
     returncode: int
+    findings: tuple[Finding, ...] = ()  # sanitizer reports in its output
 
     def render(self) -> str:
         verdict = "passed" if self.ok else f"FAILED (exit status {self.returncode})"
-        return f"check {self.script.name}: {verdict} in {self.seconds:.1f}s"
+        text = f"check {self.script.name}: {verdict} in {self.seconds:.1f}s"
+        lines = [line for f in self.findings for line in f.lines()]
+        return "\n".join([text, *(f"  {line}" for line in lines)])
 
     def rows(self) -> tuple[CaseRow, ...]:
         return case_rows(self.output)
@@ -190,9 +195,12 @@ def run_check(
     *,
     force_argmax: bool = False,
     jobs: int | None = None,
+    sanitize: Profile | None = None,
+    suppressions: tuple[Suppression, ...] = (),
 ) -> CheckResult:
     """Install ``wheel`` into a fresh venv seeing ``python``'s packages, run ``script`` there
-    (its children ``jobs`` at a time; None: as many as the script finds room for)."""
+    (its children ``jobs`` at a time, None: as many as the script finds room for; and under
+    ``sanitize``'s runtime, where a report fails the check)."""
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="infini-check-") as tmp:
         work = Path(tmp)
@@ -218,15 +226,19 @@ def run_check(
         result = proc.run(
             [str(interpreter), str(script)],
             cwd=work,
-            env=env,
+            env=sanitized.python_env(
+                sanitize, vendor, env, suppressions=suppressions, work=work / "suppressions"
+            ),
             check=False,
             timeout=TIMEOUT,
             exit_code=EXIT_CHECK,
         )
+    found = tuple(findings(result.output)) if sanitize else ()
     return CheckResult(
-        ok=result.returncode == 0,
+        ok=result.returncode == 0 and not found,
         script=script,
         output=result.output,
         seconds=time.monotonic() - start,
         returncode=result.returncode,
+        findings=found,
     )

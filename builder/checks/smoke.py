@@ -28,7 +28,6 @@ host could not supply, instead of passing silently.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import tempfile
@@ -38,7 +37,7 @@ from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Any
 
-from builder.checks import venv
+from builder.checks import sanitized, venv
 from builder.core import proc
 from builder.core.errors import EXIT_AUDIT, CommandFailed, UsageError
 from wheels.assemble import preload_of, read_dynamic
@@ -255,8 +254,15 @@ class _Elf:
     needed: tuple[str, ...]
 
 
-def smoke(wheel: Path, vendor: str | None = None, *, python: str | None = None) -> SmokeResult:
-    """Install ``wheel`` into a fresh venv (no dependencies) and load every ELF in it."""
+def smoke(
+    wheel: Path,
+    vendor: str | None = None,
+    *,
+    python: str | None = None,
+    sanitize: str | None = None,
+) -> SmokeResult:
+    """Install ``wheel`` into a fresh venv (no dependencies) and load every ELF in it; a
+    sanitized wheel (``sanitize``, else its local version) with its sanitizer's runtime."""
     if not wheel.is_file():
         raise UsageError(f"no such wheel: {wheel}")
     if vendor is None:
@@ -276,7 +282,8 @@ def smoke(wheel: Path, vendor: str | None = None, *, python: str | None = None) 
             ).strip()
         )
         elves = _elves(wheel, site)
-        report = _run(interpreter, work, site, elves, absent_requirements(wheel, interpreter))
+        env = sanitized.python_env(sanitized.wheel_profile(wheel, sanitize), vendor)
+        report = _run(interpreter, work, site, elves, absent_requirements(wheel, interpreter), env)
     return _classify(wheel.name, vendor, elves, report)
 
 
@@ -362,7 +369,12 @@ def _requires_dist(wheel: Path) -> list[str]:
 
 
 def _run(
-    interpreter: str, work: Path, site: Path, elves: list[_Elf], absent: list[str]
+    interpreter: str,
+    work: Path,
+    site: Path,
+    elves: list[_Elf],
+    absent: list[str],
+    base: dict[str, str],
 ) -> dict[str, Any]:
     inside = {n for e in elves for n in e.names}
     spec = {
@@ -376,7 +388,7 @@ def _run(
     }
     runner = work / "smoke_runner.py"
     runner.write_text(_RUNNER, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env = {k: v for k, v in base.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env.update({"LD_BIND_NOW": "1", "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"})
     result = proc.run(
         [interpreter, "-I", str(runner), json.dumps(spec)],

@@ -32,3 +32,8 @@ if(INFINI_STACK_SOURCE_MAPS AND NOT CMAKE_CUDA_COMPILER_LAUNCHER MATCHES "nvcc_s
     sh "${CMAKE_CURRENT_LIST_DIR}/nvcc_source_name.sh" ${INFINI_STACK_SOURCE_MAPS} --
     ${CMAKE_CUDA_COMPILER_LAUNCHER})
 endif()
+
+# A sanitizer profile (--sanitize): its compile and link flags (builder/cmake/sanitize.cmake).
+if(INFINI_STACK_SANITIZE_FLAGS)
+  include("${CMAKE_CURRENT_LIST_DIR}/sanitize.cmake")
+endif()

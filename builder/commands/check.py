@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from builder.commands.common import add_check_jobs, add_manifest
+from builder.commands.common import add_check_jobs, add_manifest, add_sanitize, sanitize_of
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "sampling statistics must then fail, and so must the check",
     )
     add_check_jobs(parser)
+    add_sanitize(parser, wheel=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
             python=args.python,
             force_argmax=args.force_argmax,
             jobs=args.check_jobs,
+            sanitize=sanitize_of(args),
         )
     )
     sys.stdout.write(result.log())

@@ -93,6 +93,7 @@ def add_plan_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--test", action="store_true", help="build with the recipes' tests enabled and run them"
     )
+    add_sanitize(parser)
     parser.add_argument(
         "--worktree",
         action="append",
@@ -102,6 +103,23 @@ def add_plan_options(parser: argparse.ArgumentParser) -> None:
         "included) instead of its pin; infinicore=DIR takes every submodule; repeatable",
     )
     add_jobs(parser)
+
+
+def add_sanitize(parser: argparse.ArgumentParser, *, wheel: bool = False) -> None:
+    from builder.core.sanitize import SPEC_HELP
+
+    default = (
+        "the wheel's local version: +cpu.asan, +cpu.tsan"
+        if wheel
+        else "the vendor's sanitize: in stack.yaml"
+    )
+    doing = "run the wheel's code" if wheel else "build, test and run"
+    parser.add_argument(
+        "--sanitize",
+        default=None,
+        metavar="LIST",
+        help=f"{doing} under sanitizers: {SPEC_HELP} (default: {default}); docs/sanitizers.md",
+    )
 
 
 def add_jobs(parser: argparse.ArgumentParser) -> None:
@@ -251,7 +269,18 @@ def plan_request(args: argparse.Namespace) -> PlanRequest:
         components=tuple(args.component or ()),
         tests=bool(getattr(args, "test", False)),
         jobs=getattr(args, "jobs", None),
+        sanitize=sanitize_of(args),
     )
+
+
+def sanitize_of(args: argparse.Namespace) -> str | None:
+    """--sanitize, checked at once (ASan with TSan, an unknown name: exit 2)."""
+    spec: str | None = getattr(args, "sanitize", None)
+    if spec is not None:
+        from builder.core.sanitize import parse
+
+        parse(spec)
+    return spec
 
 
 def cache_request(args: argparse.Namespace) -> CacheRequest:

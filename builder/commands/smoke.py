@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from builder.checks.smoke import smoke
-from builder.commands.common import print_json
+from builder.commands.common import add_sanitize, print_json, sanitize_of
 from builder.core.errors import EXIT_AUDIT
 
 
@@ -27,13 +27,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "that some files could not be loaded",
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    add_sanitize(parser, wheel=True)
 
 
 def run(args: argparse.Namespace) -> int:
     from builder.vendors import canonical_name
 
     vendor = canonical_name(args.vendor) if args.vendor else None
-    results = [smoke(wheel, vendor) for wheel in args.wheels]
+    sanitize = sanitize_of(args)
+    results = [smoke(wheel, vendor, sanitize=sanitize) for wheel in args.wheels]
     if args.json:
         print_json([r.to_json() for r in results])
     else:

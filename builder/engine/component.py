@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from builder import __version__
-from builder.core import orphans, proc
+from builder.core import orphans, proc, sanitize, sanitizer_findings
 from builder.core.errors import BuildError, CommandFailed
 from builder.core.fs import atomic_write
 from builder.core.layout import Layout
@@ -131,7 +131,7 @@ class Builder:
                     argv,
                     what=f"{component.name}: {step.kind}",
                     cwd=step.cwd,
-                    env=env,
+                    env=self._step_env(component, step, env),
                     log=log,
                     children=children,
                     on_line=self._ninja(component.name, result) if step.kind == "build" else None,
@@ -139,9 +139,11 @@ class Builder:
             except CommandFailed as exc:
                 if self.cancelled.is_set():
                     raise Cancelled from exc
+                self._sanitizer_reports(component, step, log, result)
                 raise BuildError(
                     f"component '{component.name}', step {step.kind}: " + exc.message
                 ) from exc
+            self._sanitizer_reports(component, step, log, result)
             commands.append(
                 {"step": step.kind, "argv": list(argv), "cwd": str(step.cwd) if step.cwd else None}
             )
@@ -239,6 +241,36 @@ class Builder:
             # The launcher does not change outputs, so it is not part of the cache key.
             argv = (*argv, *(f"-D{k}={v}" for k, v in launcher_defines(self.launcher).items()))
         return argv
+
+    def _step_env(
+        self, component: ComponentPlan, step: Step, env: dict[str, str]
+    ) -> dict[str, str]:
+        """A sanitized component's tests run with the runtime of the compiler that built them
+        loaded first (a test runner such as ctest is not built with it)."""
+        if step.kind != "test" or component.sanitize is None:
+            return env
+        where = self.layout.logs(self.run_id) / "suppressions"
+        files = sanitize.suppression_files(component.sanitize, self.plan.stack.suppressions, where)
+        host = self.plan.host
+        return sanitize.run_env(component.sanitize, host.cxx, env, suppressions=files)
+
+    def _sanitizer_reports(
+        self, component: ComponentPlan, step: Step, log: Path, result: ComponentResult
+    ) -> None:
+        """A sanitizer report in a sanitized step's log fails the step, whatever its exit
+        status; the run report keeps each report's first lines."""
+        if component.sanitize is None or step.kind != "test":
+            return
+        found = sanitizer_findings.findings(log.read_text(encoding="utf-8", errors="replace"))
+        if not found:
+            return
+        result.findings = [{"step": step.kind, **f.to_json()} for f in found]
+        lines = [line for f in found for line in f.lines()]
+        raise BuildError(
+            f"component '{component.name}', step {step.kind}: {len(found)} sanitizer "
+            f"report(s) ({component.sanitize.spec}):\n" + "\n".join(f"  {x}" for x in lines),
+            hint=f"full log: {log}",
+        )
 
     def _env(self, component: ComponentPlan) -> dict[str, str]:
         env = dict(self.env if self.env is not None else self.plan.host.env or os.environ)

@@ -55,9 +55,20 @@ def render(report: Mapping[str, Any]) -> str:
         f"<section id='timeline'><h2>Timeline</h2>{timeline_svg(components)}</section>"
         f"<section id='components'><h2>Components</h2>{components_table(components)}</section>"
         f"<section id='wheels'><h2>Wheels</h2>{audit_section(audits(report))}</section>"
-        f"{check_section(report)}</main>"
+        f"{check_section(report)}{sanitizer_section(report)}</main>"
     )
     return page(title, body, subtitle)
+
+
+def sanitizer_section(report: Mapping[str, Any]) -> str:
+    """The first lines of each sanitizer report (report.findings_lines), where there are any."""
+    from builder.engine.report import findings_lines
+
+    lines = findings_lines(report)
+    if not lines:
+        return ""
+    text = _e("\n".join(lines))
+    return f"<section id='sanitizers'><h2>Sanitizers</h2><pre>{text}</pre></section>"
 
 
 def check_section(report: Mapping[str, Any]) -> str:

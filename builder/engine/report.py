@@ -54,6 +54,8 @@ class ComponentResult:
     cache: dict[str, Any] = field(default_factory=dict)
     # Built from a --worktree tree: its path, HEAD and the sha256 of its changes ("": clean).
     worktree: dict[str, str] = field(default_factory=dict)
+    # Sanitizer reports its steps printed (builder.core.sanitizer_findings), first lines each.
+    findings: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -68,6 +70,7 @@ class RunReport:
     store: str = ""
     jobs: int = 0
     launcher: str | None = None
+    sanitize: str | None = None  # the sanitizer profile built with (address,undefined, thread)
     components: list[ComponentResult] = field(default_factory=list)
     ok: bool = False
     error: str | None = None
@@ -154,7 +157,20 @@ def summary_table(data: Mapping[str, Any], *, timed: bool = True) -> str:
     if t.get("interrupted"):
         text += f", {t['interrupted']} interrupted"
     lines.append(f"{text} in {data['seconds']:.1f}s" if timed else text)
-    return "\n".join(lines)
+    return "\n".join([*lines, *findings_lines(data)])
+
+
+def findings_lines(data: Mapping[str, Any]) -> list[str]:
+    """The first lines of every sanitizer report, per component: kind, where, top frames."""
+    lines = []
+    for c in data["components"]:
+        for f in c.get("findings") or ():
+            where = f" at {f['where']}" if f.get("where") else ""
+            lines.append(f"{c['name']} ({f['step']}): {f['sanitizer']}: {f['kind']}{where}")
+            lines.extend(f"    {frame}" for frame in f.get("frames", ()))
+    if lines and data.get("sanitize"):
+        lines.insert(0, f"sanitizer reports ({data['sanitize']}):")
+    return lines
 
 
 # --- progress -----------------------------------------------------------------------------------

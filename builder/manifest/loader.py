@@ -28,6 +28,7 @@ from builder.manifest.model import (
 )
 from builder.manifest.recipes import load_recipe
 from builder.manifest.schema import Doc, Key, Problems, Reader, load_doc, unknown_message
+from builder.manifest.suppressions import read_suppressions
 from builder.manifest.wheel_reader import read_wheel
 from builder.vendors.base import FATBIN_COMPRESSION, VendorSettings
 
@@ -57,6 +58,7 @@ VENDOR_KEYS = (
     "linked",
     "ci",
     "check",
+    "sanitize",
 )
 CI_KEYS = ("runs-on", "image")
 COMPONENT_KEYS = ("git", "rev", "path", "options", "recipe", "vendors", "only", "reason")
@@ -136,6 +138,7 @@ def _read_stack(path: Path, doc: Doc, problems: Problems) -> Stack | None:
         mirrors=mirrors,
         cache=_read_cache(r, path.parent),
         contract=contract,
+        suppressions=read_suppressions(recipes_dir, problems),
     )
 
 
@@ -177,8 +180,22 @@ def _read_vendors(r: Reader, base: Path) -> dict[str, VendorConfig]:
             linked=_read_linked(r, (*key, "linked"), base),
             ci=_read_ci(r, (*key, "ci")),
             check=_read_check(r, (*key, "check"), base),
+            sanitize=_read_sanitize(r, (*key, "sanitize")),
         )
     return configs
+
+
+def _read_sanitize(r: Reader, key: Key) -> str | None:
+    """The vendor's sanitizer profile (``address,undefined``, ``thread``), as --sanitize takes
+    it; the command line's wins."""
+    from builder.core.sanitize import problem
+
+    raw = r.string(key)
+    why = problem(raw) if raw is not None else None
+    if why is not None:
+        r.error(key, why)
+        return None
+    return raw
 
 
 def _read_check(r: Reader, key: Key, base: Path) -> Path | None:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from builder.core.sanitize import Suppression
 from builder.vendors.base import VendorSettings
 from wheels.spec import WheelSpec
 
@@ -178,6 +179,7 @@ class VendorConfig:
     linked: tuple[Path, ...] = ()  # files declaring linked providers (builder.providers.linked)
     ci: CiSettings = field(default_factory=CiSettings)
     check: Path | None = None  # the runtime check run against the installed wheel
+    sanitize: str | None = None  # a sanitizer profile every build of it has (--sanitize wins)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -213,6 +215,8 @@ class Stack:
     cxx_runtime: str = "any"
     cache: CacheSettings = field(default_factory=CacheSettings)
     contract: Contract | None = None  # stack.yaml's ``contract:``
+    # Upstream sanitizer findings a sanitized run goes on past (builder.manifest.suppressions).
+    suppressions: tuple[Suppression, ...] = ()
 
     @property
     def root(self) -> Path:

@@ -121,7 +121,7 @@ def build_plan(
     a changed one is built again, or, without ``rebuild``, the build stops (exit 5). A full
     disk's error names the filesystem that filled."""
     with diskspace.named_when_full(ctx.layout.home, ctx.layout.store_root):
-        report = _new_report(ctx, command)
+        report = _new_report(ctx, plan, command)
         progress = progress or run_report.progress_for()
         began = bound.mark()
         remote = _open_cache(ctx, cache)
@@ -162,13 +162,14 @@ def build_plan(
         return report
 
 
-def _new_report(ctx: Context, command: str) -> run_report.RunReport:
+def _new_report(ctx: Context, plan: Plan, command: str) -> run_report.RunReport:
     return run_report.RunReport(
         command=command,
         vendor=ctx.vendor,
         manifest=str(ctx.stack.file),
         providers=dict(ctx.host.providers),
         host=host_summary(ctx.host),
+        sanitize=plan.sanitize.spec if plan.sanitize else None,
     )
 
 

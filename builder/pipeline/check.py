@@ -20,6 +20,7 @@ class CheckRequest:
     python: str | None = None  # the target interpreter (default: this one)
     force_argmax: bool = False  # the script's engine samples by argmax: its statistics must fail
     jobs: int | None = None  # the check's children at once (None: as many as fit)
+    sanitize: str | None = None  # None: the profile the wheel's local version names (+cpu.asan)
 
 
 class NoDevice(StackError):
@@ -55,12 +56,15 @@ def wheel_vendor(wheel: Path, given: str | None) -> str:
 
 def run_check_request(request: CheckRequest) -> CheckResult:
     """Run the vendor's check against ``request.wheel``; NoDevice when it cannot run here."""
+    from builder.checks.sanitized import wheel_profile
     from builder.vendors import get as get_vendor
 
     if not request.wheel.is_file():
         raise UsageError(f"no such wheel: {request.wheel}")
+    profile = wheel_profile(request.wheel, request.sanitize)
     vendor = wheel_vendor(request.wheel, request.vendor)
-    script = check_script(load_stack(request.manifest), vendor)
+    stack = load_stack(request.manifest)
+    script = check_script(stack, vendor)
     device = find_device(get_vendor(vendor))
     if not device.present:
         raise NoDevice(f"check: not run ({device.what})")
@@ -72,6 +76,8 @@ def run_check_request(request: CheckRequest) -> CheckResult:
         request.python or sys.executable,
         force_argmax=request.force_argmax,
         jobs=request.jobs,
+        sanitize=profile,
+        suppressions=stack.suppressions,
     )
 
 

@@ -16,6 +16,7 @@ from builder.pipeline.requests import PlanRequest, StackRequest
 
 if TYPE_CHECKING:
     from builder.core.host import HostFacts
+    from builder.core.sanitize import Profile
     from builder.manifest.model import Stack
     from builder.plan import Plan
     from builder.preflight import PreflightReport
@@ -143,7 +144,16 @@ def plan_for(ctx: Context, request: PlanRequest) -> Plan:
         select=request.components,
         tests=request.tests,
         jobs=request.jobs,
+        sanitize=sanitize_profile(ctx, request),
     )
+
+
+def sanitize_profile(ctx: Context, request: PlanRequest) -> Profile | None:
+    """The sanitizer profile of the request: --sanitize, else the vendor's in stack.yaml."""
+    from builder.core.sanitize import parse
+
+    spec = request.sanitize
+    return parse(spec if spec is not None else ctx.stack.vendors[ctx.vendor].sanitize)
 
 
 def wheel_components(ctx: Context) -> tuple[str, ...]:

@@ -29,11 +29,19 @@ from typing import TYPE_CHECKING, Any
 
 from builder.core.digest import file_digest
 from builder.core.errors import AuditError, CheckError, PreflightError, StackError, UsageError
+from builder.core.sanitize import Profile
+from builder.core.sanitize import parse as parse_profile
 from builder.engine import bound
 from builder.pipeline import rebuild
 from builder.pipeline.build import build_plan, launcher_for
 from builder.pipeline.built import Built
-from builder.pipeline.context import Context, open_context, plan_for, require_preflight
+from builder.pipeline.context import (
+    Context,
+    open_context,
+    plan_for,
+    require_preflight,
+    sanitize_profile,
+)
 from builder.pipeline.requests import PlanRequest, ReleaseRequest
 from builder.pipeline.wheel import (
     assemble,
@@ -129,9 +137,11 @@ def run_release(request: ReleaseRequest) -> Path:
     from builder.pipeline import sbom
 
     out = request.output
+    refuse_sanitized(parse_profile(request.build.plan.sanitize))  # before any probe
     check_output_dir(out)
     sbom.require()
     ctx = with_max_size(open_context(request.build.stack, wheel=True), request.max_size)
+    refuse_sanitized(sanitize_profile(ctx, request.build.plan))  # stack.yaml's sanitize: too
     gate = Gate(request, ctx)
     selection = gate.preflight()
     staging: Path | None = None
@@ -163,6 +173,19 @@ def run_release(request: ReleaseRequest) -> Path:
 
         index_release(request.index, [out / built.path.name])
     return out
+
+
+def refuse_sanitized(profile: Profile | None) -> None:
+    """A sanitized build is for local testing only: its wheel needs the sanitizer's runtime
+    preloaded and is never released (``--sanitize none`` releases a stack.yaml that asks for
+    one)."""
+    if profile is not None:
+        raise UsageError(
+            f"a release is never sanitized ({profile.spec}): its wheel would need the "
+            "sanitizer's runtime preloaded",
+            hint="build a sanitized wheel with `wheel --sanitize` for local testing; release "
+            "without --sanitize (or with --sanitize none over stack.yaml's sanitize:)",
+        )
 
 
 class Gate:

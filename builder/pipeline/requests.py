@@ -34,6 +34,7 @@ class PlanRequest:
     components: tuple[str, ...] = ()  # empty: the vendor's whole stack
     tests: bool = False
     jobs: int | None = None
+    sanitize: str | None = None  # address,undefined, thread or none; None: stack.yaml's
 
 
 @dataclass(frozen=True, kw_only=True)

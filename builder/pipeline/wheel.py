@@ -44,7 +44,7 @@ from wheels.assemble import (
     pack,
     wheel_epoch,
 )
-from wheels.naming import partner_local, wheel_name, worktree_local
+from wheels.naming import partner_local, sanitized_local, wheel_name, worktree_local
 from wheels.policy import DistLib, load_vendor_policy
 
 
@@ -151,6 +151,7 @@ def wheel_inputs(ctx: Context, plan: Plan, epoch: int) -> WheelInputs:
     local = partner_local(get_vendor(ctx.vendor).local_version(ctx.host, settings), partners)
     trees = [c.source for c in plan.components if isinstance(c.source, WorktreeSource)]
     local = worktree_local(local, any(t.dirty for t in trees) if trees else None)
+    local = sanitized_local(local, plan.sanitize.label if plan.sanitize else None)
     return WheelInputs(
         spec=spec,
         name=wheel_name(spec.name, spec.version, local),

@@ -28,6 +28,7 @@ from wheels.audit.members import MemberScan
 from wheels.audit.musl import musl_host
 from wheels.audit.pool import Children, cores, scan_members, start_children
 from wheels.audit.raw import Task, task_for
+from wheels.audit.sanitized import sanitized_policy
 from wheels.audit.size import check_size
 from wheels.audit.tags import auditwheel_verdict, check_tags, manylinux_whitelist, our_verdict
 from wheels.audit.variants import check_variant
@@ -69,6 +70,7 @@ def audit_wheel(
     path = os.fspath(path)
     findings = Findings(path)
     archs = tuple(cuda_architectures or ())
+    policy = sanitized_policy(path, policy, findings)
     try:
         return _audit(path, policy, cache_dir, workers or cores(), archs, max_size, findings, start)
     except Exception as exc:  # the safety net: a bug here must not become a traceback
