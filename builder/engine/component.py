@@ -152,13 +152,7 @@ class Builder:
             if step.kind == "configure":
                 atomic_write(component.build_dir / STAMP, json.dumps(self._stamp(component, argv)))
         prefix = staging / "prefix"
-        missing = [o for o in component.outputs if not (prefix / o).exists()]
-        if missing:
-            raise BuildError(
-                f"component '{component.name}' installed without its declared outputs: "
-                + ", ".join(missing),
-                hint=f"install log: {result.logs.get('install')}",
-            )
+        _require_outputs(component, prefix, result)
         changed = self._source_changed(component)
         result.outputs = sorted(
             str(p.relative_to(prefix)) for p in prefix.rglob("*") if p.is_file() or p.is_symlink()
@@ -303,6 +297,17 @@ class Builder:
             "run": self.run_id,
             "created": time.time(),
         }
+
+
+def _require_outputs(component: ComponentPlan, prefix: Path, result: ComponentResult) -> None:
+    """Every output the recipe declares must be in the installed prefix."""
+    missing = [o for o in component.outputs if not (prefix / o).exists()]
+    if missing:
+        raise BuildError(
+            f"component '{component.name}' installed without its declared outputs: "
+            + ", ".join(missing),
+            hint=f"install log: {result.logs.get('install')}",
+        )
 
 
 def _read_stamp(stamp: Path) -> dict[str, str] | None:
