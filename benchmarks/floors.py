@@ -1,7 +1,7 @@
 """Decompression floors of a wheel: its ELF members inflated once each, serially, nothing else.
 
 - :func:`old_floor`: zlib, one call per member (what the audit was measured against before);
-- :func:`new_floor`: as the audit now inflates (wheels/audit/inflate.py): one call into the
+- :func:`new_floor`: as the audit now inflates (wheels/inflate.py): one call into the
   stated size with libdeflate below 64 MB, a copyable stream (zlib-ng) above;
 - :func:`floor_table`: each library installed, one call and streamed, for the choice the
   audit's inflate module made (and records in its docstring);
@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheels.audit.inflate import ONE_CALL_BELOW, inflate_one_call, new_stream
+from wheels.inflate import ONE_CALL_BELOW, inflate_one_call, new_stream
 
 STEP = 256 << 10  # compressed bytes per streamed call (the audit's is wheels.audit.members')
 Raw = tuple[zipfile.ZipInfo, bytes]

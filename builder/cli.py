@@ -44,7 +44,7 @@ class VersionAction(argparse.Action):
 
 def version_text() -> str:
     """``infini-stack X.Y.Z`` and the audit's inflaters, one way of inflating per entry."""
-    from wheels.audit.inflate import libraries
+    from wheels.inflate import libraries
 
     ways = ", ".join(f"{way}: {library}" for way, library in libraries().items())
     return f"infini-stack {__version__}\ninflaters: {ways}"

@@ -1,4 +1,4 @@
-"""Inflating members (wheels.audit.inflate, wheels.audit.members): libdeflate for members read in
+"""Inflating members (wheels.inflate, wheels.audit.members): libdeflate for members read in
 one call, ISA-L for streams kept whole (a big member hashed beside inflating it), zlib-ng for
 streams re-inflated from saved states, zlib when any is missing, the same bytes and digests
 every way, and a lying zip directory caught whichever library inflates."""
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from wheels.audit import inflate
+from wheels import inflate
 from wheels.audit.digests import Digest
 from wheels.audit.directory import read_directory
 from wheels.audit.members import scan_member
@@ -72,7 +72,7 @@ sys.modules["zlib_ng"] = None
 sys.modules["isal"] = None
 from pathlib import Path
 from tests.unit.test_audit_inflate import digests
-from wheels.audit import inflate
+from wheels import inflate
 print(json.dumps({"libraries": inflate.libraries(), "digests": digests(Path(sys.argv[1]))}))
 """
 

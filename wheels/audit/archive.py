@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from wheels.audit.directory import Entry, NotAZip, read_directory
 from wheels.audit.findings import Findings
-from wheels.audit.inflate import crc32
 from wheels.audit.members import MemberScan, content_of, inflate
 from wheels.audit.raw import MemberError, read_raw, task_for
 from wheels.audit.requires import InvalidRequires, read_requires
@@ -23,6 +22,7 @@ from wheels.filename import (
     parse_wheel_filename,
     same_version,
 )
+from wheels.inflate import crc32
 from wheels.naming import escaped_name, split_variant
 from wheels.policy.wheel_abi import pep600
 

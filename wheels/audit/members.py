@@ -18,13 +18,6 @@ from typing import TYPE_CHECKING
 
 from wheels.audit.digests import Digest, digest_of
 from wheels.audit.directory import DEFLATED, STORED
-from wheels.audit.inflate import (
-    ONE_CALL_BELOW,
-    InflateError,
-    inflate_one_call,
-    new_stream,
-    stream_errors,
-)
 from wheels.audit.raw import (
     ONE_SHOT_BELOW,
     SNAPSHOT_ABOVE,
@@ -39,12 +32,19 @@ from wheels.cuda import devicecode
 from wheels.cuda.fatbin import DeviceCode
 from wheels.cuda.tap import FatbinTap
 from wheels.elf import ELF_MAGIC, Chunks, ElfError, ElfInfo, looks_like_elf, read_elf
+from wheels.inflate import (
+    ONE_CALL_BELOW,
+    InflateError,
+    inflate_one_call,
+    new_stream,
+    stream_errors,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Iterator
 
-    from wheels.audit.inflate import Inflater
     from wheels.elf import ByteSource
+    from wheels.inflate import Inflater
 
 
 MAX_MEMBER = 4 << 30  # larger members are reported, not inflated
@@ -126,7 +126,7 @@ def _mismatch(found: int, stated: int) -> SizeMismatch:
 
 def _sparse(task: Task) -> bool:
     """Is the member streamed and kept only where it is read (:mod:`wheels.audit.sparse`), not
-    inflated whole into memory? A big deflated one (see also wheels.audit.inflate)."""
+    inflated whole into memory? A big deflated one (see also wheels.inflate)."""
     return task.method == DEFLATED and SPARSE_ABOVE <= task.file_size < SNAPSHOT_ABOVE
 
 

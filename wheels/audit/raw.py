@@ -13,7 +13,7 @@ from queue import Empty, Queue
 from typing import TYPE_CHECKING
 
 from wheels.audit.directory import CENTRAL, DEFLATED, ZIP64, Entry, plain_directory
-from wheels.audit.inflate import ONE_CALL_BELOW
+from wheels.inflate import ONE_CALL_BELOW
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Sequence
