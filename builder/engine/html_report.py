@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from builder import __version__
+from builder.engine.suite_report import suites_html
 from builder.engine.trace import critical_components, lanes, span
 
 STEP_COLOURS = {
@@ -49,11 +50,11 @@ def render(report: Mapping[str, Any]) -> str:
     )
     body = (
         "<nav><a href='#timeline'>Timeline</a><a href='#components'>Components</a>"
-        "<a href='#wheels'>Wheels</a></nav><main>"
+        "<a href='#wheels'>Wheels</a><a href='#suites'>Suites</a></nav><main>"
         f"<section id='timeline'><h2>Timeline</h2>{timeline_svg(components)}</section>"
         f"<section id='components'><h2>Components</h2>{components_table(components)}</section>"
         f"<section id='wheels'><h2>Wheels</h2>{audit_section(audits(report))}</section>"
-        f"{check_section(report)}</main>"
+        f"{suites_html(components)}{check_section(report)}</main>"
     )
     return page(title, body, subtitle)
 

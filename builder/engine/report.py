@@ -21,6 +21,7 @@ from builder import noop
 from builder.core.errors import UsageError
 from builder.core.layout import Layout
 from builder.core.redact import redact_data
+from builder.engine.suite_report import suites_text
 
 Status = Literal["hit", "pulled", "built", "failed", "skipped", "interrupted"]
 STATUSES: tuple[Status, ...] = ("hit", "pulled", "built", "failed", "skipped", "interrupted")
@@ -49,6 +50,9 @@ class ComponentResult:
     cache: dict[str, Any] = field(default_factory=dict)
     # Built from a --worktree tree: its path, HEAD and the sha256 of its changes ("": clean).
     worktree: dict[str, str] = field(default_factory=dict)
+    # Its own pytest suite, run on the entry (build --test, release): the command, counts,
+    # slowest tests, failures with their first lines, deselections with their reasons.
+    suite: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -145,6 +149,8 @@ def summary_table(data: Mapping[str, Any], *, timed: bool = True) -> str:
     if t.get("interrupted"):
         text += f", {t['interrupted']} interrupted"
     lines.append(f"{text} in {data['seconds']:.1f}s" if timed else text)
+    if suites := suites_text(data):
+        lines.append(suites)
     return "\n".join(lines)
 
 
