@@ -57,11 +57,17 @@ def plan_suite(
     vendor's name (InfiniOps' ``--devices nvidia``)."""
     workers = min(suite.workers, max(jobs, 1))
     libs = (prefix / "lib", *(p / "lib" for p in dependency_prefixes))
+    includes = (prefix / "include", *(p / "include" for p in dependency_prefixes))
     env = {
         "PYTHONDONTWRITEBYTECODE": "1",
         "INFINI_STACK_VENDOR": vendor,
         "INFINI_STACK_PREFIX": str(prefix),
+        # The entry and its dependencies as an install would give them: to the loader, and to
+        # a compiler the suite runs (InfiniOps' C++ API tests link -linfiniops -linfinirt).
         "LD_LIBRARY_PATH": ":".join(str(p) for p in libs),
+        "LIBRARY_PATH": ":".join(str(p) for p in libs),
+        "CPATH": ":".join(str(p) for p in includes),
+        **{k: v.replace("{prefix}", str(prefix)) for k, v in suite.env.items()},
     }
     planned = PlannedSuite(
         cwd=source_dir,

@@ -92,7 +92,7 @@ def run_suite(
 def _environment(env: Mapping[str, str], suite: PlannedSuite) -> dict[str, str]:
     out = dict(env)
     for name, value in suite.env.items():
-        if name in ("LD_LIBRARY_PATH", "PYTHONPATH") and out.get(name):
+        if name in ("LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH", "PYTHONPATH") and out.get(name):
             out[name] = f"{value}:{out[name]}"
         else:
             out[name] = value

@@ -82,6 +82,7 @@ class Suite:
     build: SuiteBuild | None = None
     select: tuple[str, ...] = ()  # paths or node ids run instead of the suite's own
     deselect: tuple[Deselected, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)  # {prefix}: the entry's prefix
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -29,7 +29,7 @@ RECIPE_KEYS = (
     "patches",
 )
 RECIPE_VENDOR_KEYS = ("options", "depends", "patches", "test", "toolkit")
-TEST_KEYS = ("options", "command", "pytest", "workers", "build", "select", "deselect")
+TEST_KEYS = ("options", "command", "pytest", "workers", "build", "select", "deselect", "env")
 SUITE_BUILD_KEYS = ("options", "target", "package")
 
 
@@ -189,7 +189,7 @@ def _read_test(r: Reader, key: Key = ("test",)) -> TestSpec | None:
 
 def _read_suite(r: Reader, key: Key) -> Suite | None:
     """``pytest:`` (its arguments), ``workers``, ``build``, ``select`` and ``deselect``."""
-    suite_keys = ("workers", "build", "select", "deselect")
+    suite_keys = ("workers", "build", "select", "deselect", "env")
     if not r.has((*key, "pytest")):
         for name in suite_keys:
             if r.has((*key, name)):
@@ -208,6 +208,7 @@ def _read_suite(r: Reader, key: Key) -> Suite | None:
         build=_read_suite_build(r, (*key, "build")),
         select=r.strings((*key, "select")),
         deselect=_read_deselect(r, (*key, "deselect")),
+        env={name: r.string((*key, "env", name)) or "" for name in r.mapping((*key, "env"))},
     )
 
 

@@ -114,6 +114,9 @@ def test_the_suite_loads_the_entry_and_its_dependencies_libraries() -> None:
         str(plan.get("infinirt").prefix / "lib"),
     ]
     assert suite.env["INFINI_STACK_PREFIX"] == str(plan.get("infiniops").prefix)
+    # InfiniOps' C++ API tests compile against the installed library: the entry's.
+    assert suite.env["INFINI_OPS_INSTALL_PREFIX"] == str(plan.get("infiniops").prefix)
+    assert suite.env["LIBRARY_PATH"] == suite.env["LD_LIBRARY_PATH"]
 
 
 def test_infinilm_runs_its_static_contracts_and_script_tests() -> None:
