@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
 from packaging.version import InvalidVersion, Version
 
 from builder import vendors as vendor_registry
@@ -31,6 +33,8 @@ RECIPE_KEYS = (
 RECIPE_VENDOR_KEYS = ("options", "depends", "patches", "test", "toolkit")
 TEST_KEYS = ("options", "command", "pytest", "workers", "build", "select", "deselect", "env")
 SUITE_BUILD_KEYS = ("options", "target", "package")
+# What runs a pytest suite on a built entry and changes nothing built: left out of the key.
+SUITE_ONLY_KEYS = frozenset(("pytest", "workers", "build", "select", "deselect", "env"))
 
 
 def load_recipe(
@@ -232,3 +236,25 @@ def _read_deselect(r: Reader, key: Key) -> tuple[Deselected, ...]:
             continue
         out.append(Deselected(test=test, reason=reason.strip()))
     return tuple(out)
+
+
+def key_bytes(path: Path) -> bytes:
+    """What of a recipe feeds its component's key: the file as it is, or, where it names a
+    pytest suite, its content without the suite's keys (a suite runs on the built entry: a
+    deselection edited must not make a new one)."""
+    raw = path.read_bytes()
+    data = yaml.safe_load(raw)
+    if not isinstance(data, dict):
+        return raw
+    vendors = data.get("vendors")
+    holders = [data, *(v for v in (vendors or {}).values() if isinstance(v, dict))]
+    tests = [h for h in holders if isinstance(h.get("test"), dict)]
+    if not any(SUITE_ONLY_KEYS & set(h["test"]) for h in tests):
+        return raw
+    for holder in tests:
+        kept = {k: v for k, v in holder["test"].items() if k not in SUITE_ONLY_KEYS}
+        if kept:
+            holder["test"] = kept
+        else:
+            del holder["test"]
+    return json.dumps(data, sort_keys=True, default=str).encode()

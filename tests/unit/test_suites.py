@@ -4,6 +4,7 @@ pytest run's JUnit file says (counts, xfails, the slowest tests, failures' first
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from builder.core.errors import ManifestError
 from builder.engine.suite import read_junit, suite_failure
 from builder.engine.suite_report import suites_html, suites_text
 from builder.manifest.loader import load_stack
-from tests.planning import CUDA
+from tests.planning import CUDA, ROOT
 from tests.planning import plan_for as planned
 
 SHA = "a" * 40
@@ -225,3 +226,24 @@ def test_a_failed_suite_is_reported_with_its_deselections_and_failures(junit: Pa
     assert "  deselected tests/test_big.py: takes minutes" in text
     page = suites_html(components)
     assert "<section id='suites'>" in page and "takes minutes" in page and "the answer" in page
+
+
+# --- the key ------------------------------------------------------------------------------------
+
+
+def test_editing_a_suite_makes_no_new_entry_but_editing_the_build_does(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "components", tmp_path / "components")
+    shutil.copy(ROOT / "stack.yaml", tmp_path / "stack.yaml")
+    before = planned("cpu", root=tmp_path).get("infiniops").key
+    recipe = tmp_path / "components" / "infiniops.yaml"
+    text = recipe.read_text()
+    edited = text.replace(
+        "      workers: 2\n", "      workers: 2\n      deselect: {tests/x.py: why}\n"
+    )
+    assert edited != text
+    recipe.write_text(edited)
+    assert planned("cpu", root=tmp_path).get("infiniops").key == before
+    recipe.write_text(
+        edited.replace("WITH_CPU: ON, INFINI_OPS_OPS", "WITH_CPU: ON, X: ON, INFINI_OPS_OPS")
+    )
+    assert planned("cpu", root=tmp_path).get("infiniops").key != before
