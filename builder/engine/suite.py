@@ -9,6 +9,7 @@ why tests were skipped. A failure is a :class:`BuildError` (exit 5) naming the f
 from __future__ import annotations
 
 import collections
+import json
 import os
 import shutil
 import xml.etree.ElementTree as ET
@@ -18,13 +19,15 @@ from typing import Any
 
 from builder.core import proc
 from builder.core.errors import BuildError, CommandFailed
+from builder.core.fs import atomic_write
 from builder.plan import ComponentPlan
-from builder.plan_suites import PlannedSuite
+from builder.plan_suites import SUITE_STEP_CONFIGURE, PlannedSuite
 
 SLOWEST = 10  # the slowest tests a report names
 FAILURE_LINES = 12  # the lines of a failing test's output a report keeps
 FAILURES_SHOWN = 10  # the failing tests an error names
 PYTEST_NO_TESTS = 5  # pytest's exit status when nothing was collected
+STAMP = ".infini-stack-suite-configured"  # the configure command the suite directory has
 
 
 class SuiteFailed(BuildError):
@@ -48,20 +51,7 @@ def run_suite(
     suite = component.suite
     assert suite is not None
     run_env = _environment(env, suite)
-    seconds: dict[str, float] = {}
-    for step in suite.steps:
-        log = logs / f"{step.kind}.log"
-        try:
-            done = proc.run(
-                step.argv,
-                what=f"{component.name}: {step.kind}",
-                env=run_env,
-                log=log,
-                children=children,
-            )
-        except CommandFailed as exc:
-            raise BuildError(f"component '{component.name}', {step.kind}: {exc.message}") from exc
-        seconds[step.kind] = round(done.seconds, 3)
+    seconds = _build(component.name, suite, run_env, logs, children)
     if suite.package_dir is not None:
         _package_module(component.name, suite)
     argv = _parallel(suite, run_env, say)
@@ -87,6 +77,35 @@ def run_suite(
     if not record["ok"]:
         raise SuiteFailed(suite_failure(component.name, record), record, hint=f"suite log: {log}")
     return record
+
+
+def _build(
+    name: str, suite: PlannedSuite, env: Mapping[str, str], logs: Path, children: proc.Children
+) -> dict[str, float]:
+    """The suite's own build; its configure is skipped where the directory was configured
+    with the same command (a stamp written after it succeeded), the build is incremental."""
+    seconds: dict[str, float] = {}
+    for step in suite.steps:
+        stamp = suite.build_dir / STAMP if suite.build_dir is not None else None
+        wanted = json.dumps(list(step.argv))
+        if step.kind == SUITE_STEP_CONFIGURE and stamp is not None:
+            if stamp.is_file() and stamp.read_text(encoding="utf-8") == wanted:
+                continue
+            stamp.unlink(missing_ok=True)
+        try:
+            done = proc.run(
+                step.argv,
+                what=f"{name}: {step.kind}",
+                env=env,
+                log=logs / f"{step.kind}.log",
+                children=children,
+            )
+        except CommandFailed as exc:
+            raise BuildError(f"component '{name}', {step.kind}: {exc.message}") from exc
+        seconds[step.kind] = round(done.seconds, 3)
+        if step.kind == SUITE_STEP_CONFIGURE and stamp is not None:
+            atomic_write(stamp, wanted)
+    return seconds
 
 
 def _environment(env: Mapping[str, str], suite: PlannedSuite) -> dict[str, str]:
