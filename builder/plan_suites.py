@@ -67,6 +67,9 @@ def plan_suite(
         "LD_LIBRARY_PATH": ":".join(str(p) for p in libs),
         "LIBRARY_PATH": ":".join(str(p) for p in libs),
         "CPATH": ":".join(str(p) for p in includes),
+        # Each worker's share of the job budget: torch and OpenMP kernels take every core
+        # otherwise, and -n workers would each take them all.
+        "OMP_NUM_THREADS": str(max(1, jobs // workers)),
         **{k: v.replace("{prefix}", str(prefix)) for k, v in suite.env.items()},
     }
     planned = PlannedSuite(

@@ -76,6 +76,7 @@ def test_cpu_infiniops_suite_runs_from_its_checkout_with_the_cpu_devices() -> No
     assert argv[-1] == "tests"
     assert ops.suite.cwd == ops.source_dir
     assert argv[argv.index("-n") : argv.index("-n") + 2] == ("-n", "2")
+    assert ops.suite.env["OMP_NUM_THREADS"] == "4"  # 8 jobs over 2 workers
 
 
 def test_nvidia_plan_shows_the_infiniops_suite_with_the_nvidia_devices() -> None:
