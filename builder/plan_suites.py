@@ -60,6 +60,7 @@ def plan_suite(
     includes = (prefix / "include", *(p / "include" for p in dependency_prefixes))
     env = {
         "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",  # the suite's log fills as it runs
         "INFINI_STACK_VENDOR": vendor,
         "INFINI_STACK_PREFIX": str(prefix),
         # The entry and its dependencies as an install would give them: to the loader, and to
