@@ -111,14 +111,19 @@ class Builder:
         logs = self.layout.logs(self.run_id) / component.name
         logs.mkdir(parents=True, exist_ok=True)
         self.progress.step(component.name, "suite")
+        # One suite at a time per entry: two runs would share its build directory.
+        lock = lock_path(self.layout.locks(), f"suite:{component.build_dir}")
         try:
-            result.suite = run_suite(
-                component,
-                env=self._env(component),
-                logs=logs,
-                children=self.children,
-                say=lambda text: self.progress.say(component.name, text),
-            )
+            with file_lock(
+                lock, on_wait=lambda holder: self.progress.waiting(component.name, holder)
+            ):
+                result.suite = run_suite(
+                    component,
+                    env=self._env(component),
+                    logs=logs,
+                    children=self.children,
+                    say=lambda text: self.progress.say(component.name, text),
+                )
         except BuildError as exc:
             result.suite = exc.record if isinstance(exc, SuiteFailed) else {}
             if self.cancelled.is_set():
