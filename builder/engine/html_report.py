@@ -48,13 +48,15 @@ def render(report: Mapping[str, Any]) -> str:
         f"{_e(report.get('manifest', ''))} at {_e(when)}, {float(report.get('seconds', 0)):.1f} s, "
         f"{_e(report.get('jobs', 0))} jobs; infini-stack {_e(__version__)}"
     )
+    suites = suites_html(components)
+    suites_link = "<a href='#suites'>Suites</a>" if suites else ""
     body = (
         "<nav><a href='#timeline'>Timeline</a><a href='#components'>Components</a>"
-        "<a href='#wheels'>Wheels</a><a href='#suites'>Suites</a></nav><main>"
+        f"<a href='#wheels'>Wheels</a>{suites_link}</nav><main>"
         f"<section id='timeline'><h2>Timeline</h2>{timeline_svg(components)}</section>"
         f"<section id='components'><h2>Components</h2>{components_table(components)}</section>"
         f"<section id='wheels'><h2>Wheels</h2>{audit_section(audits(report))}</section>"
-        f"{suites_html(components)}{check_section(report)}</main>"
+        f"{suites}{check_section(report)}</main>"
     )
     return page(title, body, subtitle)
 
