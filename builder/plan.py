@@ -25,8 +25,10 @@ from builder.manifest.model import (
     PathSource,
     Source,
     Stack,
+    TestSpec,
     WorktreeSource,
 )
+from builder.plan_suites import PlannedSuite, plan_suite
 from builder.vendors import get as get_vendor
 
 StepKind = Literal["configure", "build", "test", "install"]
@@ -89,6 +91,7 @@ class ComponentPlan:
     submodules: frozenset[str] | None = None  # the submodule paths to check out; None: all
     patches: tuple[PlannedPatch, ...] = ()  # applied in order to the checkout
     sanitize: Profile | None = None  # the sanitizer profile it compiles and links with
+    suite: PlannedSuite | None = None  # its own pytest suite, run on the entry after its build
     key_inputs: Mapping[str, Any] = field(compare=False)
 
     @property
@@ -121,6 +124,7 @@ def make_plan(
     *,
     select: tuple[str, ...] = (),
     tests: bool = False,
+    suites: bool = False,
     jobs: int | None = None,
     sanitize: Profile | None = None,
 ) -> Plan:
@@ -132,6 +136,8 @@ def make_plan(
         planned[name] = plan_component(
             stack, component, vendor, host, inputs, layout, planned, tests, jobs, sanitize
         )
+        if suites:
+            planned[name] = with_suite(stack, planned[name], host, planned, jobs)
     return Plan(
         stack=stack,
         vendor=vendor,
@@ -157,7 +163,7 @@ def plan_component(
     recipe = component.recipe
     plugin = get_vendor(vendor)
     options = component.options_for(vendor)
-    test = recipe.test_for(vendor) if tests else None
+    test = _in_build_test(recipe.test_for(vendor) if tests else None)
     if test is not None:
         options.update(test.options)
     own = _own_host(host, component.name)
@@ -204,6 +210,40 @@ def plan_component(
     )
 
 
+def _in_build_test(test: TestSpec | None) -> TestSpec | None:
+    """The test when it changes or runs in the build (options, a command); a pytest suite
+    alone runs on the entry the wheel ships, so it changes no key."""
+    return test if test is not None and test.in_build else None
+
+
+def with_suite(
+    stack: Stack,
+    planned: ComponentPlan,
+    host: HostFacts,
+    done: Mapping[str, ComponentPlan],
+    jobs: int,
+) -> ComponentPlan:
+    """``planned`` with its recipe's pytest suite for its vendor, when it has one."""
+    component = stack.components[planned.name]
+    test = component.recipe.test_for(planned.vendor)
+    if test is None or test.suite is None:
+        return planned
+    deps = stack.closure(component.recipe.depends_for(planned.vendor), planned.vendor)
+    suite = plan_suite(
+        test.suite,
+        vendor=planned.vendor,
+        python=host.python,
+        source_dir=planned.source_dir,
+        cmake_source=planned.cmake_source,
+        build_dir=planned.build_dir,
+        prefix=planned.prefix,
+        dependency_prefixes=tuple(done[d].prefix for d in deps),
+        defines=planned.defines,
+        jobs=jobs,
+    )
+    return replace(planned, suite=suite)
+
+
 def _own_host(host: HostFacts, name: str) -> HostFacts:
     """The host as component ``name`` sees it: only the provider fingerprints and hints it uses
     go into its defines and its key."""
@@ -247,7 +287,7 @@ def _key_inputs(
         "compiler_env": {k: own.env[k] for k in COMPILER_ENV if own.env.get(k)},
         "toolkit": _toolkit_identity(own),
         "providers": dict(sorted(own.providers.items())),
-        "tests": bool(tests and recipe.test_for(vendor)),
+        "tests": _in_build_test(recipe.test_for(vendor) if tests else None) is not None,
     }
     if recipe.python:
         key_inputs["python"] = [own.python, own.soabi, own.pybind11_version]
@@ -458,7 +498,20 @@ def to_json(plan: Plan) -> dict[str, Any]:
                 "patches": [
                     {"name": p.name, "path": str(p.path), "sha256": p.sha256} for p in c.patches
                 ],
+                "suite": suite_json(c.suite),
             }
             for c in plan.components
         ],
+    }
+
+
+def suite_json(suite: PlannedSuite | None) -> dict[str, Any] | None:
+    if suite is None:
+        return None
+    return {
+        "cwd": str(suite.cwd),
+        "argv": list(suite.argv),
+        "env": dict(suite.env),
+        "steps": [{"kind": s.kind, "argv": list(s.argv)} for s in suite.steps],
+        "deselected": [{"test": d.test, "reason": d.reason} for d in suite.deselected],
     }

@@ -268,6 +268,7 @@ def plan_request(args: argparse.Namespace) -> PlanRequest:
     return PlanRequest(
         components=tuple(args.component or ()),
         tests=bool(getattr(args, "test", False)),
+        suites=bool(getattr(args, "test", False)),
         jobs=getattr(args, "jobs", None),
         sanitize=sanitize_of(args),
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 from builder.commands.common import (
@@ -15,6 +16,7 @@ from builder.commands.common import (
 from builder.core import termwrap
 from builder.core.proc import quote
 from builder.plan import Plan, Step, source_label, to_json
+from builder.plan_suites import PlannedSuite
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +27,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from builder.pipeline.context import open_context, plan_for
 
-    plan = plan_for(open_context(stack_request(args)), plan_request(args))
+    # The suites too: `build --test` and `release` run them (they change no key).
+    request = dataclasses.replace(plan_request(args), suites=True)
+    plan = plan_for(open_context(stack_request(args)), request)
     if args.json:
         print_json(to_json(plan))
     else:
@@ -52,6 +56,8 @@ def render(plan: Plan, width: int | None = None) -> str:
             lines.append("#  env: " + " ".join(f"{k}={v}" for k, v in c.env.items()))
         for step in c.steps:
             lines += _command(step, width)
+        if c.suite is not None:
+            lines += _suite(c.suite, width)
     return termwrap.fit("\n".join(lines), width)
 
 
@@ -72,6 +78,19 @@ def _command(step: Step, width: int | None) -> list[str]:
     parts = [quote(group) for group in groups]
     lines = [prefix + parts[0], *(f"    {part}" for part in parts[1:])]
     return [f"{line} \\" for line in lines[:-1]] + [lines[-1] + suffix]
+
+
+def _suite(suite: PlannedSuite, width: int | None) -> list[str]:
+    """The component's own suite, as `build --test` and `release` run it on its entry."""
+    lines = ["#  suite (build --test, release), on the entry the wheel bundles:"]
+    for step in suite.steps:
+        lines += _command(Step(kind="build", argv=step.argv), width)
+    if suite.package_dir is not None:
+        lines.append(f"#  its module '{suite.target}' put in {suite.package_dir}")
+    env = " ".join(f"{k}={quote([v])}" for k, v in suite.env.items())
+    lines.append(f"(cd {quote([str(suite.cwd)])} && env {env} {quote(suite.argv)})")
+    lines += [f"#  deselected: {d.test}: {d.reason}" for d in suite.deselected]
+    return lines
 
 
 def _departure(plan: Plan, name: str) -> str | None:

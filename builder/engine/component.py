@@ -105,6 +105,34 @@ class Builder:
                     result.seconds = round(time.monotonic() - start - result.waited, 3)
         result.status = "built"
 
+    def run_suite(self, component: ComponentPlan, result: ComponentResult) -> None:
+        """The component's own pytest suite on its entry (after its build or a store hit)."""
+        from builder.engine.suite import SuiteFailed, run_suite
+
+        logs = self.layout.logs(self.run_id) / component.name
+        logs.mkdir(parents=True, exist_ok=True)
+        self.progress.step(component.name, "suite")
+        # One suite at a time per entry: two runs would share its build directory.
+        lock = lock_path(self.layout.locks(), f"suite:{component.build_dir}")
+        try:
+            with file_lock(
+                lock, on_wait=lambda holder: self.progress.waiting(component.name, holder)
+            ):
+                result.suite = run_suite(
+                    component,
+                    env=self._env(component),
+                    logs=logs,
+                    children=self.children,
+                    say=lambda text: self.progress.say(component.name, text),
+                )
+        except BuildError as exc:
+            result.suite = exc.record if isinstance(exc, SuiteFailed) else {}
+            if self.cancelled.is_set():
+                raise Cancelled from exc
+            raise
+        result.logs["suite"] = result.suite["log"]
+        self.progress.step_done(component.name, "suite", result.suite["seconds"])
+
     def _build_locked(
         self,
         component: ComponentPlan,

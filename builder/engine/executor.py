@@ -187,6 +187,8 @@ def _schedule(
             if prepare is not None:
                 prepare(component)
             builder.build_one(component, jobs, result)
+            if component.suite is not None:
+                builder.run_suite(component, result)
         except Cancelled:
             result.status = "interrupted"
             raise
@@ -258,9 +260,10 @@ def _settle_hits(
     store: Store,
     results: dict[str, ComponentResult],
 ) -> None:
-    """Store hits cost a stat: settle them at once, in order, without taking a slot."""
+    """Store hits cost a stat: settle them at once, in order, without taking a slot (a hit
+    with a suite to run takes one: the suite runs on the entry)."""
     for c in list(pending):
-        if set(c.depends) <= done and store.has(c.key):
+        if set(c.depends) <= done and store.has(c.key) and c.suite is None:
             results[c.name].status = "hit"
             results[c.name].prefix = str(c.prefix)
             done.add(c.name)

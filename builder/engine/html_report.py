@@ -18,6 +18,7 @@ from typing import Any
 
 from builder import __version__
 from builder.engine import bound
+from builder.engine.suite_report import suites_html
 from builder.engine.trace import critical_components, lanes, span
 
 STEP_COLOURS = {
@@ -49,13 +50,15 @@ def render(report: Mapping[str, Any]) -> str:
         f"{_e(report.get('jobs', 0))} jobs; infini-stack {_e(__version__)}"
     )
     subtitle += "".join(f"<br>{_e(line)}" for line in bound.lines(report))
+    suites = suites_html(components)
+    suites_link = "<a href='#suites'>Suites</a>" if suites else ""
     body = (
         "<nav><a href='#timeline'>Timeline</a><a href='#components'>Components</a>"
-        "<a href='#wheels'>Wheels</a></nav><main>"
+        f"<a href='#wheels'>Wheels</a>{suites_link}</nav><main>"
         f"<section id='timeline'><h2>Timeline</h2>{timeline_svg(components)}</section>"
         f"<section id='components'><h2>Components</h2>{components_table(components)}</section>"
         f"<section id='wheels'><h2>Wheels</h2>{audit_section(audits(report))}</section>"
-        f"{check_section(report)}{sanitizer_section(report)}</main>"
+        f"{suites}{check_section(report)}{sanitizer_section(report)}</main>"
     )
     return page(title, body, subtitle)
 

@@ -25,6 +25,7 @@ from builder.core.layout import Layout
 from builder.core.redact import redact_data
 from builder.engine import ninja_status
 from builder.engine.ninja_status import Clock, Compile, Throttle
+from builder.engine.suite_report import suites_text
 
 Status = Literal["hit", "pulled", "built", "failed", "skipped", "interrupted"]
 STATUSES: tuple[Status, ...] = ("hit", "pulled", "built", "failed", "skipped", "interrupted")
@@ -56,6 +57,9 @@ class ComponentResult:
     worktree: dict[str, str] = field(default_factory=dict)
     # Sanitizer reports its steps printed (builder.core.sanitizer_findings), first lines each.
     findings: list[dict[str, Any]] = field(default_factory=list)
+    # Its own pytest suite, run on the entry (build --test, release): the command, counts,
+    # slowest tests, failures with their first lines, deselections with their reasons.
+    suite: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -157,6 +161,8 @@ def summary_table(data: Mapping[str, Any], *, timed: bool = True) -> str:
     if t.get("interrupted"):
         text += f", {t['interrupted']} interrupted"
     lines.append(f"{text} in {data['seconds']:.1f}s" if timed else text)
+    if suites := suites_text(data):
+        lines.append(suites)
     return "\n".join([*lines, *findings_lines(data)])
 
 

@@ -54,10 +54,49 @@ class WorktreeSource(PathSource):
 Source = GitSource | PathSource
 
 
+@dataclass(frozen=True)
+class Deselected:
+    """A test left out of a component's suite (a path, or a pytest node id), and why."""
+
+    test: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuiteBuild:
+    """A build made for the suite only (``test.build``), beside the shipped one: the same
+    configure with ``options`` added, ``target`` built, and its Python module put in a package
+    named ``package`` on the suite's PYTHONPATH. Nothing of it reaches the store."""
+
+    options: Mapping[str, str]
+    target: str
+    package: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Suite:
+    """A component's own pytest suite (``test.pytest``), run from its checkout against the
+    store entry the wheel bundles; ``{vendor}`` in its arguments is the vendor's name."""
+
+    args: tuple[str, ...]
+    workers: int = 1  # pytest-xdist's -n, where the suite allows it
+    build: SuiteBuild | None = None
+    select: tuple[str, ...] = ()  # paths or node ids run instead of the suite's own
+    deselect: tuple[Deselected, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)  # {prefix}: the entry's prefix
+
+
 @dataclass(frozen=True, kw_only=True)
 class TestSpec:
     options: Mapping[str, str]
     command: tuple[str, ...]
+    suite: Suite | None = None
+
+    @property
+    def in_build(self) -> bool:
+        """Whether it changes the build (options) or runs in it (a command): then a test
+        build is an entry of its own; a suite alone runs on the entry the wheel ships."""
+        return bool(self.options or self.command)
 
 
 @dataclass(frozen=True)

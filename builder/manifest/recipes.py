@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
 from packaging.version import InvalidVersion, Version
 
 from builder import vendors as vendor_registry
-from builder.manifest.model import Patch, Recipe, TestSpec
+from builder.manifest.model import Deselected, Patch, Recipe, Suite, SuiteBuild, TestSpec
 from builder.manifest.schema import Doc, Key, Reader, load_doc, unknown_message
 
 CMAKE_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -29,7 +31,10 @@ RECIPE_KEYS = (
     "patches",
 )
 RECIPE_VENDOR_KEYS = ("options", "depends", "patches", "test", "toolkit")
-TEST_KEYS = ("options", "command")
+TEST_KEYS = ("options", "command", "pytest", "workers", "build", "select", "deselect", "env")
+SUITE_BUILD_KEYS = ("options", "target", "package")
+# What runs a pytest suite on a built entry and changes nothing built: left out of the key.
+SUITE_ONLY_KEYS = frozenset(("pytest", "workers", "build", "select", "deselect", "env"))
 
 
 def load_recipe(
@@ -180,6 +185,76 @@ def _read_test(r: Reader, key: Key = ("test",)) -> TestSpec | None:
     r.mapping(key)
     r.check_keys(key, TEST_KEYS)
     command = r.strings((*key, "command"))
-    if not command:
-        r.error(key, "a test needs a 'command'")
-    return TestSpec(options=r.cmake_options((*key, "options")), command=command)
+    suite = _read_suite(r, key)
+    if not command and suite is None:
+        r.error(key, "a test needs a 'command' or a 'pytest' suite")
+    return TestSpec(options=r.cmake_options((*key, "options")), command=command, suite=suite)
+
+
+def _read_suite(r: Reader, key: Key) -> Suite | None:
+    """``pytest:`` (its arguments), ``workers``, ``build``, ``select`` and ``deselect``."""
+    suite_keys = ("workers", "build", "select", "deselect", "env")
+    if not r.has((*key, "pytest")):
+        for name in suite_keys:
+            if r.has((*key, name)):
+                r.error((*key, name), f"'{name}' narrows or runs a 'pytest' suite: add one")
+        return None
+    args = r.strings((*key, "pytest"))
+    workers = r.get((*key, "workers"))
+    if workers is None:
+        workers = 1
+    elif isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        r.error((*key, "workers"), "'workers' must be a whole number of at least 1")
+        workers = 1
+    return Suite(
+        args=args,
+        workers=workers,
+        build=_read_suite_build(r, (*key, "build")),
+        select=r.strings((*key, "select")),
+        deselect=_read_deselect(r, (*key, "deselect")),
+        env={name: r.string((*key, "env", name)) or "" for name in r.mapping((*key, "env"))},
+    )
+
+
+def _read_suite_build(r: Reader, key: Key) -> SuiteBuild | None:
+    if not r.has(key):
+        return None
+    r.mapping(key)
+    r.check_keys(key, SUITE_BUILD_KEYS)
+    target = r.string((*key, "target"), required=True) or ""
+    package = r.string((*key, "package"), required=True) or ""
+    return SuiteBuild(options=r.cmake_options((*key, "options")), target=target, package=package)
+
+
+def _read_deselect(r: Reader, key: Key) -> tuple[Deselected, ...]:
+    """A mapping of test (a path or a node id) to the reason it is left out: never silent."""
+    out: list[Deselected] = []
+    for test in r.mapping(key):
+        reason = r.string((*key, test))
+        if not reason or not reason.strip():
+            r.error((*key, test), f"deselecting '{test}' needs its reason")
+            continue
+        out.append(Deselected(test=test, reason=reason.strip()))
+    return tuple(out)
+
+
+def key_bytes(path: Path) -> bytes:
+    """What of a recipe feeds its component's key: the file as it is, or, where it names a
+    pytest suite, its content without the suite's keys (a suite runs on the built entry: a
+    deselection edited must not make a new one)."""
+    raw = path.read_bytes()
+    data = yaml.safe_load(raw)
+    if not isinstance(data, dict):
+        return raw
+    vendors = data.get("vendors")
+    holders = [data, *(v for v in (vendors or {}).values() if isinstance(v, dict))]
+    tests = [h for h in holders if isinstance(h.get("test"), dict)]
+    if not any(SUITE_ONLY_KEYS & set(h["test"]) for h in tests):
+        return raw
+    for holder in tests:
+        kept = {k: v for k, v in holder["test"].items() if k not in SUITE_ONLY_KEYS}
+        if kept:
+            holder["test"] = kept
+        else:
+            del holder["test"]
+    return json.dumps(data, sort_keys=True, default=str).encode()

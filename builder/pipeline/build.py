@@ -265,8 +265,12 @@ def fetch_sources(ctx: Context, plan: Plan) -> None:
     from builder.manifest.model import GitSource
 
     store = Store(ctx.layout)
+    # A suite runs from the checkout: an entry from the store needs it too.
     missing = [
-        c for c in plan.components if isinstance(c.source, GitSource) and not store.has(c.key)
+        c
+        for c in plan.components
+        if isinstance(c.source, GitSource)
+        and (not store.has(c.key) or (c.suite is not None and not c.source_dir.is_dir()))
     ]
     if missing:
         fetcher = fetcher_for(ctx)

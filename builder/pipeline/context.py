@@ -143,6 +143,7 @@ def plan_for(ctx: Context, request: PlanRequest) -> Plan:
         ctx.layout,
         select=request.components,
         tests=request.tests,
+        suites=request.suites,
         jobs=request.jobs,
         sanitize=sanitize_profile(ctx, request),
     )

@@ -16,6 +16,7 @@ with its exit code.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import shutil
 import sys
@@ -147,7 +148,8 @@ def run_release(request: ReleaseRequest) -> Path:
     staging: Path | None = None
     work: Path | None = None
     try:
-        plan = plan_for(gate.ctx, selection)
+        # The components' own suites run on the entries the wheel bundles, before it is made.
+        plan = plan_for(gate.ctx, dataclasses.replace(selection, suites=True))
         epoch, early_rebuild = second_build(gate.ctx, selection, plan, verify=request.verify)
         with early_rebuild as early:
             build_report = gate.build(plan)

@@ -33,6 +33,8 @@ class PlanRequest:
 
     components: tuple[str, ...] = ()  # empty: the vendor's whole stack
     tests: bool = False
+    # Each component's own pytest suite on its entry (build --test, release); changes no key.
+    suites: bool = False
     jobs: int | None = None
     sanitize: str | None = None  # address,undefined, thread or none; None: stack.yaml's
 

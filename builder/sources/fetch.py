@@ -20,6 +20,7 @@ from builder.core.digest import file_digest, tree_digest
 from builder.core.errors import EXIT_SOURCES, CommandFailed, SourceError
 from builder.core.layout import Layout
 from builder.manifest.model import GitSource, PathSource, Stack, WorktreeSource
+from builder.manifest.recipes import key_bytes
 from builder.plan import ComponentPlan, Inputs
 from builder.sources import patches
 
@@ -42,7 +43,7 @@ def gather(stack: Stack, vendor: str, names: tuple[str, ...] | None = None) -> I
         else:
             source_ids[name] = source.identity
         recipe = component.recipe
-        h = hashlib.sha256(recipe.file.read_bytes())
+        h = hashlib.sha256(key_bytes(recipe.file))
         if recipe.project is not None:
             h.update(tree_digest(recipe.project).encode())
         recipe_digests[name] = h.hexdigest()

@@ -1,0 +1,142 @@
+"""Planning a component's own pytest suite: the command, its environment, and the build it
+needs beside the shipped one (InfiniOps' Python bindings). Pure, as :mod:`builder.plan` is.
+
+The suite runs from the component's checkout against its store entry, the one the wheel
+bundles: ``LD_LIBRARY_PATH`` names the entry's ``lib/`` and its dependencies', so a module the
+suite build made loads the shipped libraries, never its own build's (the suite build links
+without a build RPATH).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from builder.manifest.model import Deselected, Suite, SuiteBuild
+
+SUITE_STEP_CONFIGURE = "suite-configure"
+SUITE_STEP_BUILD = "suite-build"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuiteStep:
+    kind: str
+    argv: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedSuite:
+    cwd: Path  # the component's checkout
+    argv: tuple[str, ...]  # python -m pytest ... (the run adds its JUnit file)
+    workers: int
+    env: Mapping[str, str]
+    steps: tuple[SuiteStep, ...] = ()  # the suite's own build, when it has one
+    build_dir: Path | None = None
+    target: str | None = None
+    package_dir: Path | None = None  # <build_dir>/python/<package>: the built module goes here
+    deselected: tuple[Deselected, ...] = ()
+    selected: tuple[str, ...] = ()
+    library_dirs: tuple[Path, ...] = field(default=())
+
+
+def plan_suite(
+    suite: Suite,
+    *,
+    vendor: str,
+    python: str,
+    source_dir: Path,
+    cmake_source: Path,
+    build_dir: Path,
+    prefix: Path,
+    dependency_prefixes: tuple[Path, ...],
+    defines: Mapping[str, str],
+    jobs: int,
+) -> PlannedSuite:
+    """The suite of one component for ``vendor``: ``{vendor}`` in its arguments is the
+    vendor's name (InfiniOps' ``--devices nvidia``)."""
+    workers = min(suite.workers, max(jobs, 1))
+    libs = (prefix / "lib", *(p / "lib" for p in dependency_prefixes))
+    includes = (prefix / "include", *(p / "include" for p in dependency_prefixes))
+    env = {
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",  # the suite's log fills as it runs
+        "INFINI_STACK_VENDOR": vendor,
+        "INFINI_STACK_PREFIX": str(prefix),
+        # The entry and its dependencies as an install would give them: to the loader, and to
+        # a compiler the suite runs (InfiniOps' C++ API tests link -linfiniops -linfinirt).
+        "LD_LIBRARY_PATH": ":".join(str(p) for p in libs),
+        "LIBRARY_PATH": ":".join(str(p) for p in libs),
+        "CPATH": ":".join(str(p) for p in includes),
+        # Each worker's share of the job budget: torch and OpenMP kernels take every core
+        # otherwise, and -n workers would each take them all.
+        "OMP_NUM_THREADS": str(max(1, jobs // workers)),
+        **{k: v.replace("{prefix}", str(prefix)) for k, v in suite.env.items()},
+    }
+    planned = PlannedSuite(
+        cwd=source_dir,
+        argv=_pytest_argv(suite, vendor, python, workers),
+        workers=workers,
+        env=env,
+        deselected=suite.deselect,
+        selected=suite.select,
+        library_dirs=libs,
+    )
+    if suite.build is None:
+        return planned
+    suite_dir = build_dir.with_name(build_dir.name + ".suite")
+    python_dir = suite_dir / "python"
+    return replace(
+        planned,
+        env={**env, "PYTHONPATH": str(python_dir)},
+        steps=_build_steps(suite.build, cmake_source, suite_dir, defines, jobs),
+        build_dir=suite_dir,
+        target=suite.build.target,
+        package_dir=python_dir / suite.build.package,
+    )
+
+
+def _pytest_argv(suite: Suite, vendor: str, python: str, workers: int) -> tuple[str, ...]:
+    args = tuple(a.replace("{vendor}", vendor) for a in suite.args)
+    parallel = ("-n", str(workers)) if workers > 1 else ()
+    return (
+        python,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",  # nothing written into the checkout
+        "--rootdir=.",  # node ids (select, deselect) relative to the checkout
+        "-rfEs",
+        "--durations=10",
+        *parallel,
+        *args,
+        *(_deselect_arg(d) for d in suite.deselect),
+        *suite.select,
+    )
+
+
+def _build_steps(
+    build: SuiteBuild,
+    cmake_source: Path,
+    suite_dir: Path,
+    defines: Mapping[str, str],
+    jobs: int,
+) -> tuple[SuiteStep, ...]:
+    """The component's configure with the suite's options, in a directory of its own, linked
+    without a build RPATH (its module then loads the entry's libraries); then its target."""
+    own = {**defines, **build.options, "CMAKE_SKIP_BUILD_RPATH": "ON"}
+    configure: tuple[str, ...] = ("cmake", "-S", str(cmake_source), "-B", str(suite_dir))
+    configure += ("-G", "Ninja", *(f"-D{k}={v}" for k, v in own.items()))
+    target = ("cmake", "--build", str(suite_dir), "--target", build.target, "--parallel", str(jobs))
+    return (
+        SuiteStep(kind=SUITE_STEP_CONFIGURE, argv=configure),
+        SuiteStep(kind=SUITE_STEP_BUILD, argv=target),
+    )
+
+
+def _deselect_arg(d: Deselected) -> str:
+    """A node id is deselected; a file or directory is not even collected (a module whose
+    import fails, such as one needing a package this vendor lacks, must not be imported)."""
+    if "::" in d.test:
+        return f"--deselect={d.test}"
+    return f"--ignore={d.test}"

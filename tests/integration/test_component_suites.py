@@ -1,0 +1,88 @@
+"""The mini stack's own pytest suite (MiniOps' tests/) as a gate: `build --test` and `release`
+run it on the store entry, report its counts and its deselection with the reason, and a failing
+test fails both with exit 5, named with its first lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import last_report
+
+pytestmark = pytest.mark.integration
+
+BROKEN = '''
+def test_gemm_of_nothing_is_an_error(miniops):
+    """MiniOps returns 0 for an empty gemm; this case says it must not."""
+    assert miniops.miniops_gemm(None, None, None, 0, 0, 0) == -1, "an empty gemm must fail"
+'''
+DESELECTED = (
+    "tests/test_ops.py::test_gemm[cpu-512-512-512]: "
+    "the Python reference takes minutes of a shared CI core"
+)
+
+
+@pytest.fixture
+def broken(mini: Path) -> Path:
+    """The mini stack with a failing case in MiniOps' suite."""
+    (mini.parent / "ops" / "tests" / "test_broken.py").write_text(BROKEN)
+    return mini
+
+
+def test_release_runs_the_suite_on_the_bundled_entry_and_reports_its_deselection(
+    shared_home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    result = cli("release", "--manifest", mini, "--vendor", "cpu", "-o", tmp_path / "r")
+    assert result.code == 0, result.err
+    assert "suite miniops: ok, 13 passed, 1 deselected" in result.err
+    assert f"  deselected {DESELECTED}" in result.err
+    report = last_report(shared_home)
+    miniops = report["components"][1]
+    assert miniops["status"] == "hit"  # the entry the wheel bundles, not a build of its own
+    suite = miniops["suite"]
+    assert suite["ok"] and suite["counts"]["passed"] == 13 and suite["counts"]["failed"] == 0
+    assert "--devices" in suite["command"] and "cpu" in suite["command"]
+    assert suite["deselected"] == [
+        {
+            "test": "tests/test_ops.py::test_gemm[cpu-512-512-512]",
+            "reason": "the Python reference takes minutes of a shared CI core",
+        }
+    ]
+    shown = cli("report")
+    assert f"  deselected {DESELECTED}" in shown.out
+    page = tmp_path / "report.html"
+    assert cli("report", "--html", page).code == 0
+    assert "<section id='suites'>" in page.read_text()
+
+
+def test_a_failing_component_test_fails_release_and_build_test_with_exit_5(
+    shared_home: Path,
+    broken: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    out = tmp_path / "release"
+    result = cli("release", "--manifest", broken, "--vendor", "cpu", "-o", out)
+    assert result.code == 5, result.err
+    assert "component 'miniops', suite: 1 test(s) failed" in result.err
+    assert "FAILED tests/test_broken.py::test_gemm_of_nothing_is_an_error" in result.err
+    assert "an empty gemm must fail" in result.err  # its first lines
+    assert "Traceback" not in result.err
+    assert not out.exists()  # no wheel written
+    report = last_report(shared_home)
+    assert report["command"] == "release" and not report["ok"]
+    assert {c["name"]: c["status"] for c in report["components"]}["miniops"] == "failed"
+
+    result = cli("build", "--manifest", broken, "--vendor", "cpu", "--test")
+    assert result.code == 5, result.err
+    assert "FAILED tests/test_broken.py::test_gemm_of_nothing_is_an_error" in result.err
+    report = last_report(shared_home)
+    statuses = {c["name"]: c["status"] for c in report["components"]}
+    assert statuses["miniops"] == "failed"
+    assert statuses["minilm"] == "skipped"  # what depends on it waits for its suite
+    failure = report["components"][1]["suite"]["failures"][0]
+    assert failure["test"] == "tests/test_broken.py::test_gemm_of_nothing_is_an_error"
