@@ -25,10 +25,9 @@ from builder.manifest.model import (
     PathSource,
     Source,
     Stack,
-    TestSpec,
     WorktreeSource,
 )
-from builder.plan_suites import PlannedSuite, plan_suite
+from builder.plan_suites import PlannedSuite, in_build_test, plan_suite, suite_json
 from builder.vendors import get as get_vendor
 
 StepKind = Literal["configure", "build", "test", "install"]
@@ -163,7 +162,7 @@ def plan_component(
     recipe = component.recipe
     plugin = get_vendor(vendor)
     options = component.options_for(vendor)
-    test = _in_build_test(recipe.test_for(vendor) if tests else None)
+    test = in_build_test(recipe.test_for(vendor) if tests else None)
     if test is not None:
         options.update(test.options)
     own = _own_host(host, component.name)
@@ -208,12 +207,6 @@ def plan_component(
         sanitize=sanitize,
         key_inputs=key_inputs,
     )
-
-
-def _in_build_test(test: TestSpec | None) -> TestSpec | None:
-    """The test when it changes or runs in the build (options, a command); a pytest suite
-    alone runs on the entry the wheel ships, so it changes no key."""
-    return test if test is not None and test.in_build else None
 
 
 def with_suite(
@@ -287,7 +280,7 @@ def _key_inputs(
         "compiler_env": {k: own.env[k] for k in COMPILER_ENV if own.env.get(k)},
         "toolkit": _toolkit_identity(own),
         "providers": dict(sorted(own.providers.items())),
-        "tests": _in_build_test(recipe.test_for(vendor) if tests else None) is not None,
+        "tests": in_build_test(recipe.test_for(vendor) if tests else None) is not None,
     }
     if recipe.python:
         key_inputs["python"] = [own.python, own.soabi, own.pybind11_version]
@@ -502,16 +495,4 @@ def to_json(plan: Plan) -> dict[str, Any]:
             }
             for c in plan.components
         ],
-    }
-
-
-def suite_json(suite: PlannedSuite | None) -> dict[str, Any] | None:
-    if suite is None:
-        return None
-    return {
-        "cwd": str(suite.cwd),
-        "argv": list(suite.argv),
-        "env": dict(suite.env),
-        "steps": [{"kind": s.kind, "argv": list(s.argv)} for s in suite.steps],
-        "deselected": [{"test": d.test, "reason": d.reason} for d in suite.deselected],
     }

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
-from builder.manifest.model import Deselected, Suite, SuiteBuild
+from builder.manifest.model import Deselected, Suite, SuiteBuild, TestSpec
 
 SUITE_STEP_CONFIGURE = "suite-configure"
 SUITE_STEP_BUILD = "suite-build"
@@ -140,3 +141,21 @@ def _deselect_arg(d: Deselected) -> str:
     if "::" in d.test:
         return f"--deselect={d.test}"
     return f"--ignore={d.test}"
+
+
+def suite_json(suite: PlannedSuite | None) -> dict[str, Any] | None:
+    if suite is None:
+        return None
+    return {
+        "cwd": str(suite.cwd),
+        "argv": list(suite.argv),
+        "env": dict(suite.env),
+        "steps": [{"kind": s.kind, "argv": list(s.argv)} for s in suite.steps],
+        "deselected": [{"test": d.test, "reason": d.reason} for d in suite.deselected],
+    }
+
+
+def in_build_test(test: TestSpec | None) -> TestSpec | None:
+    """The test when it changes or runs in the build (options, a command); a pytest suite
+    alone runs on the entry the wheel ships, so it changes no key."""
+    return test if test is not None and test.in_build else None
