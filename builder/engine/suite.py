@@ -51,6 +51,7 @@ def run_suite(
     suite = component.suite
     assert suite is not None
     run_env = _environment(env, suite)
+    _require_pytest(component.name, suite, run_env)
     seconds = _build(component.name, suite, run_env, logs, children)
     if suite.package_dir is not None:
         _package_module(component.name, suite)
@@ -137,6 +138,17 @@ def _package_module(name: str, suite: PlannedSuite) -> None:
     suite.package_dir.mkdir(parents=True)
     (suite.package_dir / "__init__.py").write_text("", encoding="utf-8")
     shutil.copy2(found[0], suite.package_dir / found[0].name)
+
+
+def _require_pytest(name: str, suite: PlannedSuite, env: Mapping[str, str]) -> None:
+    """The interpreter that runs the suite must have pytest (a dependency of this tool: missing
+    only where the suite runs with another interpreter)."""
+    python = suite.argv[0]
+    if proc.run([python, "-c", "import pytest"], env=env, check=False).returncode != 0:
+        raise BuildError(
+            f"component '{name}', suite: pytest is not installed for {python}",
+            hint=f"install it: {python} -m pip install 'pytest>=8' 'pytest-xdist>=3'",
+        )
 
 
 def _parallel(
