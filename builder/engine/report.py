@@ -147,6 +147,15 @@ def summary_table(data: Mapping[str, Any], *, timed: bool = True) -> str:
     lines = [
         ("  ".join(r[i].ljust(widths[i]) for i in range(4)) + "  " + r[4]).rstrip() for r in rows
     ]
+    text = totals_text(data)
+    lines.append(f"{text} in {data['seconds']:.1f}s" if timed else text)
+    if suites := suites_text(data):
+        lines.append(suites)
+    return "\n".join([*lines, *findings_lines(data)])
+
+
+def totals_text(data: Mapping[str, Any]) -> str:
+    """``cpu: 4 built, 0 from the store, 0 failed`` (and pulled, skipped, interrupted ones)."""
     t = data.get("totals") or {
         s: sum(1 for c in data["components"] if c["status"] == s) for s in STATUSES
     }
@@ -160,10 +169,7 @@ def summary_table(data: Mapping[str, Any], *, timed: bool = True) -> str:
         text += f", {t['skipped']} skipped"
     if t.get("interrupted"):
         text += f", {t['interrupted']} interrupted"
-    lines.append(f"{text} in {data['seconds']:.1f}s" if timed else text)
-    if suites := suites_text(data):
-        lines.append(suites)
-    return "\n".join([*lines, *findings_lines(data)])
+    return text
 
 
 def findings_lines(data: Mapping[str, Any]) -> list[str]:

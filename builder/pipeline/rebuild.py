@@ -95,7 +95,7 @@ class Rebuild:
         require_identical(first, second)
         print(
             f"verify: {first.name}: two builds are byte-identical (the second, started with the "
-            f"first, took {result['seconds']:.1f}s)",
+            f"first, took {result['seconds']:.1f}s; {result.get('built', '')})",
             file=sys.stderr,
         )
         return second
@@ -190,6 +190,7 @@ def _tail(log: Path) -> str:
 
 def main(argv: list[str]) -> int:
     """Build the job's stack and wheel; write the result beside the job."""
+    from builder.engine.report import totals_text
     from builder.pipeline.build import build_plan
     from builder.pipeline.built import sbom_finisher
     from wheels.assemble import build_wheel
@@ -202,7 +203,7 @@ def main(argv: list[str]) -> int:
     start = time.monotonic()
     try:
         plan = plan_for(job.ctx, job.selection)
-        build_plan(job.ctx, plan, launcher=None, command="wheel-verify")
+        report = build_plan(job.ctx, plan, launcher=None, command="wheel-verify")
         job.out.mkdir(parents=True, exist_ok=True)
         wheel = build_wheel(job.inputs, job.out, sbom_finisher(plan, job.inputs))
     except StackError as exc:
@@ -210,7 +211,11 @@ def main(argv: list[str]) -> int:
         data = {"error": exc.message, "exit_code": exc.exit_code}
         result.write_text(json.dumps(data), encoding="utf-8")
         return exc.exit_code
-    data = {"wheel": str(wheel), "seconds": round(time.monotonic() - start, 3)}
+    data = {
+        "wheel": str(wheel),
+        "seconds": round(time.monotonic() - start, 3),
+        "built": totals_text(report.to_json()),
+    }
     result.write_text(json.dumps(data), encoding="utf-8")
     return 0
 
