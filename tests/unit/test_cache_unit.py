@@ -4,6 +4,7 @@ the artifact's layer and its safe unpacking, relocation of text and links, the f
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import json
 import tarfile
@@ -16,6 +17,7 @@ from builder.cache import artifact, relocate, signing, transfer, urls
 from builder.cache.credentials import find
 from builder.cache.filecache import FileCache
 from builder.cache.remote import Refused
+from builder.core import contents
 from builder.core.errors import UsageError
 
 
@@ -97,6 +99,12 @@ def make_entry(root: Path) -> Path:
     (prefix / "lib" / "libx.so.1").symlink_to("libx.so")
     (prefix / "lib" / "abs").symlink_to("/old/home/store/k/prefix/lib/libx.so")
     return prefix
+
+
+def with_manifest(entry: Path, record: dict[str, object]) -> dict[str, object]:
+    """``record`` of a store entry whose install manifest is written, as the store commits one
+    (a push carries it, a pull checks the layer against it)."""
+    return {**record, "manifest": contents.write(entry, contents.scan(entry / "prefix"))}
 
 
 def test_a_layer_is_deterministic_and_unpacks_to_the_same_tree(tmp_path: Path) -> None:
@@ -184,7 +192,7 @@ def test_a_file_cache_round_trips_an_entry_and_refuses_a_tampered_one(tmp_path: 
     make_entry(entry)
     cache = FileCache(tmp_path / "cache")
     (tmp_path / "cache").mkdir()
-    record = {"name": "x", "vendor": "cpu", "build_dir": "/old/home/build/x"}
+    record = with_manifest(entry, {"name": "x", "vendor": "cpu", "build_dir": "/old/home/build/x"})
     roots = {"store": "/old/home/store", "home": "/old/home"}
     scratch = tmp_path / "scratch"
     scratch.mkdir()
@@ -221,8 +229,6 @@ def test_a_file_cache_round_trips_an_entry_and_refuses_a_tampered_one(tmp_path: 
 def test_a_relocation_table_that_does_not_fit_its_layer_is_refused_and_writes_nothing_outside(
     tmp_path: Path, relocation: object
 ) -> None:
-    import dataclasses
-
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "f").write_text("/old/home/store stays\n")
@@ -234,7 +240,7 @@ def test_a_relocation_table_that_does_not_fit_its_layer_is_refused_and_writes_no
     roots = {"store": "/old/home/store", "home": "/old/home"}
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    record = {"name": "x", "vendor": "cpu"}
+    record = with_manifest(entry, {"name": "x", "vendor": "cpu"})
     assert transfer.publish(cache, "k" * 64, entry, record, roots, None, scratch) is not None
     found = transfer.lookup(cache, "k" * 64, signing.Trust({}))
     assert found is not None
