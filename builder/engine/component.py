@@ -120,7 +120,7 @@ class Builder:
             ):
                 result.suite = run_suite(
                     component,
-                    env=self._env(component),
+                    env=self._sanitized_env(component, self._env(component)),
                     logs=logs,
                     children=self.children,
                     say=lambda text: self.progress.say(component.name, text),
@@ -269,7 +269,12 @@ class Builder:
     ) -> dict[str, str]:
         """A sanitized component's tests run with the runtime of the compiler that built them
         loaded first (a test runner such as ctest is not built with it)."""
-        if step.kind != "test" or component.sanitize is None:
+        return self._sanitized_env(component, env) if step.kind == "test" else env
+
+    def _sanitized_env(self, component: ComponentPlan, env: dict[str, str]) -> dict[str, str]:
+        """``env`` with a sanitized component's runtime preloaded, its options and suppressions
+        (its tests, and its own pytest suite, whose interpreter is not built with it)."""
+        if component.sanitize is None:
             return env
         where = self.layout.logs(self.run_id) / "suppressions"
         files = sanitize.suppression_files(component.sanitize, self.plan.stack.suppressions, where)
