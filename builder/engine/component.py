@@ -111,6 +111,7 @@ class Builder:
 
         logs = self.layout.logs(self.run_id) / component.name
         logs.mkdir(parents=True, exist_ok=True)
+        started = round(time.monotonic() - self.started, 3)
         self.progress.step(component.name, "suite")
         # One suite at a time per entry: two runs would share its build directory.
         lock = lock_path(self.layout.locks(), f"suite:{component.build_dir}")
@@ -127,9 +128,14 @@ class Builder:
                 )
         except BuildError as exc:
             result.suite = exc.record if isinstance(exc, SuiteFailed) else {}
+            result.suite["started"] = started
+            # The log to read is the suite's (or its build step's), not the entry's last step.
+            if written := [log for log in logs.glob("suite*.log") if log.is_file()]:
+                result.logs["suite"] = str(max(written, key=lambda log: log.stat().st_mtime))
             if self.cancelled.is_set():
                 raise Cancelled from exc
             raise
+        result.suite["started"] = started  # seconds into the run, as ``result.started``
         result.logs["suite"] = result.suite["log"]
         self.progress.step_done(component.name, "suite", result.suite["seconds"])
 

@@ -1,10 +1,12 @@
 """Execute a Plan: build each component into the store, in dependency order, never half-built.
 
-Components whose dependencies are done build at the same time, sharing one job budget that is
-never oversubscribed. A store hit costs a stat: no cmake, no ninja. A failure stops new work
-(with ``keep_going``, only the work that depends on it), lets running builds finish, and reports
-every failure with its command, exit status, output tail and log, and why each component left
-was not built. Ctrl-C and SIGTERM stop the child processes and say what was interrupted.
+Components whose dependencies are done build at the same time, sharing one job budget that
+builds never oversubscribe. A component's own test suite runs once its entry is in the store,
+beside the builds that depend on it. A store hit costs a stat: no cmake, no ninja. A failure
+stops new work (with ``keep_going``, only the work that depends on it), lets running builds
+finish, and reports every failure with its command, exit status, output tail and log, and why
+each component left was not built. Ctrl-C and SIGTERM stop the child processes and say what was
+interrupted.
 
 One component's build, and what makes it safe against a kill at any moment, is
 :mod:`builder.engine.component`.
@@ -173,58 +175,86 @@ def _schedule(
     *,
     keep_going: bool = False,
 ) -> list[tuple[str, StackError]]:
+    """Build in dependency order; a component's own suite runs once its entry is in the store,
+    beside the builds of what depends on it (they need the entry, not the suite's verdict)."""
     pending = list(plan.components)  # dependency order
     done: set[str] = set()
     errors: list[tuple[str, StackError]] = []
     running: dict[Future[None], tuple[ComponentPlan, int]] = {}
     budget = max(1, plan.jobs)
 
-    def task(component: ComponentPlan, jobs: int) -> None:
-        result = results[component.name]
-        result.started = round(time.monotonic() - builder.started, 3)
-        builder.progress.start(component.name, component.key, jobs)
-        try:
-            if prepare is not None:
-                prepare(component)
-            builder.build_one(component, jobs, result)
-            if component.suite is not None:
-                builder.run_suite(component, result)
-        except Cancelled:
-            result.status = "interrupted"
-            raise
-        except StackError as exc:
-            result.status = "failed"
-            result.error = exc.message
-            raise
-        finally:
-            builder.progress.finish(result)
-
-    with ThreadPoolExecutor(max_workers=budget, thread_name_prefix="build") as pool:
+    with ThreadPoolExecutor(max_workers=budget + len(pending), thread_name_prefix="build") as pool:
         try:
             while pending or running:
                 if keep_going or not errors:
-                    _settle_hits(pending, done, builder.store, results)
+                    for c in _settle_hits(pending, done, builder.store, results):
+                        running[pool.submit(_suite, builder, results[c.name], c)] = (c, 0)
                     free = budget - sum(jobs for _, jobs in running.values())
                     ready = [c for c in pending if set(c.depends) <= done]
                     for c, jobs in zip(ready, shares(free, len(ready)), strict=False):
                         pending.remove(c)
-                        running[pool.submit(task, c, jobs)] = (c, jobs)
+                        task = pool.submit(_build, builder, results[c.name], c, jobs, prepare)
+                        running[task] = (c, jobs)
                 if not running:
                     break  # what is left waits on a failure (or, keeping going, depends on one)
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished:
-                    c, _ = running.pop(future)
+                    c, jobs = running.pop(future)
                     exc = future.exception()
-                    if exc is None:
-                        done.add(c.name)
-                    elif isinstance(exc, StackError):
+                    if isinstance(exc, StackError):
                         errors.append((c.name, exc))
-                    else:
+                    elif exc is not None:
                         raise exc
+                    elif jobs and c.suite is not None and (keep_going or not errors):
+                        done.add(c.name)  # built: its suite runs on the entry
+                        running[pool.submit(_suite, builder, results[c.name], c)] = (c, 0)
+                    else:
+                        done.add(c.name)
+                        if jobs and c.suite is not None:  # its suite is new work: not started
+                            builder.progress.finish(results[c.name])
         except (KeyboardInterrupt, Interrupted) as exc:
             signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
             raise _stop(builder, running, results, signum) from None
     return errors
+
+
+def _build(
+    builder: Builder,
+    result: ComponentResult,
+    component: ComponentPlan,
+    jobs: int,
+    prepare: Callable[[ComponentPlan], None] | None,
+) -> None:
+    result.started = round(time.monotonic() - builder.started, 3)
+    builder.progress.start(component.name, component.key, jobs)
+    try:
+        if prepare is not None:
+            prepare(component)
+        builder.build_one(component, jobs, result)
+    except BaseException as exc:
+        _failed(result, exc)
+        builder.progress.finish(result)
+        raise
+    if component.suite is None:
+        builder.progress.finish(result)
+
+
+def _suite(builder: Builder, result: ComponentResult, component: ComponentPlan) -> None:
+    try:
+        builder.run_suite(component, result)
+    except BaseException as exc:
+        _failed(result, exc)
+        raise
+    finally:
+        builder.progress.finish(result)
+
+
+def _failed(result: ComponentResult, exc: BaseException) -> None:
+    if isinstance(exc, Cancelled):
+        result.status = "interrupted"
+    elif isinstance(exc, StackError):
+        result.status = "failed"
+        result.error = exc.message
 
 
 def _stop(
@@ -259,12 +289,16 @@ def _settle_hits(
     done: set[str],
     store: Store,
     results: dict[str, ComponentResult],
-) -> None:
-    """Store hits cost a stat: settle them at once, in order, without taking a slot (a hit
-    with a suite to run takes one: the suite runs on the entry)."""
+) -> list[ComponentPlan]:
+    """Store hits cost a stat: settle them at once, in order, without taking a slot; returns
+    the hits whose own suite is to run on the entry."""
+    suites: list[ComponentPlan] = []
     for c in list(pending):
-        if set(c.depends) <= done and store.has(c.key) and c.suite is None:
+        if set(c.depends) <= done and store.has(c.key):
             results[c.name].status = "hit"
             results[c.name].prefix = str(c.prefix)
             done.add(c.name)
             pending.remove(c)
+            if c.suite is not None:
+                suites.append(c)
+    return suites
