@@ -18,6 +18,7 @@ from builder.manifest.model import Deselected, Suite, SuiteBuild, TestSpec
 
 SUITE_STEP_CONFIGURE = "suite-configure"
 SUITE_STEP_BUILD = "suite-build"
+MAX_WORKER_RESTARTS = 100  # crashed tests a suite survives before xdist stops it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,7 +91,7 @@ def plan_suite(
     return replace(
         planned,
         env={**env, "PYTHONPATH": str(python_dir)},
-        steps=_build_steps(suite.build, cmake_source, suite_dir, defines, jobs),
+        steps=_build_steps(suite.build, cmake_source, suite_dir, defines, jobs, prefix),
         build_dir=suite_dir,
         target=suite.build.target,
         package_dir=python_dir / suite.build.package,
@@ -99,7 +100,9 @@ def plan_suite(
 
 def _pytest_argv(suite: Suite, vendor: str, python: str, workers: int) -> tuple[str, ...]:
     args = tuple(a.replace("{vendor}", vendor) for a in suite.args)
-    parallel = ("-n", str(workers)) if workers > 1 else ()
+    # Always in pytest-xdist's worker processes, one worker too: a test that kills its process
+    # (a segfault, SIGFPE in a kernel launch) is then one failed test, and the rest still run.
+    parallel = ("-n", str(workers), f"--max-worker-restart={MAX_WORKER_RESTARTS}")
     return (
         python,
         "-m",
@@ -122,10 +125,13 @@ def _build_steps(
     suite_dir: Path,
     defines: Mapping[str, str],
     jobs: int,
+    prefix: Path,
 ) -> tuple[SuiteStep, ...]:
-    """The component's configure with the suite's options, in a directory of its own, linked
-    without a build RPATH (its module then loads the entry's libraries); then its target."""
-    own = {**defines, **build.options, "CMAKE_SKIP_BUILD_RPATH": "ON"}
+    """The component's configure with the suite's options (``{prefix}`` in a value is the
+    entry's prefix), in a directory of its own, linked without a build RPATH (its module then
+    loads the entry's libraries); then its target."""
+    options = {k: v.replace("{prefix}", str(prefix)) for k, v in build.options.items()}
+    own = {**defines, **options, "CMAKE_SKIP_BUILD_RPATH": "ON"}
     configure: tuple[str, ...] = ("cmake", "-S", str(cmake_source), "-B", str(suite_dir))
     configure += ("-G", "Ninja", *(f"-D{k}={v}" for k, v in own.items()))
     target = ("cmake", "--build", str(suite_dir), "--target", build.target, "--parallel", str(jobs))

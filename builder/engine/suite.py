@@ -74,6 +74,8 @@ def run_suite(
         "selected": list(suite.selected),
         **read_junit(junit),
     }
+    if ran.returncode < 0 or not any(record["counts"].values()):
+        record["crash"] = crash_lines(log)
     record["ok"] = ran.returncode == 0
     if not record["ok"]:
         raise SuiteFailed(suite_failure(component.name, record), record, hint=f"suite log: {log}")
@@ -154,16 +156,18 @@ def _require_pytest(name: str, suite: PlannedSuite, env: Mapping[str, str]) -> N
 def _parallel(
     suite: PlannedSuite, env: Mapping[str, str], say: Callable[[str], None]
 ) -> tuple[str, ...]:
-    """The suite's command; without ``-n`` where pytest-xdist is not installed (said)."""
+    """The suite's command; without ``-n`` where pytest-xdist is not installed (said: a test
+    that crashes then ends the whole suite)."""
     argv = suite.argv
-    if suite.workers <= 1:
-        return argv
     probe = proc.run([argv[0], "-c", "import xdist"], env=env, check=False)
     if probe.returncode == 0:
         return argv
-    say(f"pytest-xdist is not installed for {argv[0]}: the suite runs in one process")
+    say(
+        f"pytest-xdist is not installed for {argv[0]}: the suite runs in one process, "
+        "and a test that crashes it ends it"
+    )
     i = argv.index("-n")
-    return (*argv[:i], *argv[i + 2 :])
+    return (*argv[:i], *argv[i + 3 :])
 
 
 def _workers(argv: tuple[str, ...]) -> int:
@@ -224,6 +228,21 @@ def node_id(case: ET.Element) -> str:
     return "::".join(parts)
 
 
+def crash_lines(log: Path) -> str:
+    """What a log says of a process that died under pytest: from ``Fatal Python error`` (or a
+    sanitizer's or the kernel's word for it) through the frames that follow, else its last
+    lines."""
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    marks = ("Fatal Python error", "Segmentation fault", "Floating point exception", "Aborted")
+    start = next((i for i, line in enumerate(lines) if line.startswith(marks)), None)
+    if start is None:
+        return "\n".join(lines[-FAILURE_LINES:])
+    return "\n".join(lines[start : start + FAILURE_LINES])
+
+
 def _first_lines(case: ET.Element) -> str:
     """The first lines of what pytest said of a failing test: its ``E`` lines, then where."""
     element = case.find("failure")
@@ -260,6 +279,9 @@ def suite_failure(name: str, record: Mapping[str, Any]) -> str:
             f"component '{name}', suite: pytest exited with status {code} ({counts_text(counts)})"
         )
     lines = [head, "  command: " + proc.quote(record.get("command", []))]
+    if record.get("crash"):
+        lines.append("  pytest itself died; its log ends:")
+        lines.extend(f"    | {line}" for line in record["crash"].splitlines())
     for failure in record.get("failures", [])[:FAILURES_SHOWN]:
         lines.append(f"  FAILED {failure['test']}")
         lines.extend(f"    | {line}" for line in failure["output"].splitlines())

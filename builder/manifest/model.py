@@ -79,7 +79,7 @@ class Suite:
     store entry the wheel bundles; ``{vendor}`` in its arguments is the vendor's name."""
 
     args: tuple[str, ...]
-    workers: int = 1  # pytest-xdist's -n, where the suite allows it
+    workers: int = 1  # pytest-xdist's -n (the suite always runs in xdist's workers)
     build: SuiteBuild | None = None
     select: tuple[str, ...] = ()  # paths or node ids run instead of the suite's own
     deselect: tuple[Deselected, ...] = ()
