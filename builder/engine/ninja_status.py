@@ -48,8 +48,8 @@ class Snapshot:
 
     def render(self) -> str:
         parts = [f"{self.done}/{self.total}"]
-        if self.rate is not None:
-            parts.append(f"{self.rate:.1f}/s")
+        if self.rate is not None:  # a slow compile (heavy C++ on few cores) in edges a minute
+            parts.append(f"{self.rate:.1f}/s" if self.rate >= 0.1 else f"{self.rate * 60:.1f}/min")
         if self.left is not None:
             parts.append(f"about {duration(self.left)} left")
         return ", ".join(parts)
