@@ -242,9 +242,9 @@ def _elf_text(elf: ElfReport) -> list[str]:
     summary += f", {len(sym.missing)} MISSING" if sym.missing else ""
     lines.append(summary)
     if elf.device is not None:
-        from wheels.cuda.devicecode import summary
+        from wheels.cuda.devicecode import summary as device_summary
 
-        lines.append(f"      CUDA device code: {summary(elf.device)}")
+        lines.append(f"      CUDA device code: {device_summary(elf.device)}")
     if elf.cxx_runtime is not None:
         lines.append(f"      C++ runtime: {elf.cxx_runtime}")
     return lines
