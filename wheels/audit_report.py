@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from builder.core import termwrap
-from wheels.cuda.devicecode import summary as device_summary
-from wheels.cuda.fatbin import DeviceCode
 from wheels.sizes import human_size
+
+if TYPE_CHECKING:
+    from wheels.cuda.fatbin import DeviceCode
 
 Severity = Literal["violation", "warning", "error"]  # error: the audit's own failure
 NeedKind = Literal["wheel", "distribution", "system", "external", "libpython", "missing"]
@@ -241,6 +242,8 @@ def _elf_text(elf: ElfReport) -> list[str]:
     summary += f", {len(sym.missing)} MISSING" if sym.missing else ""
     lines.append(summary)
     if elf.device is not None:
+        from wheels.cuda.devicecode import summary as device_summary
+
         lines.append(f"      CUDA device code: {device_summary(elf.device)}")
     if elf.cxx_runtime is not None:
         lines.append(f"      C++ runtime: {elf.cxx_runtime}")

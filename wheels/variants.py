@@ -31,7 +31,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from wheels.cuda.fatbin import FATBIN_SECTIONS, DeviceCode, FatbinError, read_device_code
+from wheels.cuda import FATBIN_SECTIONS
+from wheels.cuda.fatbin import DeviceCode, FatbinError, read_device_code
 from wheels.elf import ElfError, section_bytes
 from wheels.naming import (
     NULL_VARIANT,

@@ -13,7 +13,6 @@ from builder.core.errors import EXIT_AUDIT, EXIT_INTERNAL, UsageError
 from builder.core.termwrap import terminal_width
 from builder.noop import default_home
 from wheels.audit import audit_wheel, default_cache_dir, infer_vendor
-from wheels.audit_html import audit_page
 from wheels.audit_report import WheelAudit, render_text, to_json
 from wheels.policy import canonical_vendor, load_vendor_policy
 from wheels.sizes import parse_size
@@ -149,6 +148,8 @@ def _check_paths(paths: list[str]) -> None:
 
 
 def _write_html(target: Path, audits: list[WheelAudit]) -> None:
+    from wheels.audit_html import audit_page
+
     text = audit_page(to_json(audits)["wheels"], f"infini-stack {__version__}")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")

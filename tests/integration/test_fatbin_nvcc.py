@@ -21,8 +21,9 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from tests.conftest import HAVE_NVCC
+from wheels.cuda import FATBIN_SECTIONS
 from wheels.cuda.arch import check_device_code, ptx_toolkit
-from wheels.cuda.fatbin import FATBIN_SECTIONS, DeviceCode, FatbinEntry, read_device_code
+from wheels.cuda.fatbin import DeviceCode, FatbinEntry, read_device_code
 
 pytestmark = [
     pytest.mark.integration,

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING
 
 from wheels.audit.members import MemberScan
 from wheels.audit.raw import RawFile, Task
-from wheels.cuda import devicecode
 from wheels.elf import from_record, to_record
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from pathlib import Path
+
+    from wheels.cuda.fatbin import DeviceCode
 
 CACHE_VERSION = "infini-stack-audit-5"  # 5: export versions as indices (ElfInfo.export_versions)
 
@@ -76,7 +77,7 @@ def _scan_to(scan: MemberScan) -> dict[str, object]:
         "elf_error": scan.elf_error,
         "not_elf_but_named": scan.not_elf_but_named,
         "elf": to_record(scan.elf) if scan.elf is not None else None,
-        "device": devicecode.to_record(scan.device) if scan.device is not None else None,
+        "device": _device_to(scan.device) if scan.device is not None else None,
         "device_error": scan.device_error,
     }
 
@@ -95,6 +96,18 @@ def _scan_from(task: Task, row: Mapping[str, object]) -> MemberScan:
         elf=from_record(elf) if isinstance(elf, dict) else None,
         elf_error=error if isinstance(error, str) else None,
         not_elf_but_named=bool(row["not_elf_but_named"]),
-        device=devicecode.from_record(device) if isinstance(device, dict) else None,
+        device=_device_from(device) if isinstance(device, dict) else None,
         device_error=device_error if isinstance(device_error, str) else None,
     )
+
+
+def _device_to(code: DeviceCode) -> dict[str, object]:
+    from wheels.cuda import devicecode  # (only for a member with device code)
+
+    return devicecode.to_record(code)
+
+
+def _device_from(record: Mapping[str, object]) -> DeviceCode:
+    from wheels.cuda import devicecode
+
+    return devicecode.from_record(record)

@@ -33,7 +33,6 @@ from wheels.audit.size import check_size
 from wheels.audit.tags import auditwheel_verdict, check_tags, manylinux_whitelist, our_verdict
 from wheels.audit.variants import check_variant
 from wheels.audit_report import AuditStats, CudaReport, ElfReport, Finding, WheelAudit
-from wheels.cuda.audit import check_cuda
 from wheels.elf import ElfInfo, HostLibraries
 from wheels.naming import split_variant, vendor_of_wheel
 from wheels.policy import VendorPolicy
@@ -224,6 +223,8 @@ def _check_elfs(
     errors = {n: s.device_error for n, s in by_name.items() if s.elf and s.device_error}
     cuda = None
     if devices or errors:  # the CUDA rules only for a wheel with device code
+        from wheels.cuda.audit import check_cuda
+
         cuda = check_cuda(archive, devices, errors, ctx.policy.name, archs, f)
     reports = [replace(r, device=devices.get(r.member)) for r in check_elfs(ctx, archive, f)]
     return reports, cuda

@@ -5,7 +5,6 @@ it streams (:class:`Digest`)."""
 from __future__ import annotations
 
 import base64
-import ctypes
 import hashlib
 import threading
 from contextlib import suppress
@@ -102,6 +101,8 @@ def keep_heap() -> bool:
     (a 516 MB library streamed): 46,000 page faults against 62,000, 0.80 s against 0.83 s; on
     NCCL 2.29's 12,000 against 20,000, 0.32 s against 0.34 s (three runs each). Nothing where
     ``mallopt`` is missing (musl's is a no-op). Whether each setting was taken."""
+    import ctypes  # (for the few members hashed beside their inflating)
+
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 from wheels.audit.findings import Findings
 from wheels.audit.musl import is_musl_self
-from wheels.audit.suppliers import Suppliers
 from wheels.audit_report import Need, shorten
 from wheels.elf import ElfInfo, HostLibraries
 from wheels.filename import canonicalize_name
@@ -34,6 +33,7 @@ if TYPE_CHECKING:
     from packaging.markers import Marker
 
     from wheels.audit.requires import Requires
+    from wheels.audit.suppliers import Suppliers
     from wheels.audit_report import ElfKind
 
 _SITE = "/\0site-packages"
@@ -66,8 +66,11 @@ class Elves:
     supplied: Suppliers | None = None  # see suppliers()
 
     def suppliers(self) -> Suppliers:
-        """The distributions installed here (:mod:`wheels.audit.suppliers`), read once."""
+        """The distributions installed here (:mod:`wheels.audit.suppliers`), read once: only
+        for a wheel with a need that nothing else supplies."""
         if self.supplied is None:
+            from wheels.audit.suppliers import Suppliers
+
             self.supplied = Suppliers(self.sites())
         return self.supplied
 

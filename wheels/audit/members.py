@@ -28,10 +28,8 @@ from wheels.audit.raw import (
     Task,
 )
 from wheels.audit.sparse import SPARSE_ABOVE, Keeper, Sparse, Spooled
-from wheels.cuda import devicecode
-from wheels.cuda.fatbin import DeviceCode
-from wheels.cuda.tap import FatbinTap
-from wheels.elf import ELF_MAGIC, Chunks, ElfError, ElfInfo, looks_like_elf, read_elf
+from wheels.cuda import FATBIN_SECTIONS
+from wheels.elf import ELF_MAGIC, Chunks, ElfError, ElfInfo, looks_like_elf, read_elf, section_spans
 from wheels.inflate import (
     ONE_CALL_BELOW,
     InflateError,
@@ -43,6 +41,8 @@ from wheels.inflate import (
 if TYPE_CHECKING:
     from collections.abc import Generator, Iterator
 
+    from wheels.cuda.fatbin import DeviceCode
+    from wheels.cuda.tap import FatbinTap
     from wheels.elf import ByteSource
     from wheels.inflate import Inflater
 
@@ -358,6 +358,8 @@ def _again(task: Task, raw: Raw | RawFile) -> ByteSource:
 
 
 def _tap(code_too: bool) -> FatbinTap:
+    from wheels.cuda.tap import FatbinTap
+
     return FatbinTap(code_too)
 
 
@@ -421,6 +423,21 @@ def _read(base: MemberScan, content: ByteSource) -> MemberScan:
         elf = read_elf(content)
     except ElfError as exc:
         return replace(base, elf_error=str(exc))
-    # From the same bytes: in memory, or for a big member the headers seen while inflating.
-    device, device_error = devicecode.scan(content, getattr(content, "fatbin_seen", None))
+    device, device_error = _device_code(content)
     return replace(base, elf=elf, device=device, device_error=device_error)
+
+
+def _device_code(content: ByteSource) -> tuple[DeviceCode | None, str | None]:
+    """The ELF file's CUDA device code, or why it cannot be read
+    (:func:`wheels.cuda.devicecode.scan`); the CUDA readers are loaded only for a file with a fat
+    binary section, or whose section headers cannot be read (they say why)."""
+    try:
+        spans: dict[str, tuple[int, int]] | None = section_spans(content, FATBIN_SECTIONS)
+    except ElfError:
+        spans = None
+    if spans == {}:
+        return None, None
+    from wheels.cuda import devicecode
+
+    # From the same bytes: in memory, or for a big member the headers seen while inflating.
+    return devicecode.scan(content, getattr(content, "fatbin_seen", None), spans)

@@ -3,16 +3,13 @@ members first, each batch looked up in the cache before it is read."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections import deque
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from wheels.audit.cache import Cache
-from wheels.audit.forks import ForkPool, PickleError, usable
 from wheels.audit.members import (
     HASH_THREAD_ABOVE,
     MemberScan,
@@ -73,6 +70,7 @@ Result = tuple[list[MemberScan], bool]  # a batch's scans, and whether they came
 def _failures() -> tuple[type[BaseException], ...]:
     """What a lost or failing child raises from a future: forks.LostChild and the executor's
     BrokenProcessPool are RuntimeErrors; a result that cannot be pickled, a PickleError."""
+    from pickle import PickleError
 
     return (OSError, EOFError, RuntimeError, PickleError)
 
@@ -330,13 +328,16 @@ def _handed_first(
 def _new_pool(children: int) -> Pool | None:
     """``children`` processes forked from this one (:mod:`wheels.audit.forks`); where forking
     is not safe, a ``ProcessPoolExecutor`` that starts them another way. None when they cannot
-    be started."""
+    be started. Their modules are loaded here: a small wheel is read in this process alone."""
+    from wheels.audit.forks import ForkPool, usable
 
     if usable():
         try:
             return ForkPool(children)
         except OSError:
             return None
+
+    from concurrent.futures import ProcessPoolExecutor
 
     try:
         return ProcessPoolExecutor(max_workers=children, mp_context=_mp_context())
@@ -346,6 +347,7 @@ def _new_pool(children: int) -> Pool | None:
 
 def _mp_context() -> multiprocessing.context.BaseContext:
     """How the executor starts its children where forking is not safe."""
+    import multiprocessing
 
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")

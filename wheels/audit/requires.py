@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
-from packaging.requirements import InvalidRequirement, Requirement
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 
 class InvalidRequires(ValueError):
@@ -25,7 +27,11 @@ class Requires:
 
 
 def read_requires(value: str) -> Requires:
-    """One Requires-Dist value; raises :class:`InvalidRequires` when packaging rejects it."""
+    """One Requires-Dist value; raises :class:`InvalidRequires` when packaging rejects it.
+    packaging's requirement parser is loaded by the first line read: a wheel that requires
+    nothing does not load it."""
+    from packaging.requirements import InvalidRequirement
+
     try:
         return Requires(_parse(value).name, value.strip())
     except InvalidRequirement as exc:
@@ -34,4 +40,6 @@ def read_requires(value: str) -> Requires:
 
 @cache
 def _parse(text: str) -> Requirement:
+    from packaging.requirements import Requirement
+
     return Requirement(text)

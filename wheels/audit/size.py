@@ -10,12 +10,15 @@ code is listed per target.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from wheels.audit.archive import Archive, is_member_file
 from wheels.audit.findings import Findings
 from wheels.audit_report import DeviceSize, MemberSize, SizeReport
-from wheels.cuda.fatbin import DeviceCode
 from wheels.sizes import PYPI_MAX_SIZE, human_size
+
+if TYPE_CHECKING:
+    from wheels.cuda.fatbin import DeviceCode
 
 CODE = "wheel-size"
 LARGEST = 5  # members listed

@@ -23,7 +23,6 @@ import tempfile
 from bisect import bisect_right
 from typing import TYPE_CHECKING
 
-from wheels.cuda.fatbin import Seen
 from wheels.elf import ElfError
 from wheels.elf.reader import HEAD, PT_LOAD, head_layout
 
@@ -31,6 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import BinaryIO
 
+    from wheels.cuda.fatbin import Seen
     from wheels.elf import ByteSource
 
 SPARSE_ABOVE = 64 << 20  # members this big (inflated) may be kept only where they are read

@@ -22,7 +22,6 @@ from wheels.audit.raw import MemberError
 from wheels.elf import ElfInfo
 from wheels.naming import VARIANT_FILE, split_variant, vendor_of_variant
 from wheels.policy import VariantPolicy, VendorPolicy
-from wheels.variants import arch_values, problems_of
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -49,6 +48,7 @@ def check_variant(
     doc = _read(archive, label, f)
     if label is None or doc is None:
         return
+    from wheels.variants import problems_of  # (the variant rules, for a variant wheel only)
 
     named = vendor_of_variant(label)
     if named is not None and named != policy.name:
@@ -94,6 +94,8 @@ def _read(archive: Archive, label: str | None, f: Findings) -> Any:
 def _check_archs(
     variant: VariantPolicy, declared: list[str], codes: Mapping[str, DeviceCode], f: Findings
 ) -> None:
+    from wheels.variants import arch_values
+
     found = {n: set(arch_values(c)) for n, c in codes.items() if c.loaded().entries}
     union = set().union(*found.values())
     what = f"{variant.namespace} :: {variant.arch}"

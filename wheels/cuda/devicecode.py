@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from typing import TYPE_CHECKING
 
+from wheels.cuda import FATBIN_SECTIONS
 from wheels.cuda.fatbin import (
-    FATBIN_SECTIONS,
     DeviceCode,
     FatbinEntry,
     FatbinError,
@@ -32,11 +32,18 @@ _FIELDS = tuple(f.name for f in fields(FatbinEntry))
 _INTS = ("arch", "size", "uncompressed_size", "offset", "kind_code", "count")
 
 
-def read(content: ByteSource, seen: Seen | None = None) -> DeviceCode | None:
+def read(
+    content: ByteSource,
+    seen: Seen | None = None,
+    spans: Mapping[str, tuple[int, int]] | None = None,
+) -> DeviceCode | None:
     """The device code of the ELF file in ``content``; None when it has no fat binary section.
-    ``seen``: what :class:`wheels.cuda.tap.FatbinTap` kept of the file as it was inflated.
-    Raises :class:`FatbinError` or :class:`ElfError` on a section that cannot be read."""
-    spans = section_spans(content, FATBIN_SECTIONS)
+    ``seen``: what :class:`wheels.cuda.tap.FatbinTap` kept of the file as it was inflated;
+    ``spans``: its fat binary sections, where the caller has located them
+    (:func:`wheels.elf.section_spans`). Raises :class:`FatbinError` or :class:`ElfError` on a
+    section that cannot be read."""
+    if spans is None:
+        spans = section_spans(content, FATBIN_SECTIONS)
     if not spans:
         return None
     return combine(read_fatbin_at(content, o, n, s, seen) for s, (o, n) in spans.items())
@@ -45,10 +52,14 @@ def read(content: ByteSource, seen: Seen | None = None) -> DeviceCode | None:
 NO_SECTIONS = "its section header table cannot be read, so its CUDA device code is not known"
 
 
-def scan(content: ByteSource, seen: Seen | None = None) -> tuple[DeviceCode | None, str | None]:
+def scan(
+    content: ByteSource,
+    seen: Seen | None = None,
+    spans: Mapping[str, tuple[int, int]] | None = None,
+) -> tuple[DeviceCode | None, str | None]:
     """(distinct device code, None), or (None, why) when a fat binary cannot be read."""
     try:
-        code = read(content, seen)
+        code = read(content, seen, spans)
     except FatbinError as exc:
         return None, f"its CUDA fat binary cannot be read: {exc}"
     except ElfError as exc:  # the section table that locates .nv_fatbin, not a fat binary

@@ -51,6 +51,8 @@ import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from wheels.cuda import FATBIN_SECTION, FATBIN_SECTIONS, RELFATBIN_SECTION
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
 
@@ -79,10 +81,7 @@ Kind = Literal["sass", "ptx", "ltoir", "other"]
 Variant = Literal["", "a", "f"]
 Compression = Literal["lz4", "zstd"]
 
-FATBIN_SECTION = ".nv_fatbin"
-RELFATBIN_SECTION = "__nv_relfatbin"
 WRAPPER_SECTION = ".nvFatBinSegment"
-FATBIN_SECTIONS = (FATBIN_SECTION, RELFATBIN_SECTION)
 
 FATBIN_MAGIC = 0xBA55ED50
 OLD_STYLE_MAGIC = 0x1EE55A01

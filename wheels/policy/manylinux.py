@@ -17,8 +17,6 @@ from functools import lru_cache, total_ordering
 from typing import TYPE_CHECKING
 
 import auditwheel
-from auditwheel.error import InvalidLibcError
-from auditwheel.libc import Libc
 
 from wheels.policy.elfutils import blacklisted
 from wheels.policy.lddtree import Tree
@@ -173,6 +171,8 @@ def _host_musl_policy() -> str | None:
     """The musllinux policy of this host's musl, as auditwheel picks it; None on glibc."""
     if not host_has_musl_libc():
         return None
+    from auditwheel.error import InvalidLibcError
+    from auditwheel.libc import Libc  # (on a musl host only)
 
     try:
         version = Libc.MUSL.get_current_version()

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from auditwheel.libc import Libc
-
 from wheels.elf import ElfInfo, HostLibraries
 from wheels.policy.elfutils import add_version_needs, python_extension
 from wheels.policy.lddtree import Files, Lib, Tree, ldd
@@ -236,6 +234,7 @@ def _collect(
 def _host_libc() -> str:
     if not host_has_musl_libc():
         return "glibc"  # (as auditwheel's Libc.detect() finds)
+    from auditwheel.libc import Libc
 
     return str(Libc.detect().value)
 
