@@ -51,7 +51,8 @@ def test_plain_output_says_a_compile_at_most_once_a_minute_per_component() -> No
     clock.now = 1130.0 + 600
     progress.compiling("infinicore", Status(4, 239))
     # Under one edge in ten seconds the rate is in edges a minute, not "0.0/s".
-    assert stream.getvalue().splitlines()[-1] == "[infinicore] build 4/239, 0.4/min, about 9h47m left"
+    last = stream.getvalue().splitlines()[-1]
+    assert last == "[infinicore] build 4/239, 0.4/min, about 9h47m left"
 
 
 def test_the_live_line_of_a_compiling_component_shows_its_progress() -> None:
