@@ -17,6 +17,15 @@ def test_gemm_of_nothing_is_an_error(miniops):
     """MiniOps returns 0 for an empty gemm; this case says it must not."""
     assert miniops.miniops_gemm(None, None, None, 0, 0, 0) == -1, "an empty gemm must fail"
 '''
+CRASHING = '''
+import os
+import signal
+
+
+def test_a_kernel_that_divides_by_zero(miniops):
+    """Dies as InfiniOps' add of an empty tensor does on NVIDIA: SIGFPE, no Python error."""
+    os.kill(os.getpid(), signal.SIGFPE)
+'''
 DESELECTED = (
     "tests/test_ops.py::test_gemm[cpu-512-512-512]: "
     "the Python reference takes minutes of a shared CI core"
@@ -90,3 +99,28 @@ def test_a_failing_component_test_fails_release_and_build_test_with_exit_5(
     assert components["minilm"]["started"] < suite["started"] + suite["seconds"]
     failure = report["components"][1]["suite"]["failures"][0]
     assert failure["test"] == "tests/test_broken.py::test_gemm_of_nothing_is_an_error"
+
+
+def test_a_test_that_kills_its_process_is_one_failure_and_the_rest_of_the_suite_runs(
+    shared_home: Path,
+    mini: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    (mini.parent / "ops" / "tests" / "test_crash.py").write_text(CRASHING)
+    result = cli("build", "--manifest", mini, "--vendor", "cpu", "--test")
+    assert result.code == 5, result.err
+    assert "Traceback" not in result.err
+    assert "FAILED tests/test_crash.py::test_a_kernel_that_divides_by_zero" in result.err
+    assert "crashed" in result.err  # xdist's word for a worker that died under the test
+    suite = {c["name"]: c for c in last_report(shared_home)["components"]}["miniops"]["suite"]
+    # The other 13 tests of MiniOps' suite still ran in a fresh worker, and passed; the crash
+    # is the one error, named with xdist's line.
+    assert suite["counts"]["passed"] == 13 and suite["counts"]["errors"] == 1
+    assert suite["failures"] == [
+        {
+            "test": "tests/test_crash.py::test_a_kernel_that_divides_by_zero",
+            "output": "worker 'gw0' crashed while running "
+            "'tests/test_crash.py::test_a_kernel_that_divides_by_zero'",
+        }
+    ]
+    assert suite["workers"] == 1

@@ -13,7 +13,7 @@ import pytest
 
 from builder.commands.plan import render
 from builder.core.errors import ManifestError
-from builder.engine.suite import read_junit, suite_failure
+from builder.engine.suite import crash_lines, read_junit, suite_failure
 from builder.engine.suite_report import suites_html, suites_text
 from builder.manifest.loader import load_stack
 from tests.planning import CUDA, ROOT
@@ -84,6 +84,9 @@ def test_nvidia_plan_shows_the_infiniops_suite_with_the_nvidia_devices() -> None
     suite = plan.get("infiniops").suite
     assert suite is not None
     assert suite.argv[suite.argv.index("--devices") + 1] == "nvidia"
+    # In xdist's workers, so a test that kills its process is one failure, not the suite's end.
+    assert suite.argv[suite.argv.index("-n") + 1] == "4"
+    assert "--max-worker-restart=100" in suite.argv
     text = render(plan)
     assert "#  suite (build --test, release), on the entry the wheel bundles:" in text
     assert "pytest -p no:cacheprovider" in text and "--devices nvidia" in text
@@ -105,6 +108,9 @@ def test_the_bindings_are_built_beside_the_shipped_library_which_keeps_its_key()
     assert build[build.index("--target") + 1] == "ops"
     assert suite.package_dir == suite.build_dir / "python" / "infini"
     assert suite.env["PYTHONPATH"] == str(suite.build_dir / "python")
+    # Its module links the entry's library ({prefix} in an option), not a second build of it.
+    shipped_library = f"-DINFINI_STACK_SHIPPED_LIBRARY={tested.prefix}/lib/libinfiniops.so"
+    assert shipped_library in configure
 
 
 def test_the_suite_loads_the_entry_and_its_dependencies_libraries() -> None:
@@ -247,3 +253,23 @@ def test_editing_a_suite_makes_no_new_entry_but_editing_the_build_does(tmp_path:
         edited.replace("WITH_CPU: ON, INFINI_OPS_OPS", "WITH_CPU: ON, X: ON, INFINI_OPS_OPS")
     )
     assert planned("cpu", root=tmp_path).get("infiniops").key != before
+
+
+def test_a_dead_pytest_is_quoted_from_its_fatal_error_on(tmp_path: Path) -> None:
+    log = tmp_path / "suite.log"
+    log.write_text(
+        "tests/test_add.py ......\n"
+        "Fatal Python error: Floating point exception\n\n"
+        "Current thread 0x00007efd57488540 (most recent call first):\n"
+        '  File "tests/test_add.py", line 260 in _add\n'
+    )
+    assert crash_lines(log).splitlines() == [
+        "Fatal Python error: Floating point exception",
+        "",
+        "Current thread 0x00007efd57488540 (most recent call first):",
+        '  File "tests/test_add.py", line 260 in _add',
+    ]
+    record = {"returncode": -8, "command": ["pytest"], "crash": crash_lines(log)}
+    said = suite_failure("infiniops", record)
+    assert "pytest exited with status -8" in said
+    assert "    | Fatal Python error: Floating point exception" in said
