@@ -199,6 +199,7 @@ class Gate:
         self.report = ReleaseReport(vendor=ctx.vendor, manifest=ctx.stack.label)
         self._clock = time.monotonic()
         self._began = bound.mark()  # the release's CPU work, against the cores
+        self._started = time.time()  # a run report written since is this release's
         self.stage = "preflight"  # the stage under way: the one a failure names
         self.run: RunReport | None = None
         self.kept: Path | None = None
@@ -335,6 +336,20 @@ class Gate:
         }
         print(bound.render(run.release["cpu"], "release"), file=sys.stderr)
 
+    def _failed_build(self) -> dict[str, Any] | None:
+        """The run report of a build stage that failed (its components' logs go with the
+        failed-run directory), if one was written since this release began."""
+        from builder.engine import report as run_report
+
+        if self.stage != "build":
+            return None
+        try:
+            data = run_report.read_last(self.ctx.layout)
+        except StackError:
+            return None
+        mine = data.get("command") == "release" and data.get("started", 0) >= self._started
+        return data if mine else None
+
     def failed(self, exc: StackError, staging: Path | None, work: Path | None) -> None:
         """Keep what the run made in ``DIR.failed`` (once), name it in the error, and make the
         run report say which stage failed, with its exit code."""
@@ -345,7 +360,7 @@ class Gate:
             return
         self.done(self.stage, ok=False, error=exc.message, exit_code=exc.exit_code)
         data = {**self.report.__dict__, "failed_stage": self.stage, "exit_code": exc.exit_code}
-        run = self.run.to_json() if self.run is not None else None
+        run = self.run.to_json() if self.run is not None else self._failed_build()
         self.kept = failed.keep(self.request.output, data, staging=staging, work=work, run=run)
         exc.message = f"{exc.message}\nwhat this release made is kept in {self.kept}"
         if self.run is not None:

@@ -82,6 +82,10 @@ def test_a_failing_component_test_fails_release_and_build_test_with_exit_5(
     assert "an empty gemm must fail" in result.err  # its first lines
     assert "Traceback" not in result.err
     assert not out.exists()  # no wheel written
+    # What it made is kept, the failing suite's log with the build's run report.
+    kept = tmp_path / "release.failed"
+    assert (kept / "logs" / "miniops-suite.log").is_file()
+    assert (kept / "logs" / "build-report.json").is_file()
     report = last_report(shared_home)
     assert report["command"] == "release" and not report["ok"]
     assert {c["name"]: c["status"] for c in report["components"]}["miniops"] == "failed"
