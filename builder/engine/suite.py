@@ -74,7 +74,9 @@ def run_suite(
         "selected": list(suite.selected),
         **read_junit(junit),
     }
-    if ran.returncode < 0 or not any(record["counts"].values()):
+    # Killed by a signal, or stopped (usage, internal error) before any test: its log says why.
+    stopped = ran.returncode not in (0, 1, PYTEST_NO_TESTS) and not any(record["counts"].values())
+    if ran.returncode < 0 or stopped:
         record["crash"] = crash_lines(log)
     record["ok"] = ran.returncode == 0
     if not record["ok"]:
@@ -280,7 +282,7 @@ def suite_failure(name: str, record: Mapping[str, Any]) -> str:
         )
     lines = [head, "  command: " + proc.quote(record.get("command", []))]
     if record.get("crash"):
-        lines.append("  pytest itself died; its log ends:")
+        lines.append("  pytest did not finish; its log ends:")
         lines.extend(f"    | {line}" for line in record["crash"].splitlines())
     for failure in record.get("failures", [])[:FAILURES_SHOWN]:
         lines.append(f"  FAILED {failure['test']}")

@@ -272,4 +272,5 @@ def test_a_dead_pytest_is_quoted_from_its_fatal_error_on(tmp_path: Path) -> None
     record = {"returncode": -8, "command": ["pytest"], "crash": crash_lines(log)}
     said = suite_failure("infiniops", record)
     assert "pytest exited with status -8" in said
+    assert "  pytest did not finish; its log ends:" in said
     assert "    | Fatal Python error: Floating point exception" in said
