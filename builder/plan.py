@@ -233,6 +233,7 @@ def with_suite(
         dependency_prefixes=tuple(done[d].prefix for d in deps),
         defines=planned.defines,
         jobs=jobs,
+        toolkit=host.toolkit.root if host.toolkit and host.toolkit.found else None,
     )
     return replace(planned, suite=suite)
 

@@ -54,12 +54,17 @@ def plan_suite(
     dependency_prefixes: tuple[Path, ...],
     defines: Mapping[str, str],
     jobs: int,
+    toolkit: Path | None = None,
 ) -> PlannedSuite:
     """The suite of one component for ``vendor``: ``{vendor}`` in its arguments is the
-    vendor's name (InfiniOps' ``--devices nvidia``)."""
+    vendor's name (InfiniOps' ``--devices nvidia``). ``toolkit``, the vendor's toolkit root,
+    gives a compiler the suite runs its headers and libraries: InfiniRT's installed headers
+    include ``cuda_runtime.h`` on NVIDIA."""
     workers = min(suite.workers, max(jobs, 1))
     libs = (prefix / "lib", *(p / "lib" for p in dependency_prefixes))
     includes = (prefix / "include", *(p / "include" for p in dependency_prefixes))
+    toolkit_includes = (toolkit / "include",) if toolkit else ()
+    toolkit_libs = (toolkit / "lib64",) if toolkit else ()
     env = {
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1",  # the suite's log fills as it runs
@@ -68,8 +73,8 @@ def plan_suite(
         # The entry and its dependencies as an install would give them: to the loader, and to
         # a compiler the suite runs (InfiniOps' C++ API tests link -linfiniops -linfinirt).
         "LD_LIBRARY_PATH": ":".join(str(p) for p in libs),
-        "LIBRARY_PATH": ":".join(str(p) for p in libs),
-        "CPATH": ":".join(str(p) for p in includes),
+        "LIBRARY_PATH": ":".join(str(p) for p in (*libs, *toolkit_libs)),
+        "CPATH": ":".join(str(p) for p in (*includes, *toolkit_includes)),
         # Each worker's share of the job budget: torch and OpenMP kernels take every core
         # otherwise, and -n workers would each take them all.
         "OMP_NUM_THREADS": str(max(1, jobs // workers)),

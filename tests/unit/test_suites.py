@@ -127,6 +127,18 @@ def test_the_suite_loads_the_entry_and_its_dependencies_libraries() -> None:
     assert suite.env["LIBRARY_PATH"] == suite.env["LD_LIBRARY_PATH"]
 
 
+def test_a_compiler_the_nvidia_suite_runs_finds_the_cuda_headers_and_libraries() -> None:
+    # InfiniRT's installed headers include cuda_runtime.h on NVIDIA (the H100 run's C++ API
+    # tests stopped there); on cpu no toolkit is added.
+    suite = planned("nvidia", CUDA, suites=True).get("infiniops").suite
+    assert suite is not None
+    assert suite.env["CPATH"].split(":")[-1] == str(CUDA.root / "include")
+    assert suite.env["LIBRARY_PATH"].split(":")[-1] == str(CUDA.root / "lib64")
+    assert str(CUDA.root) not in suite.env["LD_LIBRARY_PATH"]  # torch loads its own runtime
+    cpu = planned("cpu", suites=True).get("infiniops").suite
+    assert cpu is not None and cpu.env["LIBRARY_PATH"] == cpu.env["LD_LIBRARY_PATH"]
+
+
 def test_infinilm_runs_its_static_contracts_and_script_tests() -> None:
     suite = planned("cpu", suites=True).get("infinilm").suite
     assert suite is not None
