@@ -215,3 +215,30 @@ def run_env(
     for var, value in ours.items():
         env[var] = ":".join(filter(None, [value, base.get(var)]))
     return env
+
+
+def env_for_tests(
+    profile: Profile | None,
+    compiler: str,
+    base: Mapping[str, str],
+    *,
+    suppressions: Mapping[str, Path] | None = None,
+) -> dict[str, str]:
+    """:func:`run_env` for a component's own test command (ctest, a script), which may build
+    as well as run: InfiniRT's ``test_install_consumer`` configures and compiles a consumer of
+    the installed library with CMake, then runs it. What a test compiles gets the profile's
+    flags (``CFLAGS``, ``CXXFLAGS``, ``LDFLAGS``, which CMake reads when it configures), so it
+    carries its sanitizer's runtime as an instrumented executable does. Under TSan nothing is
+    preloaded: TSan in CMake (ctest, ``cmake -P``) deadlocks it, holding the child's SIGCHLD back
+    while CMake's event loop waits for it, and every program a test runs is then instrumented
+    and loads the runtime first itself."""
+    env = run_env(profile, compiler, base, suppressions=suppressions)
+    if profile is None:
+        return env
+    for var in ("CFLAGS", "CXXFLAGS", "LDFLAGS"):
+        env[var] = " ".join(filter(None, [*profile.flags, base.get(var)]))  # the user's win
+    if "thread" in profile.sanitizers:
+        env.pop("LD_PRELOAD")
+        if base.get("LD_PRELOAD"):
+            env["LD_PRELOAD"] = base["LD_PRELOAD"]
+    return env

@@ -274,10 +274,13 @@ class Builder:
         self, component: ComponentPlan, step: Step, env: dict[str, str]
     ) -> dict[str, str]:
         """A sanitized component's tests run with the runtime of the compiler that built them
-        loaded first (a test runner such as ctest is not built with it)."""
-        return self._sanitized_env(component, env) if step.kind == "test" else env
+        (a test runner such as ctest is not built with it), and what they compile is built with
+        the profile (:func:`builder.core.sanitize.env_for_tests`)."""
+        return self._sanitized_env(component, env, tests=True) if step.kind == "test" else env
 
-    def _sanitized_env(self, component: ComponentPlan, env: dict[str, str]) -> dict[str, str]:
+    def _sanitized_env(
+        self, component: ComponentPlan, env: dict[str, str], *, tests: bool = False
+    ) -> dict[str, str]:
         """``env`` with a sanitized component's runtime preloaded, its options and suppressions
         (its tests, and its own pytest suite, whose interpreter is not built with it)."""
         if component.sanitize is None:
@@ -285,7 +288,8 @@ class Builder:
         where = self.layout.logs(self.run_id) / "suppressions"
         files = sanitize.suppression_files(component.sanitize, self.plan.stack.suppressions, where)
         host = self.plan.host
-        return sanitize.run_env(component.sanitize, host.cxx, env, suppressions=files)
+        make = sanitize.env_for_tests if tests else sanitize.run_env
+        return make(component.sanitize, host.cxx, env, suppressions=files)
 
     def _sanitizer_reports(
         self, component: ComponentPlan, step: Step, log: Path, result: ComponentResult

@@ -4,7 +4,9 @@ tests/fixtures/sanitizer-bugs is one component whose four tests each carry one p
 (heap buffer overflow, use after free, signed integer overflow, data race), harmless in a
 plain build. Each profile must name exactly the kinds it is for, with the line marked
 ``BUG:``; dropping a sanitizer from the profile drops its findings, so each assertion fails
-without its flag. The bundled mini stack, with no bug planted, passes every gate sanitized.
+without its flag. A fifth test, clean, has CMake build and run a consumer of the component's
+library under the profile, as InfiniRT's ``test_install_consumer`` does. The bundled mini stack,
+with no bug planted, passes every gate sanitized.
 """
 
 from __future__ import annotations
@@ -44,6 +46,14 @@ MARKERS = {
 }
 
 
+def consumer_passed(home: Path) -> bool:
+    """Whether ctest's consumer test (CMake configures, builds and runs a program that loads the
+    built library, as InfiniRT's test_install_consumer) passed."""
+    (bugs,) = last_report(home)["components"]
+    log = Path(bugs["logs"]["test"]).read_text()
+    return re.search(r"Test +#\d+: consumer \.+ +Passed", log) is not None
+
+
 def found(home: Path) -> dict[tuple[str, str], str]:
     (bugs,) = last_report(home)["components"]
     return {(f["sanitizer"], f["kind"]): f["where"] for f in bugs["findings"]}
@@ -55,6 +65,7 @@ def test_the_plain_build_passes_the_planted_bugs_tests(home: Path, cli) -> None:
     (bugs,) = last_report(home)["components"]
     assert bugs["status"] == "built" and bugs["findings"] == []
     assert last_report(home)["sanitize"] is None
+    assert consumer_passed(home)
 
 
 @pytest.mark.parametrize(
@@ -86,6 +97,9 @@ def test_a_sanitized_build_fails_naming_each_bugs_kind_and_line(
         assert re.search(rf"bugs\.cpp:{line}\b", where), (kind, where, line)
         assert f"{sanitizer}: {kind} at {where}" in result.err
     assert last_report(home)["sanitize"] == profile
+    # CMake, run by the tests, is not hung by the runtime (TSan preloaded into it was), and the
+    # consumer it builds gets the profile, so it loads the runtime first itself.
+    assert consumer_passed(home)
 
 
 def test_a_listed_upstream_finding_lets_the_run_go_on_past_it(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from builder.core.errors import UsageError
-from builder.core.sanitize import Profile, options, parse, problem
+from builder.core.sanitize import Profile, env_for_tests, options, parse, problem, run_env
 from builder.core.sanitizer_findings import findings
 from builder.plan import to_json
 from tests.planning import CUDA, ROOT, defines, plan_for
@@ -50,6 +50,27 @@ def test_runs_halt_on_the_first_report_with_the_options_of_their_host() -> None:
     assert "protect_shadow_gap=0" not in cpu["ASAN_OPTIONS"]
     assert "protect_shadow_gap=0" in options(ASAN, cuda=True)["ASAN_OPTIONS"]
     assert set(options(TSAN, cuda=False)) == {"TSAN_OPTIONS"}
+
+
+def test_a_test_command_builds_with_the_profile_and_tsan_is_kept_out_of_cmake() -> None:
+    base = {"CXXFLAGS": "-O1", "LD_PRELOAD": "/opt/mine.so"}
+    asan = env_for_tests(parse("address,undefined"), "g++", base)
+    # What a test compiles (a consumer CMake configures) is instrumented, the user's flags last.
+    assert asan["CXXFLAGS"] == "-fsanitize=address,undefined -fno-omit-frame-pointer -g -O1"
+    assert (
+        asan["LDFLAGS"]
+        == asan["CFLAGS"]
+        == "-fsanitize=address,undefined -fno-omit-frame-pointer -g"
+    )
+    assert asan["LD_PRELOAD"] == run_env(parse("address,undefined"), "g++", base)["LD_PRELOAD"]
+    assert "libasan.so" in asan["LD_PRELOAD"]
+    # TSan preloaded into CMake deadlocks it: only what the user preloads stays.
+    tsan = env_for_tests(parse("thread"), "g++", base)
+    assert tsan["LD_PRELOAD"] == "/opt/mine.so"
+    assert "LD_PRELOAD" not in env_for_tests(parse("thread"), "g++", {})
+    assert tsan["CXXFLAGS"].startswith("-fsanitize=thread ")
+    assert tsan["TSAN_OPTIONS"].startswith("halt_on_error=1")
+    assert env_for_tests(None, "g++", base) == base
 
 
 def test_the_profile_is_part_of_every_key_and_of_the_build_directory() -> None:
