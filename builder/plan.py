@@ -176,7 +176,9 @@ def plan_component(
     key_inputs.update(_sanitize_key(sanitizing))
     key = hash_inputs(key_inputs)
     source = component.source_for(vendor)
-    source_dir, build_dir = _directories(component.name, vendor, source, key, layout, sanitize)
+    lane = host.python_tag if recipe.python else ""  # one of several interpreters: cp312
+    where = "-".join(p for p in (vendor, sanitize.label if sanitize else "", lane) if p)
+    source_dir, build_dir = _directories(component.name, where, source, key, layout)
     prefix = layout.entry_prefix(key)
     defines = _defines(
         stack, component, vendor, host, options, vendor_defines, prefix, done, source_dir
@@ -300,13 +302,12 @@ def _patches(patches: tuple[Patch, ...], inputs: Inputs) -> tuple[PlannedPatch, 
 
 
 def _directories(
-    name: str, vendor: str, source: Source, key: str, layout: Layout, sanitize: Profile | None
+    name: str, where: str, source: Source, key: str, layout: Layout
 ) -> tuple[Path, Path]:
-    """The source tree and build directory: a path source is built in place, incrementally (a
-    sanitized build in a directory of its own); a git source gets a checkout and a build
-    directory of its own per key."""
+    """The source tree and build directory: a path source is built in place, incrementally, in
+    a directory per ``where`` (the vendor, and the sanitizer or interpreter tag of a build that
+    has one); a git source gets a checkout and a build directory of its own per key."""
     if isinstance(source, PathSource):
-        where = f"{vendor}-{sanitize.label}" if sanitize else vendor
         return source.path, layout.incremental_build_dir(name, where, source.path)
     return layout.source_tree(name, key), layout.build_dir(name, key)
 
