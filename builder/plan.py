@@ -177,8 +177,8 @@ def plan_component(
     key = hash_inputs(key_inputs)
     source = component.source_for(vendor)
     lane = host.python_tag if recipe.python else ""  # one of several interpreters: cp312
-    where = "-".join(p for p in (vendor, sanitize.label if sanitize else "", lane) if p)
-    source_dir, build_dir = _directories(component.name, where, source, key, layout)
+    where = f"{vendor}-{sanitize.label}" if sanitize else vendor
+    source_dir, build_dir = _directories(component.name, where, source, key, layout, lane)
     prefix = layout.entry_prefix(key)
     defines = _defines(
         stack, component, vendor, host, options, vendor_defines, prefix, done, source_dir
@@ -302,13 +302,14 @@ def _patches(patches: tuple[Patch, ...], inputs: Inputs) -> tuple[PlannedPatch, 
 
 
 def _directories(
-    name: str, where: str, source: Source, key: str, layout: Layout
+    name: str, where: str, source: Source, key: str, layout: Layout, lane: str
 ) -> tuple[Path, Path]:
     """The source tree and build directory: a path source is built in place, incrementally, in
-    a directory per ``where`` (the vendor, and the sanitizer or interpreter tag of a build that
-    has one); a git source gets a checkout and a build directory of its own per key."""
+    a directory per ``where`` (the vendor, and the sanitizer of a sanitized build) and ``lane``
+    (the interpreter tag of one of several); a git source gets a checkout and a build
+    directory of its own per key."""
     if isinstance(source, PathSource):
-        return source.path, layout.incremental_build_dir(name, where, source.path)
+        return source.path, layout.incremental_build_dir(name, where, source.path, lane)
     return layout.source_tree(name, key), layout.build_dir(name, key)
 
 

@@ -104,8 +104,9 @@ def run_release(request: ReleaseRequest) -> Path:
         plans = {t.tag: plan_for(t.ctx, suites) for t in gate.targets}
         plan = union_plan(plans) if len(plans) > 1 else plans[gate.targets[0].tag]
         others = [t.ctx for t in gate.targets[1:]]
+        beside = request.verify and targets.one_length(gate.targets, plans)
         epoch, early_rebuild = second_build(
-            gate.ctx, selection, plans[gate.targets[0].tag], verify=request.verify, others=others
+            gate.ctx, selection, plans[gate.targets[0].tag], verify=beside, others=others
         )
         with early_rebuild as early:
             build_report = gate.build(plan)

@@ -11,7 +11,7 @@ directories, and :mod:`builder.plan_interpreters` builds the shared components o
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +25,7 @@ from builder.providers.interpreters import Interpreter, find_all
 
 if TYPE_CHECKING:
     from builder.checks.requirements import Unmet
+    from builder.plan import Plan
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,3 +159,25 @@ def require_own_tag(wheel: Path) -> None:
             f"{wheel.name} is tagged {tag} but carries extension modules built for another "
             f"interpreter: {', '.join(wrong)}"
         )
+
+
+def one_length(found: Sequence[Target], plans: Mapping[str, Plan]) -> bool:
+    """Whether every wheel's entry was (or is about to be) built under a home and store of one
+    length each: then one second build, beside the first, reproduces every wheel. An installed
+    RUNPATH keeps the length of the build tree's, so an entry from an earlier run under another
+    home is reproduced only under a home as long as that one (its own second build, after)."""
+    from builder.engine.store import Store
+    from builder.pipeline.reproduce import built_under
+
+    ctx = found[0].ctx
+    spec = ctx.stack.wheel
+    if spec is None:
+        return True
+    store = Store(ctx.layout)
+    lengths = set()
+    for target in found:
+        key = plans[target.tag].get(spec.component).key
+        like = built_under(store.record(key)) if store.has(key) else None
+        home, root = like or (ctx.layout.home, ctx.layout.store_root)
+        lengths.add((len(str(home)), len(str(root))))
+    return len(lengths) == 1
