@@ -404,11 +404,14 @@ class Gate:
         config = self.ctx.stack.vendors[self.ctx.vendor]
         why = self.check_skipped(target)
         if why is not None:
-            print(f"check: not run for {wheel.name} ({why})", file=sys.stderr)
+            said = (
+                f"check: not run for {wheel.name} ({why})"
+                if target.tag
+                else f"check: not run ({why})"
+            )
+            print(said, file=sys.stderr)
             if self.request.strict:
-                raise CheckError(
-                    f"check: not run for {wheel.name} ({why}), and --strict asks for it"
-                )
+                raise CheckError(f"{said}, and --strict asks for it")
             self.done(self.stage, ran=False, reason=why, wheel=wheel.name)
             return
         assert config.check is not None
