@@ -276,7 +276,7 @@ class Gate:
         firsts: list[tuple[Target, Built]] = []
         finals: list[Built] = []
         for target in self.targets:
-            dest = work / (target.tag or "wheel")
+            dest = work / target.tag if target.tag else work
             first = self.package(target, plans[target.tag], dest, epoch)
             built = self.repair(target, plans[target.tag], first, dest)
             self.smoke(target, built.path)
@@ -287,7 +287,7 @@ class Gate:
         made = []
         for target, built in zip(self.targets, finals, strict=True):
             plan = plans[target.tag]
-            dest = work / (target.tag or "wheel")
+            dest = work / target.tag if target.tag else work
             variant = self.variant(target, plan, built, dest)
             made.append(Made(target=target, plan=plan, wheel=built.path, variant=variant))
         return made
@@ -331,7 +331,7 @@ class Gate:
             early.finish_all([b.path for _, b in firsts], work / "second")
         else:
             for target, first in firsts:
-                second = work / "second" / (target.tag or "wheel")
+                second = work / "second" / target.tag if target.tag else work / "second"
                 verify_rebuild(target.ctx, selection, plans[target.tag], first, second)
         wheels = [b.path.name for _, b in firsts]
         self.done("verify", ok=True, identical=True, beside=early is not None, wheels=wheels)
