@@ -59,21 +59,33 @@ def check_pythons(stack: Stack, pythons: Sequence[str]) -> list[str]:
 def matrix(
     stack: Stack, vendors: Sequence[str] = (), pythons: Sequence[str] = ()
 ) -> dict[str, list[dict[str, Any]]]:
-    """``{"include": [...]}``: every declared vendor (or those named) x every Python."""
+    """``{"include": [...]}``: every declared vendor (or those named) x every Python named.
+
+    Without ``pythons``, a stack.yaml whose ``wheel.pythons`` lists several gets one job per
+    vendor that releases them all from one build, as a local ``release`` does: its ``python``
+    is the last listed (the one the tool runs under), ``pythons`` all of them."""
     selected = [resolve_vendor(stack, v) for v in vendors] if vendors else list(stack.vendors)
     selected = list(dict.fromkeys(selected))
-    versions = check_pythons(stack, pythons or DEFAULT_PYTHONS)
+    listed = stack.wheel.pythons if stack.wheel is not None and not pythons else ()
+    versions = [listed[-1]] if listed else check_pythons(stack, pythons or DEFAULT_PYTHONS)
     include: list[dict[str, Any]] = []
     for vendor in selected:
-        image = stack.vendors[vendor].ci.image
         for python in versions:
-            entry: dict[str, Any] = {
-                "vendor": vendor,
-                "python": python,
-                "runs-on": runner_labels(stack, vendor),
-            }
-            if image:
-                entry["container"] = image
-            entry["session"] = session_name(JOB_SESSION, vendor)
-            include.append(entry)
+            include.append(_entry(stack, vendor, python, listed))
     return {"include": include}
+
+
+def _entry(stack: Stack, vendor: str, python: str, pythons: Sequence[str]) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "vendor": vendor,
+        "python": python,
+        "runs-on": runner_labels(stack, vendor),
+    }
+    if pythons:
+        entry["pythons"] = list(pythons)
+        entry["python-versions"] = "\n".join(pythons)  # as actions/setup-python reads several
+    image = stack.vendors[vendor].ci.image
+    if image:
+        entry["container"] = image
+    entry["session"] = session_name(JOB_SESSION, vendor)
+    return entry

@@ -16,16 +16,14 @@ from typing import Any, Literal
 from builder import __version__
 from builder.core.host import HostFacts
 from builder.core.layout import Layout
-from builder.core.redact import redact
 from builder.core.sanitize import Profile, cmake_defines
 from builder.manifest.model import (
     Component,
-    GitSource,
     Patch,
     PathSource,
     Source,
     Stack,
-    WorktreeSource,
+    source_label,
 )
 from builder.plan_suites import PlannedSuite, in_build_test, plan_suite, suite_json
 from builder.vendors import get as get_vendor
@@ -176,7 +174,7 @@ def plan_component(
     key_inputs.update(_sanitize_key(sanitizing))
     key = hash_inputs(key_inputs)
     source = component.source_for(vendor)
-    source_dir, build_dir = _directories(component.name, vendor, source, key, layout, sanitize)
+    source_dir, build_dir = _directories(component, vendor, host, source, key, layout, sanitize)
     prefix = layout.entry_prefix(key)
     defines = _defines(
         stack, component, vendor, host, options, vendor_defines, prefix, done, source_dir
@@ -301,14 +299,22 @@ def _patches(patches: tuple[Patch, ...], inputs: Inputs) -> tuple[PlannedPatch, 
 
 
 def _directories(
-    name: str, vendor: str, source: Source, key: str, layout: Layout, sanitize: Profile | None
+    component: Component,
+    vendor: str,
+    host: HostFacts,
+    source: Source,
+    key: str,
+    layout: Layout,
+    sanitize: Profile | None,
 ) -> tuple[Path, Path]:
-    """The source tree and build directory: a path source is built in place, incrementally (a
-    sanitized build in a directory of its own); a git source gets a checkout and a build
-    directory of its own per key."""
+    """The source tree and build directory: a path source is built in place, incrementally, in
+    a directory per vendor (and sanitizer, and interpreter tag of one of several interpreters);
+    a git source gets a checkout and a build directory of its own per key."""
+    name = component.name
     if isinstance(source, PathSource):
+        lane = host.python_tag if component.recipe.python else ""
         where = f"{vendor}-{sanitize.label}" if sanitize else vendor
-        return source.path, layout.incremental_build_dir(name, where, source.path)
+        return source.path, layout.incremental_build_dir(name, where, source.path, lane)
     return layout.source_tree(name, key), layout.build_dir(name, key)
 
 
@@ -455,15 +461,6 @@ def _steps(
 def launcher_defines(launcher: str) -> dict[str, str]:
     """Cache variables that run every C, C++ and CUDA compile through ``launcher``."""
     return {f"CMAKE_{lang}_COMPILER_LAUNCHER": launcher for lang in ("C", "CXX", "CUDA")}
-
-
-def source_label(source: Source) -> str:
-    if isinstance(source, GitSource):
-        return f"{redact(source.url)} @ {source.rev}"
-    if isinstance(source, WorktreeSource):
-        changes = f"changes sha256 {source.diff[:12]}" if source.dirty else "clean"
-        return f"working tree {source.path} (HEAD {source.head[:12]}, {changes})"
-    return str(source.path)
 
 
 def to_json(plan: Plan) -> dict[str, Any]:

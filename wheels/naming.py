@@ -133,9 +133,10 @@ def partner_local(local: str, partners: Mapping[str, str]) -> str:
     return ".".join(parts)
 
 
-def interpreter_tags() -> tuple[str, str]:
-    """The CPython tags an extension built for this interpreter needs (``cp311``, ``cp311``)."""
-    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+def interpreter_tags(python: str | None = None) -> tuple[str, str]:
+    """The CPython tags an extension built for ``python`` (X.Y; None: this interpreter) needs
+    (``cp311``, ``cp311``)."""
+    tag = "cp" + (python or f"{sys.version_info.major}.{sys.version_info.minor}").replace(".", "")
     return tag, tag
 
 
@@ -144,9 +145,14 @@ def platform_tag() -> str:
 
 
 def wheel_name(
-    distribution: str, version: str, local: str, *, platform: str | None = None
+    distribution: str,
+    version: str,
+    local: str,
+    *,
+    platform: str | None = None,
+    python: str | None = None,
 ) -> WheelName:
-    python_tag, abi_tag = interpreter_tags()
+    python_tag, abi_tag = interpreter_tags(python)
     return WheelName(
         distribution=distribution,
         version=with_local(version, local),

@@ -19,3 +19,6 @@ class WheelSpec:
     summary: str
     variant: bool = False  # also write the PEP 825 variant wheel (builder/pipeline/variant.py)
     max_size: int | None = None  # bytes; a larger wheel fails its audit (None: PyPI's, a warning)
+    # The CPython versions (X.Y) a release makes a wheel for (release --python wins); empty:
+    # the interpreter the tool runs under.
+    pythons: tuple[str, ...] = ()

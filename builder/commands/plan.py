@@ -15,7 +15,8 @@ from builder.commands.common import (
 )
 from builder.core import termwrap
 from builder.core.proc import quote
-from builder.plan import Plan, Step, source_label, to_json
+from builder.manifest.model import source_label
+from builder.plan import Plan, Step, to_json
 from builder.plan_suites import PlannedSuite
 
 

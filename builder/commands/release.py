@@ -40,6 +40,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_allow_worktree(parser)
     add_check_jobs(parser)
     parser.add_argument(
+        "--python",
+        dest="pythons",
+        action="append",
+        default=[],
+        metavar="X.Y|PATH",
+        help="a CPython to make a wheel for (repeatable: one wheel each, from one build of the "
+        "components that do not use Python); found on PATH, in pyenv, or given as a path; "
+        "default: stack.yaml's wheel.pythons, else the interpreter infini-stack runs under",
+    )
+    parser.add_argument(
         "--no-verify",
         dest="verify",
         action="store_false",
@@ -67,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         max_size=args.max_size,
         index=args.index,
         check_jobs=args.check_jobs,
+        pythons=tuple(args.pythons),
     )
     print(run_release(request))
     return 0

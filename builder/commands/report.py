@@ -70,10 +70,14 @@ def _export(data: dict[str, Any], trace_file: Path | None, html_file: Path | Non
 
 def release_table(release: dict[str, Any]) -> str:
     """The release's stages, each with its seconds and outcome, and where a failure's files are."""
-    lines = ["stage       seconds  outcome"]
-    for name, stage in release.get("stages", {}).items():
+    stages = release.get("stages", {})
+    width = max([11, *(len(name) for name in stages)])
+    lines = [f"{'stage':<{width}} seconds  outcome"]
+    for name, stage in stages.items():
         outcome = "ok" if stage.get("ok", True) else f"FAILED (exit {stage.get('exit_code')})"
-        lines.append(f"{name:<11} {stage.get('seconds', 0):>7.1f}  {outcome}")
+        if stage.get("ran") is False:
+            outcome = f"not run ({stage.get('reason')})"
+        lines.append(f"{name:<{width}} {stage.get('seconds', 0):>7.1f}  {outcome}")
     if release.get("kept"):
         lines.append(f"kept: {release['kept']}")
     return "\n".join(lines)

@@ -54,6 +54,9 @@ class HostFacts:
     # of a component that never looks at NCCL. Planning prefers these when present.
     component_providers: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     component_hints: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # The interpreter's wheel tag (cp312) when a release builds for several: its components that
+    # use Python then build from path sources in a directory of their own. Part of no key.
+    python_tag: str = ""
 
 
 def compiler_path(env: Mapping[str, str]) -> str | None:

@@ -54,8 +54,14 @@ class Layout:
     def build_dir(self, component: str, key: str) -> Path:
         return self.home / "build" / f"{component}-{key[:16]}"
 
-    def incremental_build_dir(self, component: str, vendor: str, source: Path) -> Path:
-        digest = hashlib.sha256(str(source).encode()).hexdigest()[:12]
+    def incremental_build_dir(
+        self, component: str, vendor: str, source: Path, lane: str = ""
+    ) -> Path:
+        """A path source's build directory; ``lane`` (an interpreter tag) changes its digest and
+        not its length: CMake rewrites an installed RUNPATH in the space the build tree's took,
+        so a wheel is reproducible only from build directories of one length."""
+        seed = f"{source}\0{lane}" if lane else str(source)
+        digest = hashlib.sha256(seed.encode()).hexdigest()[:12]
         return self.home / "build" / f"{component}-{vendor}-dev-{digest}"
 
     def entry(self, key: str) -> Path:

@@ -31,6 +31,7 @@ from builder.core.layout import Layout
 from builder.engine import ninja_status
 from builder.engine.report import ComponentResult, Progress
 from builder.engine.store import Store, file_lock, lock_path
+from builder.manifest.model import source_label
 from builder.plan import (
     COMPILER_ENV,
     ComponentPlan,
@@ -38,7 +39,6 @@ from builder.plan import (
     Step,
     hash_inputs,
     launcher_defines,
-    source_label,
 )
 
 STAMP = ".infini-stack-configured"

@@ -77,12 +77,19 @@ def sanitizer_section(report: Mapping[str, Any]) -> str:
 def check_section(report: Mapping[str, Any]) -> str:
     """The runtime check's cases, where a release ran it (its stage records their rows and the
     columns' names)."""
-    check = ((report.get("release") or {}).get("stages") or {}).get("check") or {}
-    rows = check.get("rows")
-    if not rows:
+    from builder.engine.report import stages_of
+
+    parts = []
+    for tag, check in stages_of(report.get("release") or {}, "check"):
+        rows = check.get("rows")
+        if not rows:
+            continue
+        columns = check.get("columns") or list(rows[0])
+        head = f"<h3>{html.escape(tag)}</h3>" if tag else ""
+        parts.append(head + table_html(rows, columns))
+    if not parts:
         return ""
-    columns = check.get("columns") or list(rows[0])
-    return f"<section id='check'><h2>Check</h2>{table_html(rows, columns)}</section>"
+    return f"<section id='check'><h2>Check</h2>{''.join(parts)}</section>"
 
 
 def table_html(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:

@@ -149,9 +149,39 @@ def summary_table(data: Mapping[str, Any], *, timed: bool = True) -> str:
     ]
     text = totals_text(data)
     lines.append(f"{text} in {data['seconds']:.1f}s" if timed else text)
+    if interpreters := interpreters_text(data):
+        lines.append(interpreters)
     if suites := suites_text(data):
         lines.append(suites)
     return "\n".join([*lines, *findings_lines(data)])
+
+
+def interpreters_text(data: Mapping[str, Any]) -> str:
+    """For a build of several interpreters: which components were built once for all of them
+    and which once per interpreter; empty otherwise."""
+    from builder.plan_interpreters import split_lane
+
+    names = [split_lane(c["name"]) for c in data["components"]]
+    tags = list(dict.fromkeys(tag for _, tag in names if tag))
+    if not tags:
+        return ""
+    shared = [base for base, tag in names if tag is None]
+    own = list(dict.fromkeys(base for base, tag in names if tag))
+    return (
+        f"interpreters {', '.join(tags)}: built once for all: {', '.join(shared) or '-'}; "
+        f"once per interpreter: {', '.join(own)}"
+    )
+
+
+def stages_of(release: Mapping[str, Any], kind: str) -> list[tuple[str, Mapping[str, Any]]]:
+    """(interpreter tag, stage) of a release's ``kind`` stages (``check``, ``check cp312``,
+    ...); the tag is empty for a release of one interpreter."""
+    stages = release.get("stages") or {}
+    return [
+        (name.partition(" ")[2], stage)
+        for name, stage in stages.items()
+        if name.partition(" ")[0] == kind
+    ]
 
 
 def totals_text(data: Mapping[str, Any]) -> str:

@@ -26,6 +26,9 @@ CRITICAL_TID = 2
 RELEASE_TID = 3  # a release's stages (preflight ... sbom), when the run was one
 CHECK_BASE = 1_000_000  # the runtime check's children: lane n is tid CHECK_BASE + n
 SLOT_BASE = 10  # slot n is tid SLOT_BASE + 100 * n; its Ninja tracks follow it
+# A build of several interpreters: interpreter i's components in lanes of their own, from
+# tid PYTHON_BASE + 10_000 * i (slots as above), and its release stages at RELEASE_TID + 10 * i.
+PYTHON_BASE = 100_000
 CRITICAL = "terrible"  # a reserved colour name of chrome://tracing
 Event = dict[str, Any]
 
@@ -135,20 +138,51 @@ def trace(report: Mapping[str, Any]) -> dict[str, Any]:
         _meta("thread_name", CRITICAL_TID, name="critical path"),
         _meta("thread_sort_index", CRITICAL_TID, sort_index=1),
     ]
-    timed = sorted((s, c) for c in components if (s := span(c)) is not None)
-    slots = lanes([s for s, _ in timed])
-    for slot in sorted(set(slots)):
-        tid = SLOT_BASE + 100 * slot
-        events += [
-            _meta("thread_name", tid, name=f"slot {slot + 1}"),
-            _meta("thread_sort_index", tid, sort_index=tid),
-        ]
-    for slot, (_, c) in zip(slots, timed, strict=True):
-        events += _component(c, SLOT_BASE + 100 * slot, c["name"] in critical, report)
+    groups = by_interpreter(components)
+    for index, (tag, group) in enumerate(groups.items()):
+        base = PYTHON_BASE + 10_000 * (index - 1) if tag else SLOT_BASE
+        events += _slots(group, base, tag, critical, report)
     events += _settled(c for c in components if span(c) is None)
     events += _release_stages(report)
     events += _check_children(report)
     return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": _other(report)}
+
+
+def by_interpreter(
+    components: Sequence[Mapping[str, Any]],
+) -> dict[str, list[Mapping[str, Any]]]:
+    """The components by interpreter tag (``minilm@cp312``: ``cp312``); shared ones (and every
+    component of a build for one interpreter) under ``""``, first."""
+    from builder.plan_interpreters import split_lane
+
+    groups: dict[str, list[Mapping[str, Any]]] = {"": []}
+    for c in components:
+        groups.setdefault(split_lane(str(c["name"]))[1] or "", []).append(c)
+    return groups
+
+
+def _slots(
+    components: Sequence[Mapping[str, Any]],
+    base: int,
+    tag: str,
+    critical: set[str],
+    report: Mapping[str, Any],
+) -> list[Event]:
+    """The timed components as slots (lanes of work that do not overlap) from tid ``base``,
+    named ``slot N`` (``cp312 slot N`` for one interpreter's)."""
+    timed = sorted((s, c) for c in components if (s := span(c)) is not None)
+    slots = lanes([s for s, _ in timed])
+    events: list[Event] = []
+    for slot in sorted(set(slots)):
+        tid = base + 100 * slot
+        name = f"{tag} slot {slot + 1}" if tag else f"slot {slot + 1}"
+        events += [
+            _meta("thread_name", tid, name=name),
+            _meta("thread_sort_index", tid, sort_index=tid),
+        ]
+    for slot, (_, c) in zip(slots, timed, strict=True):
+        events += _component(c, base + 100 * slot, c["name"] in critical, report)
+    return events
 
 
 def _release_stages(report: Mapping[str, Any]) -> list[Event]:
@@ -158,39 +192,47 @@ def _release_stages(report: Mapping[str, Any]) -> list[Event]:
     timed = {n: s for n, s in stages.items() if "at" in s and "seconds" in s}
     if not timed:
         return []
-    events = [
-        _meta("thread_name", RELEASE_TID, name="release stages"),
-        _meta("thread_sort_index", RELEASE_TID, sort_index=2),
-    ]
+    tags = list(dict.fromkeys(n.partition(" ")[2] for n in timed))
+    events = []
+    for index, tag in enumerate(tags):
+        tid = RELEASE_TID + 10 * index
+        name = f"release stages {tag}" if tag else "release stages"
+        events += [
+            _meta("thread_name", tid, name=name),
+            _meta("thread_sort_index", tid, sort_index=2),
+        ]
     for name, stage in timed.items():
         start = float(stage["at"]) - float(report.get("started", 0.0))
         ok = stage.get("ok", True)
-        events.append(_slice(name, "release", RELEASE_TID, start, float(stage["seconds"]), ok=ok))
+        tid = RELEASE_TID + 10 * tags.index(name.partition(" ")[2])
+        events.append(_slice(name, "release", tid, start, float(stage["seconds"]), ok=ok))
     return events
 
 
 def _check_children(report: Mapping[str, Any]) -> list[Event]:
     """The runtime check's children as lanes, each child a slice at its wall-clock start (the
     check's summary line says when each ran: ``children``)."""
-    check = ((report.get("release") or {}).get("stages") or {}).get("check") or {}
-    ran = sorted(
-        (float(c["start"]) - float(report.get("started", 0.0)), float(c["seconds"]), c)
-        for c in check.get("children") or []
-        if "start" in c and "seconds" in c
-    )
-    placed = lanes([(start, start + seconds) for start, seconds, _ in ran])
+    from builder.engine.report import stages_of
+
     events: list[Event] = []
-    for lane in sorted(set(placed)):
-        tid = CHECK_BASE + lane
-        events += [
-            _meta("thread_name", tid, name=f"check child {lane + 1}"),
-            _meta("thread_sort_index", tid, sort_index=tid),
-        ]
-    for lane, (start, seconds, child) in zip(placed, ran, strict=True):
-        ok = child.get("outcome") == "ok"
-        events.append(
-            _slice(str(child["child"]), "check", CHECK_BASE + lane, start, seconds, ok=ok)
+    for index, (tag, check) in enumerate(stages_of(report.get("release") or {}, "check")):
+        ran = sorted(
+            (float(c["start"]) - float(report.get("started", 0.0)), float(c["seconds"]), c)
+            for c in check.get("children") or []
+            if "start" in c and "seconds" in c
         )
+        placed = lanes([(start, start + seconds) for start, seconds, _ in ran])
+        base = CHECK_BASE + 10_000 * index
+        for lane in sorted(set(placed)):
+            name = f"check {tag} child {lane + 1}" if tag else f"check child {lane + 1}"
+            events += [
+                _meta("thread_name", base + lane, name=name),
+                _meta("thread_sort_index", base + lane, sort_index=base + lane),
+            ]
+        for lane, (start, seconds, child) in zip(placed, ran, strict=True):
+            ok = child.get("outcome") == "ok"
+            name = str(child["child"])
+            events.append(_slice(name, "check", base + lane, start, seconds, ok=ok))
     return events
 
 

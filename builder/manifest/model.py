@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from builder.core.redact import redact
 from builder.core.sanitize import Suppression
 from builder.vendors.base import VendorSettings
 from wheels.spec import WheelSpec
@@ -280,3 +281,13 @@ class Stack:
         """What a command for ``vendor`` works on: ``select`` and its dependencies, else the
         vendor's whole stack."""
         return self.closure(select, vendor) if select else self.names_for(vendor)
+
+
+def source_label(source: Source) -> str:
+    """A source as people read it: URL @ rev, a working tree and its state, or a path."""
+    if isinstance(source, GitSource):
+        return f"{redact(source.url)} @ {source.rev}"
+    if isinstance(source, WorktreeSource):
+        changes = f"changes sha256 {source.diff[:12]}" if source.dirty else "clean"
+        return f"working tree {source.path} (HEAD {source.head[:12]}, {changes})"
+    return str(source.path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -25,7 +26,9 @@ WHEEL_KEYS = (
     "summary",
     "variant",
     "max_size",
+    "pythons",
 )
+_PYTHON = re.compile(r"^3\.\d{1,2}$")
 
 
 def read_wheel(
@@ -74,7 +77,31 @@ def read_wheel(
         summary=r.string((*key, "summary"), default="") or "",
         variant=r.boolean((*key, "variant")),
         max_size=_read_size(r, (*key, "max_size")),
+        pythons=_read_pythons(r, (*key, "pythons"), requires_python),
     )
+
+
+def _read_pythons(r: Reader, key: Key, requires_python: str) -> tuple[str, ...]:
+    """``X.Y`` versions, each once, each allowed by ``requires_python``."""
+    pythons = r.strings(key)
+    raw = r.get(key)
+    numbers = (
+        {i for i, v in enumerate(raw) if isinstance(v, float)} if isinstance(raw, list) else ()
+    )
+    try:
+        allowed = SpecifierSet(requires_python)
+    except InvalidSpecifier:
+        allowed = SpecifierSet()  # reported above
+    for i, python in enumerate(pythons):
+        if i in numbers:
+            r.error((*key, i), f"quote {python}: YAML reads an unquoted 3.10 as the number 3.1")
+        elif not _PYTHON.match(python):
+            r.error((*key, i), f"'{python}' is not a CPython version X.Y (such as 3.12)")
+        elif Version(python) not in allowed:
+            r.error((*key, i), f"Python {python} is outside requires_python '{requires_python}'")
+        elif python in pythons[:i]:
+            r.error((*key, i), f"Python {python} is listed twice")
+    return pythons
 
 
 def _read_size(r: Reader, key: Key) -> int | None:

@@ -33,7 +33,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +63,9 @@ class Job:
     selection: PlanRequest
     inputs: WheelInputs  # the wheel's, as the caller made them for the fresh plan
     out: Path
+    # The other interpreters' contexts under the same fresh home, and their wheels' inputs:
+    # one build of the union of their plans makes every wheel.
+    others: tuple[tuple[Context, WheelInputs], ...] = ()
 
 
 @dataclass
@@ -77,8 +80,10 @@ class Rebuild:
     def finish(self, first: Path, keep_in: Path) -> Path:
         """Wait for the child; the second wheel (copied into ``keep_in``), compared with
         ``first`` (raises ReproducibilityError when they differ)."""
-        from builder.pipeline.reproduce import require_identical
+        return self.finish_all([first], keep_in)[0]
 
+    def finish_all(self, firsts: list[Path], keep_in: Path) -> list[Path]:
+        """:meth:`finish` for every interpreter's wheel, in the order the job named them."""
         self.process.wait()
         result = self._result()
         if "error" in result:
@@ -88,17 +93,12 @@ class Rebuild:
             )
             error.exit_code = int(str(result.get("exit_code", BuildError.exit_code)))
             raise error
-        keep_in.mkdir(parents=True, exist_ok=True)
-        made = Path(str(result["wheel"]))
-        second = keep_in / made.name
-        shutil.copyfile(made, second)
-        require_identical(first, second)
-        print(
-            f"verify: {first.name}: two builds are byte-identical (the second, started with the "
-            f"first, took {result['seconds']:.1f}s; {result.get('built', '')})",
-            file=sys.stderr,
-        )
-        return second
+        made = result["wheels"]
+        assert isinstance(made, list)
+        seconds = f"took {result['seconds']:.1f}s; {result.get('built', '')}"
+        return [
+            _compared(f, Path(str(m)), keep_in, seconds) for f, m in zip(firsts, made, strict=True)
+        ]
 
     def _result(self) -> dict[str, object]:
         target = self.home / RESULT
@@ -111,6 +111,22 @@ class Rebuild:
         return data
 
 
+def _compared(first: Path, made: Path, keep_in: Path, seconds: str) -> Path:
+    """The second build's ``made`` copied into ``keep_in``, compared with ``first``."""
+    from builder.pipeline.reproduce import require_identical
+
+    keep_in.mkdir(parents=True, exist_ok=True)
+    second = keep_in / made.name
+    shutil.copyfile(made, second)
+    require_identical(first, second)
+    print(
+        f"verify: {first.name}: two builds are byte-identical (the second, started with the "
+        f"first, {seconds})",
+        file=sys.stderr,
+    )
+    return second
+
+
 @contextlib.contextmanager
 def beside(
     ctx: Context,
@@ -118,6 +134,7 @@ def beside(
     inputs_for: Callable[[Context, Plan], WheelInputs],
     *,
     enabled: bool,
+    others: Sequence[Context] = (),
 ) -> Iterator[Rebuild | None]:
     """The second build started now, in a child, when ``enabled``; None otherwise (the caller
     proves it afterwards). A store hit's second build matches the path lengths it was built
@@ -140,7 +157,14 @@ def beside(
     with fresh_layout(ctx.layout, like) as layout:
         again = _again(ctx, plan, layout)
         inputs = inputs_for(again, plan_for(again, selection))
-        job = Job(ctx=again, selection=selection, inputs=inputs, out=layout.home / "wheel")
+        more = [_again(other, plan, layout) for other in others]
+        job = Job(
+            ctx=again,
+            selection=selection,
+            inputs=inputs,
+            out=layout.home / "wheel",
+            others=tuple((c, inputs_for(c, plan_for(c, selection))) for c in more),
+        )
         rebuild = _start(job, layout.home)
         try:
             yield rebuild
@@ -193,6 +217,7 @@ def main(argv: list[str]) -> int:
     from builder.engine.report import totals_text
     from builder.pipeline.build import build_plan
     from builder.pipeline.built import sbom_finisher
+    from builder.plan_interpreters import union_plan
     from wheels.assemble import build_wheel
 
     with contextlib.suppress(OSError):
@@ -202,17 +227,23 @@ def main(argv: list[str]) -> int:
     result = path.parent / RESULT
     start = time.monotonic()
     try:
-        plan = plan_for(job.ctx, job.selection)
+        wanted = [(job.ctx, job.inputs), *job.others]
+        plans = {c.host.python_tag: plan_for(c, job.selection) for c, _ in wanted}
+        plan = union_plan(plans) if job.others else plans[job.ctx.host.python_tag]
         report = build_plan(job.ctx, plan, launcher=None, command="wheel-verify")
-        job.out.mkdir(parents=True, exist_ok=True)
-        wheel = build_wheel(job.inputs, job.out, sbom_finisher(plan, job.inputs))
+        wheels = []
+        for ctx, inputs in wanted:
+            out = job.out / (ctx.host.python_tag or "wheel")
+            out.mkdir(parents=True, exist_ok=True)
+            finish = sbom_finisher(plans[ctx.host.python_tag], inputs)
+            wheels.append(str(build_wheel(inputs, out, finish)))
     except StackError as exc:
         print(exc.render(), file=sys.stderr)
         data = {"error": exc.message, "exit_code": exc.exit_code}
         result.write_text(json.dumps(data), encoding="utf-8")
         return exc.exit_code
     data = {
-        "wheel": str(wheel),
+        "wheels": wheels,
         "seconds": round(time.monotonic() - start, 3),
         "built": totals_text(report.to_json()),
     }

@@ -6,6 +6,12 @@ second build started beside the first (at a lower CPU priority) runs on while th
 audited, smoke-tested and checked; when the first build is a store hit, the second is all there
 is to build, and the rest runs beside it.
 
+With several interpreters (``--python``, or stack.yaml's ``wheel.pythons``;
+:mod:`builder.pipeline.targets`), one build makes every wheel: the components that do not use
+Python are built once, those that do once per interpreter (:mod:`builder.plan_interpreters`);
+then each interpreter's wheel is audited, smoke-tested and checked with that interpreter, and
+byte-verified, and all of them go into one release directory with one SHA256SUMS.
+
 Everything is assembled in a temporary directory beside the output and renamed into place at the
 end: when any step fails, nothing is written to the output directory, and what the run made (its
 wheels, the check's output, the logs, the report of its stages) goes to ``DIR.failed``
@@ -15,35 +21,35 @@ with its exit code.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import shutil
 import sys
-import tempfile
 import time
-import zipfile
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.core.digest import file_digest
 from builder.core.errors import AuditError, CheckError, PreflightError, StackError, UsageError
 from builder.core.sanitize import Profile
 from builder.core.sanitize import parse as parse_profile
 from builder.engine import bound
-from builder.pipeline import rebuild
+from builder.pipeline import rebuild, targets
 from builder.pipeline.build import build_plan, launcher_for
 from builder.pipeline.built import Built
-from builder.pipeline.context import (
-    Context,
-    open_context,
-    plan_for,
-    require_preflight,
-    sanitize_profile,
+from builder.pipeline.context import Context, open_context, plan_for, sanitize_profile
+from builder.pipeline.release_dir import (
+    BUILD_REPORT,
+    CHECK_LOG,
+    ReleaseReport,
+    check_output_dir,
+    sbom_of,
+    sha256_file,
+    staged_output,
+    write_sums,
 )
 from builder.pipeline.requests import PlanRequest, ReleaseRequest
+from builder.pipeline.targets import Target
 from builder.pipeline.wheel import (
     assemble,
     pending_dir,
@@ -54,78 +60,24 @@ from builder.pipeline.wheel import (
     wheel_selection,
     with_max_size,
 )
+from builder.plan_interpreters import union_plan
 
 if TYPE_CHECKING:
-    from builder.checks.requirements import Unmet
     from builder.checks.runtime import Device
     from builder.engine.report import RunReport
     from builder.plan import Plan
 
-SUMS = "SHA256SUMS"
-REPORT = "release-report.json"
-BUILD_REPORT = "build-report.json"
-CHECK_LOG = "check.log"  # what the vendor's runtime check printed
+__all__ = ["run_release", "sbom_of"]
 
 
-# --- the release directory ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Made:
+    """One interpreter's wheel as released, and its variant wheel when one was asked for."""
 
-
-def sha256_file(path: Path) -> str:
-    return file_digest(path).hex()
-
-
-def write_sums(directory: Path) -> Path:
-    """``SHA256SUMS`` over every other file in ``directory``, in ``sha256sum -c`` format."""
-    lines = [
-        f"{sha256_file(p)}  {p.name}"
-        for p in sorted(directory.iterdir())
-        if p.is_file() and p.name != SUMS
-    ]
-    target = directory / SUMS
-    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return target
-
-
-def check_output_dir(out: Path) -> None:
-    """The output directory must not exist yet, or be empty: it is replaced as a whole."""
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise UsageError(
-            f"the release directory {out} exists and is not empty",
-            hint="give a new or empty directory; a release is written whole or not at all",
-        )
-
-
-@contextlib.contextmanager
-def staged_output(out: Path) -> Iterator[Path]:
-    """A temporary directory beside ``out``, renamed to ``out`` when the block succeeds."""
-    check_output_dir(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        yield staging
-        if out.exists():
-            out.rmdir()  # empty: checked above
-        staging.rename(out)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
-
-
-@dataclass
-class ReleaseReport:
-    vendor: str
-    manifest: str
-    steps: dict[str, dict[str, Any]] = field(default_factory=dict)
-    files: dict[str, str] = field(default_factory=dict)  # name -> sha256
-    ok: bool = False
-
-    def step(self, name: str, **data: Any) -> None:
-        self.steps[name] = data
-
-    def write(self, directory: Path) -> Path:
-        target = directory / REPORT
-        target.write_text(json.dumps(self.__dict__, indent=2, default=str) + "\n", encoding="utf-8")
-        return target
+    target: Target
+    plan: Plan
+    wheel: Path
+    variant: Path | None = None
 
 
 # --- the gate -----------------------------------------------------------------------------------
@@ -145,35 +97,36 @@ def run_release(request: ReleaseRequest) -> Path:
     refuse_sanitized(sanitize_profile(ctx, request.build.plan))  # stack.yaml's sanitize: too
     gate = Gate(request, ctx)
     selection = gate.preflight()
-    staging: Path | None = None
-    work: Path | None = None
+    made: list[Made] = []
     try:
         # The components' own suites run on the entries the wheel bundles, before it is made.
-        plan = plan_for(gate.ctx, dataclasses.replace(selection, suites=True))
-        epoch, early_rebuild = second_build(gate.ctx, selection, plan, verify=request.verify)
+        suites = dataclasses.replace(selection, suites=True)
+        plans = {t.tag: plan_for(t.ctx, suites) for t in gate.targets}
+        plan = union_plan(plans) if len(plans) > 1 else plans[gate.targets[0].tag]
+        others = [t.ctx for t in gate.targets[1:]]
+        beside = request.verify and targets.one_length(gate.targets, plans)
+        epoch, early_rebuild = second_build(
+            gate.ctx, selection, plans[gate.targets[0].tag], verify=beside, others=others
+        )
         with early_rebuild as early:
             build_report = gate.build(plan)
             with pending_dir(gate.ctx) as work, staged_output(out) as staging:
                 try:
-                    first = gate.package(plan, work, epoch())
-                    built = gate.repair(plan, first, work)
-                    gate.smoke(built.path)
-                    gate.check(built.path, staging)
-                    gate.verify(selection, plan, first, work, early)
-                    made = gate.variant(plan, built, work)
-                    gate.write(built.path, build_report, staging, variant=made)
+                    made = gate.wheels(plans, work, staging, epoch(), early, selection)
+                    gate.write(made, build_report, staging)
                 except StackError as exc:
                     gate.failed(exc, staging, work)  # before the two directories are removed
                     raise
         gate.record(build_report)
-        record_wheels(build_report, gate.ctx, [out / p.name for p in (built.path, made) if p])
+        written = [p for m in made for p in (m.wheel, m.variant) if p is not None]
+        record_wheels(build_report, gate.ctx, [out / p.name for p in written])
     except StackError as exc:
         gate.failed(exc, None, None)
         raise
     if request.index is not None:  # after the release is whole, which a refusal leaves as it is
         from builder.pipeline.publish import index_release
 
-        index_release(request.index, [out / built.path.name])
+        index_release(request.index, [out / m.wheel.name for m in made])
     return out
 
 
@@ -191,11 +144,13 @@ def refuse_sanitized(profile: Profile | None) -> None:
 
 
 class Gate:
-    """The release's steps, each recorded in the report with its time and findings."""
+    """The release's steps, each recorded in the report with its time and findings (a stage of
+    one interpreter's wheel named with its tag when there are several: ``smoke cp312``)."""
 
     def __init__(self, request: ReleaseRequest, ctx: Context) -> None:
         self.request = request
         self.ctx = ctx
+        self.targets: tuple[Target, ...] = (Target(ctx=ctx),)
         self.report = ReleaseReport(vendor=ctx.vendor, manifest=ctx.stack.label)
         self._clock = time.monotonic()
         self._began = bound.mark()  # the release's CPU work, against the cores
@@ -215,52 +170,71 @@ class Gate:
         self.stage = stage
 
     def preflight(self) -> PlanRequest:
-        """Every provider the wheel's components need, and every runtime requirement of the
-        wheel that the runtime check will need, checked before any compile (the probe ran
-        once, when the context was opened)."""
+        """The interpreters, found; for each, every provider the wheel's components need and
+        every runtime requirement of the wheel that the runtime check will need, checked
+        before any compile."""
         selection = wheel_selection(self.ctx, self.request.build.plan)
-        require_preflight(self.ctx, selection.components, wheel=True)
-        unmet = self.requirements()
+        found = targets.resolve(self.ctx, targets.requested(self.ctx, self.request.pythons))
+        for target in found:
+            targets.require(target, selection.components)
+        self.targets = found
+        self.targets = tuple(self.requirements(t) for t in found)
+        self.ctx = self.targets[0].ctx  # the build's context: the first interpreter's
         report = self.ctx.preflight
         self.done(
             "preflight",
             ok=True,
             providers=report.fingerprints() if report else {},
-            unmet_requirements=[u.render() for u in unmet],
+            unmet_requirements=[u.render() for t in self.targets for u in t.unmet],
+            pythons={t.tag: t.python for t in self.targets if t.tag},
         )
         return selection
 
-    def requirements(self) -> list[Unmet]:
-        """The wheel's Requires-Dist the target interpreter lacks: a preflight failure when
-        the runtime check will run there, a note when it will not."""
-        from builder.checks.requirements import pip_line, unmet
+    def requirements(self, target: Target) -> Target:
+        """The wheel's Requires-Dist ``target``'s interpreter lacks: a preflight failure when
+        the runtime check will run there (for one of several interpreters: with --strict),
+        a note when it will not."""
+        from builder.checks.requirements import pip_line
 
-        spec = self.ctx.stack.wheel
-        python = self.ctx.host.python
-        missing = unmet(spec.requires, python) if spec is not None else []
-        if not missing:
-            return []
+        target = targets.with_unmet(target)
+        if not target.unmet:
+            return target
+        python, missing = target.python, target.unmet
         listed = "\n".join(f"  {u.render()}" for u in missing)
-        why = self.check_skipped()
-        if why is None:
+        why = self.device_skipped()
+        if why is None and (len(self.targets) == 1 or self.request.strict):
             raise PreflightError(
                 f"the wheel's runtime requirements are not all installed for {python}, where "
                 f"the runtime check runs:\n{listed}",
                 hint=f"install them first: {pip_line(python, missing)}",
             )
+        why = why or f"they are missing; install them with {pip_line(python, missing)}"
         print(
             f"note: the wheel's runtime requirements not installed for {python} "
             f"(the runtime check would need them; it will not run: {why}):\n{listed}",
             file=sys.stderr,
         )
-        return missing
+        return target
 
-    def check_skipped(self) -> str | None:
+    def device_skipped(self) -> str | None:
         """Why the runtime check will not run on this host, or None when it will."""
         if self.ctx.stack.vendors[self.ctx.vendor].check is None:
             return f"no check declared in vendors.{self.ctx.vendor}.check"
         device = self.device()
         return None if device.present else device.what
+
+    def check_skipped(self, target: Target) -> str | None:
+        """Why the runtime check will not run for ``target``'s wheel, or None when it will."""
+        from builder.checks.requirements import pip_line
+
+        why = self.device_skipped()
+        if why is None and target.unmet:
+            names = ", ".join(u.requirement for u in target.unmet)
+            return (
+                f"{names} not installed for {target.python}; "
+                f"{pip_line(target.python, target.unmet)}"
+            )
+        return why
 
     def device(self) -> Device:
         """The vendor's device on this host, by its listing command (nvidia-smi -L, ...), run
@@ -289,41 +263,79 @@ class Gate:
         self.done("build", ok=True, components={c.name: c.status for c in built.components})
         return built
 
-    def package(self, plan: Plan, work: Path, epoch: int) -> Built:
-        """The wheel, with ``epoch`` (the second build's too), audited."""
-        self.begin("wheel")
-        built = assemble(self.ctx, plan, work / "first", epoch=epoch)
-        self.done("wheel", ok=True, wheel=built.path.name, epoch=epoch, audit="passed")
+    def wheels(
+        self,
+        plans: dict[str, Plan],
+        work: Path,
+        staging: Path,
+        epoch: int,
+        early: rebuild.Rebuild | None,
+        selection: PlanRequest,
+    ) -> list[Made]:
+        """Each interpreter's wheel: assembled and audited, repaired (when asked), smoke-tested
+        and checked with its interpreter; then the proof, then the variant wheels."""
+        firsts: list[tuple[Target, Built]] = []
+        finals: list[Built] = []
+        for target in self.targets:
+            dest = work / target.tag if target.tag else work
+            first = self.package(target, plans[target.tag], dest, epoch)
+            built = self.repair(target, plans[target.tag], first, dest)
+            self.smoke(target, built.path)
+            self.check(target, built.path, staging)
+            firsts.append((target, first))
+            finals.append(built)
+        self.verify(selection, plans, firsts, work, early)
+        made = []
+        for target, built in zip(self.targets, finals, strict=True):
+            plan = plans[target.tag]
+            dest = work / target.tag if target.tag else work
+            variant = self.variant(target, plan, built, dest)
+            made.append(Made(target=target, plan=plan, wheel=built.path, variant=variant))
+        return made
+
+    def package(self, target: Target, plan: Plan, work: Path, epoch: int) -> Built:
+        """The wheel, with ``epoch`` (the second build's too), audited (its extension modules
+        against its own interpreter tag)."""
+        from builder.pipeline.targets import require_own_tag
+
+        self.begin(target.stage("wheel"))
+        built = assemble(target.ctx, plan, work / "first", epoch=epoch)
+        require_own_tag(built.path)
+        self.done(self.stage, ok=True, wheel=built.path.name, epoch=epoch, audit="passed")
         return built
 
-    def repair(self, plan: Plan, built: Built, work: Path) -> Built:
+    def repair(self, target: Target, plan: Plan, built: Built, work: Path) -> Built:
         """The wheel repaired and audited again, when asked; else ``built``."""
         if not self.request.repair:
             return built
-        self.begin("repair")
-        repaired = repair_and_audit(self.ctx, plan, built, work / "repaired")
-        self.done("repair", ok=True, wheel=repaired.path.name, audit="passed")
+        self.begin(target.stage("repair"))
+        repaired = repair_and_audit(target.ctx, plan, built, work / "repaired")
+        self.done(self.stage, ok=True, wheel=repaired.path.name, audit="passed")
         return repaired
 
     def verify(
         self,
         selection: PlanRequest,
-        plan: Plan,
-        first: Built,
+        plans: dict[str, Plan],
+        firsts: list[tuple[Target, Built]],
         work: Path,
         early: rebuild.Rebuild | None,
     ) -> None:
-        """The first wheel built again and compared. After the check: the second build,
-        started beside the first, has run on through the smoke test and the check, at a lower
-        priority; without it (``INFINI_STACK_VERIFY=after``) it is built now."""
+        """Every first wheel built again and compared. After the checks: the second build,
+        started beside the first, has run on through the smoke tests and the checks, at a
+        lower priority; without it (``INFINI_STACK_VERIFY=after``) it is built now, once per
+        interpreter."""
         if not self.request.verify:
             return
         self.begin("verify")
         if early is not None:
-            early.finish(first.path, work / "second")
+            early.finish_all([b.path for _, b in firsts], work / "second")
         else:
-            verify_rebuild(self.ctx, selection, plan, first, work / "second")
-        self.done("verify", ok=True, identical=True, beside=early is not None)
+            for target, first in firsts:
+                second = work / "second" / target.tag if target.tag else work / "second"
+                verify_rebuild(target.ctx, selection, plans[target.tag], first, second)
+        wheels = [b.path.name for _, b in firsts]
+        self.done("verify", ok=True, identical=True, beside=early is not None, wheels=wheels)
 
     def record(self, run: RunReport) -> None:
         """The release's stages in the run report (``report`` and ``report --trace`` show
@@ -375,91 +387,79 @@ class Gate:
             }
             run_report.write(self.run, self.ctx.layout)
 
-    def variant(self, plan: Plan, built: Built, work: Path) -> Path | None:
+    def variant(self, target: Target, plan: Plan, built: Built, work: Path) -> Path | None:
         """The PEP 825 variant wheel, when stack.yaml's wheel.variant (or --variant) asks."""
         from builder.pipeline import variant
 
-        if not variant.wanted(self.ctx, self.request.variant):
+        if not variant.wanted(target.ctx, self.request.variant):
             return None
-        self.begin("variant")
-        made = variant.variant_of(self.ctx, plan, built, work / "variant")
-        self.done("variant", ok=True, wheel=made.path.name, audit="passed")
+        self.begin(target.stage("variant"))
+        made = variant.variant_of(target.ctx, plan, built, work / "variant")
+        self.done(self.stage, ok=True, wheel=made.path.name, audit="passed")
         return made.path
 
-    def smoke(self, wheel: Path) -> None:
+    def smoke(self, target: Target, wheel: Path) -> None:
+        """Every file of the wheel loaded, installed for its own interpreter."""
         from builder.checks.smoke import smoke
 
-        self.begin("smoke")
-        result = smoke(wheel, self.ctx.vendor)
+        self.begin(target.stage("smoke"))
+        result = smoke(wheel, self.ctx.vendor, python=target.python)
         print(result.render(), file=sys.stderr)
         if not result.ok or (self.request.strict and not result.complete):
             raise AuditError(f"the import smoke test of {wheel.name} failed:\n{result.render()}")
-        self.done("smoke", **result.to_json())
+        self.done(self.stage, python=target.python, **result.to_json())
 
-    def check(self, wheel: Path, staging: Path) -> None:
-        """The vendor's runtime check where its device is present; never a silent pass."""
+    def check(self, target: Target, wheel: Path, staging: Path) -> None:
+        """The vendor's runtime check with the wheel's own interpreter, where its device is
+        present and the wheel's requirements are installed there; never a silent pass."""
         from builder.checks.runtime import COLUMNS, run_check
         from builder.pipeline.check import failed
 
-        self.begin("check")
+        self.begin(target.stage("check"))
         config = self.ctx.stack.vendors[self.ctx.vendor]
-        why = self.check_skipped()
+        why = self.check_skipped(target)
         if why is not None:
-            print(f"check: not run ({why})", file=sys.stderr)
+            said = (
+                f"check: not run for {wheel.name} ({why})"
+                if target.tag
+                else f"check: not run ({why})"
+            )
+            print(said, file=sys.stderr)
             if self.request.strict:
-                raise CheckError(f"check: not run ({why}), and --strict asks for it")
-            self.done("check", ran=False, reason=why)
+                raise CheckError(f"{said}, and --strict asks for it")
+            self.done(self.stage, ran=False, reason=why, wheel=wheel.name)
             return
         assert config.check is not None
         device = self.device()
-        result = run_check(
-            wheel,
-            self.ctx.vendor,
-            config.check,
-            self.ctx.host.python,
-            jobs=self.request.check_jobs,
-        )
-        (staging / CHECK_LOG).write_text(result.log(), encoding="utf-8")
+        jobs = self.request.check_jobs
+        result = run_check(wheel, self.ctx.vendor, config.check, target.python, jobs=jobs)
+        log = f"check-{target.tag}.log" if target.tag else CHECK_LOG
+        (staging / log).write_text(result.log(), encoding="utf-8")
         print(result.render(), file=sys.stderr)
         if not result.ok:
             raise failed(result)
-        rows = result.row_dicts()  # report --html draws them as the check's table
         self.done(
-            "check",
+            self.stage,
             ran=True,
             ok=True,
             script=config.check.name,
             device=device.what,
-            rows=rows,
+            wheel=wheel.name,
+            python=target.python,
+            rows=result.row_dicts(),  # report --html draws them as the check's table
             columns=list(COLUMNS),
             **result.pool(),
         )
 
-    def write(
-        self, built: Path, build_report: RunReport, staging: Path, variant: Path | None = None
-    ) -> None:
-        """Wheel (and its variant with the variants.json index), SBOM (checked against
-        CycloneDX's schema), the wheel's stack-manifest.json, reports, then SHA256SUMS."""
-        from builder.pipeline import build_manifest, sbom
+    def write(self, made: list[Made], build_report: RunReport, staging: Path) -> None:
+        """Each wheel (and its variant, with the variants.json index), its SBOM (checked
+        against CycloneDX's schema) and stack-manifest.json, the reports, then SHA256SUMS."""
         from builder.pipeline.variant import write_index
 
-        self.begin("sbom")
-        wheel = staging / built.name
-        shutil.copyfile(built, wheel)
-        if variant is not None:
-            shutil.copyfile(variant, staging / variant.name)
+        for one in made:
+            self.write_wheel(one, staging)
+        if any(m.variant for m in made):
             write_index(staging, self.ctx)
-        document = sbom_of(wheel)
-        problems = sbom.validate(document)
-        if problems:
-            raise AuditError(f"the SBOM in {wheel.name} is not valid CycloneDX: {problems[0]}")
-        sbom_file = staging / (wheel.name.removesuffix(".whl") + ".cdx.json")
-        sbom_file.write_text(document, encoding="utf-8")
-        self.done(
-            "sbom", ok=True, file=sbom_file.name, components=sbom.component_versions(document)
-        )
-        manifest = build_manifest.read_from_wheel(wheel)
-        (staging / build_manifest.NAME).write_text(manifest, encoding="utf-8")
         (staging / BUILD_REPORT).write_text(
             json.dumps(build_report.to_json(), indent=2, default=str) + "\n", encoding="utf-8"
         )
@@ -468,20 +468,22 @@ class Gate:
         self.report.write(staging)
         write_sums(staging)
 
+    def write_wheel(self, made: Made, staging: Path) -> None:
+        from builder.pipeline import build_manifest, sbom
 
-def sbom_of(wheel: Path) -> str:
-    """The SBOM a wheel carries in ``.dist-info/sboms/``."""
-    from builder.pipeline.sbom import SBOM_PATH
-
-    with zipfile.ZipFile(wheel) as zf:
-        name = next(
-            (
-                n
-                for n in zf.namelist()
-                if n.split("/", 1)[0].endswith(".dist-info") and n.split("/", 1)[-1] == SBOM_PATH
-            ),
-            None,
-        )
-        if name is None:
-            raise StackError(f"{wheel.name} carries no SBOM ({SBOM_PATH} in its .dist-info)")
-        return zf.read(name).decode()
+        self.begin(made.target.stage("sbom"))
+        wheel = staging / made.wheel.name
+        shutil.copyfile(made.wheel, wheel)
+        if made.variant is not None:
+            shutil.copyfile(made.variant, staging / made.variant.name)
+        document = sbom_of(wheel)
+        problems = sbom.validate(document)
+        if problems:
+            raise AuditError(f"the SBOM in {wheel.name} is not valid CycloneDX: {problems[0]}")
+        sbom_file = staging / (wheel.name.removesuffix(".whl") + ".cdx.json")
+        sbom_file.write_text(document, encoding="utf-8")
+        versions = sbom.component_versions(document)
+        self.done(self.stage, ok=True, file=sbom_file.name, components=versions)
+        tag = made.target.tag
+        name = build_manifest.NAME.replace(".json", f"-{tag}.json") if tag else build_manifest.NAME
+        (staging / name).write_text(build_manifest.read_from_wheel(wheel), encoding="utf-8")

@@ -84,3 +84,6 @@ class ReleaseRequest:
     max_size: int | None = None  # bytes; overrides stack.yaml's wheel.max_size
     index: Path | None = None  # the per-vendor package index tree the wheel is merged into
     check_jobs: int | None = None  # the runtime check's children at once (None: as many as fit)
+    # The CPython interpreters (X.Y or paths) to make a wheel for, from one native build; empty:
+    # stack.yaml's wheel.pythons, else the interpreter the tool runs under.
+    pythons: tuple[str, ...] = ()

@@ -48,7 +48,13 @@ def variant_of(ctx: Context, plan: Plan, built: Built, dest: Path) -> Built:
         doc = _document(ctx, root)
         spec = built.inputs.spec
         name = dataclasses.replace(
-            wheel_name(spec.name, spec.version, "", platform=built.inputs.name.platform_tag),
+            wheel_name(
+                spec.name,
+                spec.version,
+                "",
+                platform=built.inputs.name.platform_tag,
+                python=ctx.host.python_version,
+            ),
             variant=next(iter(doc["variants"])),
         )
         inputs = dataclasses.replace(built.inputs, name=name, extra_files=None)

@@ -14,7 +14,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -89,14 +89,21 @@ def run_wheel(request: WheelRequest) -> list[Path]:
 
 
 def second_build(
-    ctx: Context, selection: PlanRequest, plan: Plan, *, verify: bool
+    ctx: Context,
+    selection: PlanRequest,
+    plan: Plan,
+    *,
+    verify: bool,
+    others: Sequence[Context] = (),
 ) -> tuple[Callable[[], int], contextlib.AbstractContextManager[Rebuild | None]]:
     """The wheels' epoch (read once, shared by both builds of ``--verify``) and the block in
-    which ``--verify``'s second build runs beside the first (:func:`rebuild.beside`)."""
+    which ``--verify``'s second build runs beside the first (:func:`rebuild.beside`); with
+    ``others`` (more interpreters' contexts), it makes their wheels too."""
     from builder.pipeline import rebuild
 
     epoch = epoch_once(ctx, plan)
-    return epoch, rebuild.beside(ctx, selection, _inputs_maker(epoch), enabled=verify)
+    maker = _inputs_maker(epoch)
+    return epoch, rebuild.beside(ctx, selection, maker, enabled=verify, others=others)
 
 
 def epoch_once(ctx: Context, plan: Plan) -> Callable[[], int]:
@@ -154,7 +161,7 @@ def wheel_inputs(ctx: Context, plan: Plan, epoch: int) -> WheelInputs:
     local = sanitized_local(local, plan.sanitize.label if plan.sanitize else None)
     return WheelInputs(
         spec=spec,
-        name=wheel_name(spec.name, spec.version, local),
+        name=wheel_name(spec.name, spec.version, local, python=ctx.host.python_version),
         partners=partners,
         prefixes={c.name: c.prefix for c in plan.components},
         supplied=supplied_libraries(ctx.vendor),

@@ -203,14 +203,37 @@ def _pybind11_candidates(ctx: ProbeContext, deps: Deps) -> Iterator[Candidate]:
         )
 
 
+# The first pybind11 release that supports each CPython (its changelog): an older one compiles
+# against the newer headers and fails, or builds a module that crashes at import.
+PYBIND11_FOR_PYTHON = {"3.11": "2.10", "3.12": "2.11", "3.13": "2.13"}
+
+
+def pybind11_too_old(python: str, pybind11: str | None) -> str | None:
+    """Why ``pybind11`` (a version) cannot build for CPython ``python`` (X.Y[.Z]); None when it
+    can, or when either version is unknown."""
+    from packaging.version import InvalidVersion, Version
+
+    major_minor = ".".join(python.split(".")[:2])
+    least = PYBIND11_FOR_PYTHON.get(major_minor)
+    try:
+        if least is None or pybind11 is None or Version(pybind11) >= Version(least):
+            return None
+    except InvalidVersion:
+        return None
+    return f"pybind11 {pybind11} predates CPython {major_minor} (supported from {least})"
+
+
 def _read_pybind11(ctx: ProbeContext, candidate: Candidate, deps: Deps) -> Reading:
     config = candidate.path / "pybind11Config.cmake"
     if not config.is_file():
         return unusable("has no pybind11Config.cmake")
     dist_info = candidate.extra.get("dist_info")
     if isinstance(dist_info, Path):
+        version = search.metadata_version(dist_info)
+        if problem := pybind11_too_old(ctx.python.version, version):
+            return unusable(problem)
         return Reading(
-            version=search.metadata_version(dist_info),
+            version=version,
             source="dist-info METADATA",
             defines={"pybind11_DIR": str(candidate.path)},
         )
