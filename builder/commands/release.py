@@ -56,6 +56,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="build the wheel once (skip the second, fresh build)",
     )
     parser.add_argument(
+        "--reverify",
+        action="store_true",
+        help="build the second time even when an earlier release built the same inputs twice "
+        "and this wheel is the same bytes (that proof stands otherwise)",
+    )
+    parser.add_argument(
         "--strict",
         action="store_true",
         help="fail when the vendor's runtime or device is absent from this host, so that "
@@ -71,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         build=build_request(args),
         output=args.release_dir,
         verify=args.verify,
+        reverify=args.reverify,
         repair=args.repair,
         strict=args.strict,
         variant=args.variant,

@@ -77,6 +77,8 @@ def release_table(release: dict[str, Any]) -> str:
         outcome = "ok" if stage.get("ok", True) else f"FAILED (exit {stage.get('exit_code')})"
         if stage.get("ran") is False:
             outcome = f"not run ({stage.get('reason')})"
+        if by := stage.get("proven_by"):  # verify: an earlier release built these bytes twice
+            outcome += f" (proven by release {', '.join(sorted(set(by.values())))})"
         lines.append(f"{name:<{width}} {stage.get('seconds', 0):>7.1f}  {outcome}")
     if release.get("kept"):
         lines.append(f"kept: {release['kept']}")

@@ -242,3 +242,16 @@ def env_for_tests(
         if base.get("LD_PRELOAD"):
             env["LD_PRELOAD"] = base["LD_PRELOAD"]
     return env
+
+
+def refuse_release(profile: Profile | None) -> None:
+    """A sanitized build is for local testing only: its wheel needs the sanitizer's runtime
+    preloaded and is never released (``--sanitize none`` releases a stack.yaml that asks for
+    one)."""
+    if profile is not None:
+        raise UsageError(
+            f"a release is never sanitized ({profile.spec}): its wheel would need the "
+            "sanitizer's runtime preloaded",
+            hint="build a sanitized wheel with `wheel --sanitize` for local testing; release "
+            "without --sanitize (or with --sanitize none over stack.yaml's sanitize:)",
+        )

@@ -4,7 +4,9 @@ proof that a second build gives the same bytes, the SBOM, then the release direc
 its SBOM, the check's output, SHA256SUMS and the reports). The proof comes after the check: a
 second build started beside the first (at a lower CPU priority) runs on while the wheel is
 audited, smoke-tested and checked; when the first build is a store hit, the second is all there
-is to build, and the rest runs beside it.
+is to build, and the rest runs beside it. When an earlier release built the same inputs twice and
+this wheel is the same bytes, that proof stands and nothing is built again
+(:mod:`builder.pipeline.proofs`; ``--reverify`` builds it again anyway).
 
 With several interpreters (``--python``, or stack.yaml's ``wheel.pythons``;
 :mod:`builder.pipeline.targets`), one build makes every wheel: the components that do not use
@@ -30,11 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.core.errors import AuditError, CheckError, PreflightError, StackError, UsageError
-from builder.core.sanitize import Profile
+from builder.core.errors import AuditError, CheckError, PreflightError, StackError
 from builder.core.sanitize import parse as parse_profile
+from builder.core.sanitize import refuse_release
 from builder.engine import bound
-from builder.pipeline import rebuild, targets
+from builder.pipeline import proofs, rebuild, targets
 from builder.pipeline.build import build_plan, launcher_for
 from builder.pipeline.built import Built
 from builder.pipeline.context import Context, open_context, plan_for, sanitize_profile
@@ -90,11 +92,11 @@ def run_release(request: ReleaseRequest) -> Path:
     from builder.pipeline import sbom
 
     out = request.output
-    refuse_sanitized(parse_profile(request.build.plan.sanitize))  # before any probe
+    refuse_release(parse_profile(request.build.plan.sanitize))  # before any probe
     check_output_dir(out)
     sbom.require()
     ctx = with_max_size(open_context(request.build.stack, wheel=True), request.max_size)
-    refuse_sanitized(sanitize_profile(ctx, request.build.plan))  # stack.yaml's sanitize: too
+    refuse_release(sanitize_profile(ctx, request.build.plan))  # stack.yaml's sanitize: too
     gate = Gate(request, ctx)
     selection = gate.preflight()
     made: list[Made] = []
@@ -104,7 +106,10 @@ def run_release(request: ReleaseRequest) -> Path:
         plans = {t.tag: plan_for(t.ctx, suites) for t in gate.targets}
         plan = union_plan(plans) if len(plans) > 1 else plans[gate.targets[0].tag]
         others = [t.ctx for t in gate.targets[1:]]
-        beside = request.verify and targets.one_length(gate.targets, plans)
+        # No second build beside the first where an earlier one proved every wheel's inputs.
+        gate.proofs = proofs.find_each(gate.targets, plans, look=not request.reverify)
+        proven = all(gate.proofs.values())
+        beside = request.verify and not proven and targets.one_length(gate.targets, plans)
         epoch, early_rebuild = second_build(
             gate.ctx, selection, plans[gate.targets[0].tag], verify=beside, others=others
         )
@@ -130,19 +135,6 @@ def run_release(request: ReleaseRequest) -> Path:
     return out
 
 
-def refuse_sanitized(profile: Profile | None) -> None:
-    """A sanitized build is for local testing only: its wheel needs the sanitizer's runtime
-    preloaded and is never released (``--sanitize none`` releases a stack.yaml that asks for
-    one)."""
-    if profile is not None:
-        raise UsageError(
-            f"a release is never sanitized ({profile.spec}): its wheel would need the "
-            "sanitizer's runtime preloaded",
-            hint="build a sanitized wheel with `wheel --sanitize` for local testing; release "
-            "without --sanitize (or with --sanitize none over stack.yaml's sanitize:)",
-        )
-
-
 class Gate:
     """The release's steps, each recorded in the report with its time and findings (a stage of
     one interpreter's wheel named with its tag when there are several: ``smoke cp312``)."""
@@ -159,6 +151,7 @@ class Gate:
         self.run: RunReport | None = None
         self.kept: Path | None = None
         self._device: Device | None = None
+        self.proofs: dict[str, proofs.Proof | None] = {}  # by interpreter tag
 
     def done(self, step: str, **data: Any) -> None:
         now = time.monotonic()
@@ -324,18 +317,35 @@ class Gate:
         """Every first wheel built again and compared. After the checks: the second build,
         started beside the first, has run on through the smoke tests and the checks, at a
         lower priority; without it (``INFINI_STACK_VERIFY=after``) it is built now, once per
-        interpreter."""
+        interpreter. A wheel an earlier release proved (the same inputs, the same bytes) is
+        not built again; each wheel built twice here is recorded as proven."""
         if not self.request.verify:
             return
         self.begin("verify")
-        if early is not None:
+        if early is not None:  # started beside the first build, it proves every wheel
             early.finish_all([b.path for _, b in firsts], work / "second")
+            todo, by = firsts, {}
         else:
-            for target, first in firsts:
+            by = {
+                b.path.name: run
+                for t, b in firsts
+                if (run := proofs.standing(self.proofs.get(t.tag), b.path))
+            }
+            todo = [(t, b) for t, b in firsts if b.path.name not in by]
+            for target, first in todo:
                 second = work / "second" / target.tag if target.tag else work / "second"
                 verify_rebuild(target.ctx, selection, plans[target.tag], first, second)
+        for target, first in todo:
+            proofs.record(target.ctx.layout, plans[target.tag], first.path, self._run_name())
         wheels = [b.path.name for _, b in firsts]
-        self.done("verify", ok=True, identical=True, beside=early is not None, wheels=wheels)
+        self.done(
+            "verify", ok=True, identical=True, beside=early is not None, wheels=wheels, proven_by=by
+        )
+
+    def _run_name(self) -> str:
+        from builder.engine.executor import run_id
+
+        return run_id(self.run) if self.run is not None else "unknown"
 
     def record(self, run: RunReport) -> None:
         """The release's stages in the run report (``report`` and ``report --trace`` show

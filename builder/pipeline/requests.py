@@ -78,6 +78,7 @@ class ReleaseRequest:
     build: BuildRequest
     output: Path
     verify: bool = True
+    reverify: bool = False  # build the second time even where an earlier release proved it
     repair: bool = False
     strict: bool = False  # the smoke test must load every file
     variant: bool = False  # also the PEP 825 variant wheel (stack.yaml wheel.variant says so too)
