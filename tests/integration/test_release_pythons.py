@@ -102,6 +102,16 @@ def test_release_of_two_interpreters_builds_the_native_components_once(
     assert stages[f"smoke {other_tag}"]["python"] == str(other_python)
     assert sorted(stages["verify"]["wheels"]) == [w.name for w in wheels]
 
+    # report --trace: the other interpreter's engine, built, in lanes of its own, and each
+    # interpreter's check children.
+    trace = tmp_path / "trace.json"
+    assert cli("report", "--trace", trace).code == 0
+    events = json.loads(trace.read_text())["traceEvents"]
+    lanes = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert any(lane.startswith(f"{other_tag} slot ") for lane in lanes)
+    assert not any(lane.startswith(f"{own_tag} slot ") for lane in lanes)  # (a store hit)
+    assert {f"check {own_tag} child 1", f"check {other_tag} child 1"} <= lanes
+
     # The two wheels differ only in their extension modules and tags (WHEEL, RECORD, the
     # metadata naming the build of each, and the dist-info's name).
     a, b = (members(w) for w in wheels)

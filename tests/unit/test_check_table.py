@@ -18,6 +18,7 @@ from builder.engine.html_report import check_section, table_html
 from tests.conftest import ROOT
 
 CHECKS = ROOT / "components" / "checks"
+TAGS = ("cp311", "cp312")
 
 OUTPUT = "\n".join(
     [
@@ -136,6 +137,11 @@ def test_the_html_table_escapes_its_cells_and_the_report_shows_it_only_with_rows
     assert "<section id='check'><h2>Check</h2><table>" in check_section(report)
     assert check_section({"release": {"stages": {"check": {"ran": False}}}}) == ""
     assert check_section({}) == ""
+    # A release of several interpreters: one table each, headed with its tag.
+    stages = {f"check {tag}": {"ran": True, "rows": rows, "columns": COLUMNS} for tag in TAGS}
+    section = check_section({"release": {"stages": stages}})
+    assert section.count("<table>") == 2
+    assert section.index("<h3>cp311</h3>") < section.index("<h3>cp312</h3>")
 
 
 def test_tp2_on_one_gpu_prints_the_not_run_line_and_is_no_pass(
