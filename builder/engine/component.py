@@ -133,6 +133,7 @@ class Builder:
             if written := [log for log in logs.glob("suite*.log") if log.is_file()]:
                 result.logs["suite"] = str(max(written, key=lambda log: log.stat().st_mtime))
             if self.cancelled.is_set():
+                result.suite["interrupted"] = True
                 raise Cancelled from exc
             raise
         result.suite["started"] = started  # seconds into the run, as ``result.started``

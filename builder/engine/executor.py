@@ -242,6 +242,8 @@ def _build(
 def _suite(builder: Builder, result: ComponentResult, component: ComponentPlan) -> None:
     try:
         builder.run_suite(component, result)
+    except Cancelled:
+        raise  # its entry is in the store, as its status says; its suite says it was stopped
     except BaseException as exc:
         _failed(result, exc)
         raise
@@ -265,7 +267,10 @@ def _stop(
 ) -> Interrupted:
     """Stop every running component's processes and wait for its worker to notice."""
     builder.cancelled.set()
-    what = {c.name: _current_step(results[c.name]) for c, _ in running.values()}
+    # A component whose suite runs (no job tokens) is built: its suite is what stops.
+    what = {
+        c.name: _current_step(results[c.name]) if jobs else "suite" for c, jobs in running.values()
+    }
     if what:
         builder.progress.note(
             "stopping " + ", ".join(f"{c} ({s})" for c, s in what.items()) + " ..."
@@ -274,8 +279,9 @@ def _stop(
     while not all(f.done() for f in futures):
         builder.children.terminate_all()  # again: a worker may have just started a step
         wait(futures, timeout=0.1)
-    for c, _ in running.values():
-        results[c.name].status = "interrupted"
+    for c, jobs in running.values():
+        if jobs:
+            results[c.name].status = "interrupted"
     return Interrupted(signum, what)
 
 

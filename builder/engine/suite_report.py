@@ -17,6 +17,13 @@ def ran(components: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [c for c in components if c.get("suite")]
 
 
+def verdict(suite: Mapping[str, Any]) -> str:
+    """ok, FAILED, or interrupted (the run was stopped while the suite ran)."""
+    if suite.get("interrupted"):
+        return "interrupted"
+    return "ok" if suite.get("ok") else "FAILED"
+
+
 def counts_text(suite: Mapping[str, Any]) -> str:
     counts = suite.get("counts", {})
     text = ", ".join(f"{counts.get(k, 0)} {k}" for k in COUNTS if counts.get(k) or k == "passed")
@@ -30,11 +37,10 @@ def suites_text(data: Mapping[str, Any]) -> str:
     lines: list[str] = []
     for c in ran(data.get("components", [])):
         suite = c["suite"]
-        verdict = "ok" if suite.get("ok") else "FAILED"
         seconds = float(suite.get("seconds", 0))
         workers = suite.get("workers", 1)
         lines.append(
-            f"suite {c['name']}: {verdict}, {counts_text(suite)} in {seconds:.1f}s "
+            f"suite {c['name']}: {verdict(suite)}, {counts_text(suite)} in {seconds:.1f}s "
             f"({workers} worker{'s' if workers != 1 else ''})"
         )
         lines += [f"  deselected {d['test']}: {d['reason']}" for d in suite.get("deselected", [])]
@@ -60,9 +66,8 @@ def suites_html(components: Sequence[Mapping[str, Any]]) -> str:
     parts = ["<section id='suites'><h2>Suites</h2>"]
     for c in shown:
         suite = c["suite"]
-        verdict = "ok" if suite.get("ok") else "FAILED"
         parts.append(
-            f"<h3>{_e(c['name'])}: {verdict}</h3><p>{_e(counts_text(suite))} in "
+            f"<h3>{_e(c['name'])}: {verdict(suite)}</h3><p>{_e(counts_text(suite))} in "
             f"{float(suite.get('seconds', 0)):.1f} s, {_e(suite.get('workers', 1))} worker(s)</p>"
             f"<p><code>{_e(' '.join(suite.get('command', [])))}</code></p>"
         )

@@ -4,11 +4,15 @@ test fails both with exit 5, named with its first lines."""
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import last_report
+from builder.core.orphans import session_members
+from tests.conftest import last_report, wait_for
+from tests.integration.test_build_engine import builder_process, statuses
 
 pytestmark = pytest.mark.integration
 
@@ -26,6 +30,17 @@ def test_a_kernel_that_divides_by_zero(miniops):
     """Dies as InfiniOps' add of an empty tensor does on NVIDIA: SIGFPE, no Python error."""
     os.kill(os.getpid(), signal.SIGFPE)
 '''
+PAUSING = """
+import os
+import time
+from pathlib import Path
+
+
+def test_waits_while_its_flag_is_there():
+    Path(os.environ["MINI_PAUSED"]).write_text(str(os.getpid()))
+    while Path(os.environ["MINI_PAUSE"]).exists():
+        time.sleep(0.05)
+"""
 DESELECTED = (
     "tests/test_ops.py::test_gemm[cpu-512-512-512]: "
     "the Python reference takes minutes of a shared CI core"
@@ -128,3 +143,31 @@ def test_a_test_that_kills_its_process_is_one_failure_and_the_rest_of_the_suite_
         }
     ]
     assert suite["workers"] == 1
+
+
+def test_a_build_stopped_while_a_suite_runs_says_so_and_keeps_the_built_entry(
+    home: Path, mini: Path, tmp_path: Path
+) -> None:
+    (mini.parent / "ops" / "tests" / "test_pausing.py").write_text(PAUSING)
+    flag, paused = tmp_path / "pause", tmp_path / "paused"
+    flag.touch()
+    argv = ("build", "--manifest", mini, "--vendor", "cpu", "-c", "miniops", "--test")
+    p = builder_process(*argv, home=home, MINI_PAUSE=str(flag), MINI_PAUSED=str(paused))
+    try:
+        wait_for(paused, timeout=300)
+        pytest_session = os.getsid(int(paused.read_text()))
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 128 + signal.SIGTERM, err
+    assert "interrupted by SIGTERM while building miniops (suite)" in err
+    assert "Traceback" not in err
+    assert not session_members(pytest_session)  # its workers were stopped too
+    # The entry was built and stays; its suite, not the component, was interrupted.
+    assert statuses(home) == {"minirt": "built", "miniops": "built"}
+    (miniops,) = [c for c in last_report(home)["components"] if c["name"] == "miniops"]
+    assert miniops["suite"]["interrupted"] is True
+    assert "suite miniops: interrupted" in err
