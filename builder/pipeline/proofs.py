@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from builder.core.digest import file_digest
 from builder.core.fs import atomic_write
+from builder.pipeline.release_dir import sha256_file
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -73,9 +73,7 @@ def find_each(
 
 def holds(proof: Proof | None, wheel: Path) -> bool:
     """Whether ``wheel`` is the very file ``proof`` proved: same name, same bytes."""
-    return (
-        proof is not None and proof.wheel == wheel.name and file_digest(wheel).hex() == proof.sha256
-    )
+    return proof is not None and proof.wheel == wheel.name and sha256_file(wheel) == proof.sha256
 
 
 def standing(proof: Proof | None, wheel: Path) -> str | None:
@@ -95,7 +93,7 @@ def record(layout: Layout, plan: Plan, wheel: Path, run: str) -> Proof:
     """Keep the proof that ``wheel``, built from ``plan``, is reproducible."""
     proof = Proof(
         wheel=wheel.name,
-        sha256=file_digest(wheel).hex(),
+        sha256=sha256_file(wheel),
         run=run,
         at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
