@@ -230,8 +230,9 @@ def env_for_tests(
     flags (``CFLAGS``, ``CXXFLAGS``, ``LDFLAGS``, which CMake reads when it configures), so it
     carries its sanitizer's runtime as an instrumented executable does. Under TSan nothing is
     preloaded: TSan in CMake (ctest, ``cmake -P``) deadlocks it, holding the child's SIGCHLD back
-    while CMake's event loop waits for it, and every program a test runs is then instrumented
-    and loads the runtime first itself."""
+    while CMake's event loop waits for it. A program a test compiles by calling the compiler
+    itself (InfiniRT's consumer) then gets TSan's runtime only as its library's dependency
+    (docs/sanitizers.md)."""
     env = run_env(profile, compiler, base, suppressions=suppressions)
     if profile is None:
         return env
