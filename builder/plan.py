@@ -18,6 +18,7 @@ from builder.core.host import HostFacts
 from builder.core.layout import Layout
 from builder.core.sanitize import Profile, cmake_defines
 from builder.manifest.model import (
+    TOOL,
     Component,
     Patch,
     PathSource,
@@ -130,11 +131,13 @@ def make_plan(
     planned: dict[str, ComponentPlan] = {}
     for name in names:
         component = stack.components[name]
+        # python: tool builds with the tool's own interpreter, whichever the target's.
+        own = host.for_tool() if component.recipe.python_for(vendor) == TOOL else host
         planned[name] = plan_component(
-            stack, component, vendor, host, inputs, layout, planned, tests, jobs, sanitize
+            stack, component, vendor, own, inputs, layout, planned, tests, jobs, sanitize
         )
         if suites:
-            planned[name] = with_suite(stack, planned[name], host, planned, jobs)
+            planned[name] = with_suite(stack, planned[name], own, planned, jobs)
     return Plan(
         stack=stack,
         vendor=vendor,
@@ -281,7 +284,7 @@ def _key_inputs(
         "providers": dict(sorted(own.providers.items())),
         "tests": in_build_test(recipe.test_for(vendor) if tests else None) is not None,
     }
-    if recipe.python:
+    if recipe.python_for(vendor):
         key_inputs["python"] = [own.python, own.soabi, own.pybind11_version]
     if patches:  # absent when there are none, so that unpatched keys stay as they were
         key_inputs["patches"] = [[p.name, p.sha256] for p in patches]
@@ -312,7 +315,7 @@ def _directories(
     a git source gets a checkout and a build directory of its own per key."""
     name = component.name
     if isinstance(source, PathSource):
-        lane = host.python_tag if component.recipe.python else ""
+        lane = host.python_tag if component.recipe.python_for(vendor) else ""
         where = f"{vendor}-{sanitize.label}" if sanitize else vendor
         return source.path, layout.incremental_build_dir(name, where, source.path, lane)
     return layout.source_tree(name, key), layout.build_dir(name, key)
@@ -418,7 +421,7 @@ def _defines(
         defines[var] = str(done[dep].prefix)
     if recipe.project is not None and recipe.source_var:
         defines[recipe.source_var] = str(source_dir)
-    if recipe.python:
+    if recipe.python_for(vendor):
         defines["Python_EXECUTABLE"] = host.python
         if host.pybind11_dir:
             defines["pybind11_DIR"] = host.pybind11_dir

@@ -28,7 +28,7 @@ from builder.core.errors import ManifestError, PreflightError, StackError
 from builder.core.fs import atomic_write
 from builder.core.host import HostFacts, Toolkit
 from builder.core.layout import Layout
-from builder.manifest.model import GitSource, Stack
+from builder.manifest.model import TARGET, GitSource, Stack
 from builder.providers import linked as linked_providers
 from builder.providers import search
 from builder.providers.libs import STANDARD_INCLUDES, toolkit_root
@@ -175,15 +175,19 @@ def selection(
     stack: Stack, vendor: str, components: Sequence[str] = (), *, wheel: bool = False
 ) -> Selection:
     names = stack.selected(vendor, tuple(components))
-    # The recipe says only "uses Python"; the wheel's component is the one whose install tree
-    # holds the Python packages, i.e. the one building pybind11 extensions.
+    # The wheel's component is the one whose install tree holds the Python packages, i.e. the
+    # one building pybind11 extensions. A ``python: tool`` build runs the tool's own interpreter,
+    # which is here by definition: it asks nothing of the target interpreter.
     extension = stack.wheel.component if stack.wheel is not None else None
+    targets = {
+        n for n in stack.components if stack.components[n].recipe.python_for(vendor) == TARGET
+    }
     return Selection(
         components={
             name: ComponentNeeds(
                 options=stack.components[name].options_for(vendor),
-                python=stack.components[name].recipe.python,
-                extension=stack.components[name].recipe.python and name == extension,
+                python=name in targets,
+                extension=name in targets and name == extension,
                 git=isinstance(stack.components[name].source_for(vendor), GitSource),
                 provided=frozenset(stack.components[name].recipe.dependency_vars_for(vendor)),
                 toolkit=vendor not in stack.components[name].recipe.without_toolkit,

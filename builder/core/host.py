@@ -12,7 +12,7 @@ import os
 import sys
 import sysconfig
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from builder.core import proc
@@ -57,6 +57,49 @@ class HostFacts:
     # The interpreter's wheel tag (cp312) when a release builds for several: its components that
     # use Python then build from path sources in a directory of their own. Part of no key.
     python_tag: str = ""
+    # The interpreter the tool runs under, when the target is another (release --python): it
+    # runs the build tools of recipes with ``python: tool``. None: ``python`` is the tool's own.
+    tool_python: ToolPython | None = None
+
+    def for_tool(self) -> HostFacts:
+        """The host as a ``python: tool`` build sees it: the tool's own interpreter, whichever
+        interpreter the wheel is for, so that every target plans the same build of it."""
+        tool = self.tool_python
+        if tool is None:
+            return replace(self, python_tag="")
+        return replace(
+            self,
+            python=tool.python,
+            python_version=tool.python_version,
+            soabi=tool.soabi,
+            pybind11_dir=tool.pybind11_dir,
+            pybind11_version=tool.pybind11_version,
+            python_tag="",
+            tool_python=None,
+        )
+
+    def tool(self) -> ToolPython:
+        """The tool's own interpreter, as :meth:`for_tool` puts it back."""
+        if self.tool_python is not None:
+            return self.tool_python
+        return ToolPython(
+            python=self.python,
+            python_version=self.python_version,
+            soabi=self.soabi,
+            pybind11_dir=self.pybind11_dir,
+            pybind11_version=self.pybind11_version,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolPython:
+    """The facts of the interpreter the tool runs under that a build can depend on."""
+
+    python: str
+    python_version: str
+    soabi: str
+    pybind11_dir: str | None
+    pybind11_version: str | None
 
 
 def compiler_path(env: Mapping[str, str]) -> str | None:

@@ -108,6 +108,10 @@ class Patch:
     path: Path
 
 
+TARGET = "target"  # recipe ``python: true``
+TOOL = "tool"  # recipe ``python: tool``
+
+
 @dataclass(frozen=True, kw_only=True)
 class Recipe:
     """How to build one component: ``components/<name>.yaml``."""
@@ -119,7 +123,11 @@ class Recipe:
     depends: tuple[str, ...]
     options: Mapping[str, str]
     dependency_vars: Mapping[str, str]
-    python: bool
+    # How its build uses Python (``python:``, per vendor ``vendors.V.python``): TARGET builds for
+    # the interpreter a wheel is for (extension modules, that interpreter's torch) and is keyed
+    # by it; TOOL runs Python only as a build tool (code generators), with the tool's own
+    # interpreter whichever the wheel's, so one build serves every interpreter; "" not at all.
+    python: str
     vendors: Mapping[str, Mapping[str, str]]  # supported vendor -> its options
     outputs: tuple[str, ...]
     test: TestSpec | None
@@ -139,6 +147,11 @@ class Recipe:
     # Vendors whose toolkit this recipe's build does not need (``vendors.<v>.toolkit: false``:
     # the mini stack's stand-in backends); preflight then does not ask for it.
     without_toolkit: frozenset[str] = frozenset()
+    vendor_python: Mapping[str, str] = field(default_factory=dict)  # instead of ``python``
+
+    def python_for(self, vendor: str) -> str:
+        """TARGET, TOOL or "" (no Python): the vendor's own ``python:``, else the recipe's."""
+        return self.vendor_python.get(vendor, self.python)
 
     def depends_for(self, vendor: str) -> tuple[str, ...]:
         return (*self.depends, *self.vendor_depends.get(vendor, ()))

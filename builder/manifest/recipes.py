@@ -11,8 +11,17 @@ import yaml
 from packaging.version import InvalidVersion, Version
 
 from builder import vendors as vendor_registry
-from builder.manifest.model import Deselected, Patch, Recipe, Suite, SuiteBuild, TestSpec
-from builder.manifest.schema import Doc, Key, Reader, load_doc, unknown_message
+from builder.manifest.model import (
+    TARGET,
+    TOOL,
+    Deselected,
+    Patch,
+    Recipe,
+    Suite,
+    SuiteBuild,
+    TestSpec,
+)
+from builder.manifest.schema import Doc, Key, Reader, dotted, load_doc, unknown_message
 
 CMAKE_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 RECIPE_KEYS = (
@@ -30,7 +39,7 @@ RECIPE_KEYS = (
     "submodules",
     "patches",
 )
-RECIPE_VENDOR_KEYS = ("options", "depends", "patches", "test", "toolkit")
+RECIPE_VENDOR_KEYS = ("options", "depends", "patches", "test", "toolkit", "python")
 TEST_KEYS = ("options", "command", "pytest", "workers", "build", "select", "deselect", "env")
 SUITE_BUILD_KEYS = ("options", "target", "package")
 # What runs a pytest suite on a built entry and changes nothing built: left out of the key.
@@ -62,7 +71,7 @@ def load_recipe(
         depends=r.strings(("depends",)),
         options=_options(r),
         dependency_vars=_dependency_vars(r),
-        python=r.boolean(("python",)),
+        python=_python(r, ("python",)),
         vendors=vendors.options,
         outputs=r.strings(("outputs",)),
         test=_read_test(r),
@@ -74,6 +83,7 @@ def load_recipe(
         vendor_patches=vendors.patches,
         vendor_tests=vendors.tests,
         without_toolkit=frozenset(vendors.without_toolkit),
+        vendor_python=vendors.python,
     )
     return recipe, doc
 
@@ -85,6 +95,7 @@ class _Vendors:
     patches: dict[str, tuple[Patch, ...]] = field(default_factory=dict)
     tests: dict[str, TestSpec] = field(default_factory=dict)
     without_toolkit: set[str] = field(default_factory=set)
+    python: dict[str, str] = field(default_factory=dict)
 
 
 def _vendors(r: Reader, patch_dir: Path) -> _Vendors:
@@ -107,7 +118,26 @@ def _vendors(r: Reader, patch_dir: Path) -> _Vendors:
             out.tests[vendor] = test
         if r.has(("vendors", raw, "toolkit")) and not r.boolean(("vendors", raw, "toolkit")):
             out.without_toolkit.add(vendor)
+        if r.has(("vendors", raw, "python")):
+            out.python[vendor] = _python(r, ("vendors", raw, "python"))
     return out
+
+
+def _python(r: Reader, key: Key) -> str:
+    """``python: true`` (TARGET), ``tool`` (TOOL) or ``false`` (absent: ""), as a recipe says."""
+    value = r.get(key)
+    if value is None or value is False:
+        return ""
+    if value is True:
+        return TARGET
+    if value == TOOL:
+        return TOOL
+    r.error(
+        key,
+        f"'{dotted(key)}' must be true (built for the wheel's interpreter), tool (it runs Python "
+        f"as a build tool only) or false, not {value!r}",
+    )
+    return ""
 
 
 def _cmake_minimum(r: Reader) -> str:

@@ -92,6 +92,7 @@ def for_interpreter(ctx: Context, interpreter: Interpreter) -> Context:
         python_version=interpreter.major_minor,
         soabi=interpreter.soabi,
         python_tag=tag,
+        tool_python=ctx.host.tool(),  # ``python: tool`` builds keep running this one
     )
     report = preflight.check(ctx.stack, ctx.vendor, base, wheel=True, cache=ctx.layout.cache())
     pybind11 = report.get("pybind11")

@@ -114,6 +114,8 @@ def test_ci_matrix_releases_wheel_pythons_in_one_job_per_vendor(tmp_path: Path) 
 
 
 def interpreter_host(version: str) -> object:
+    """The host as builder.pipeline.targets.for_interpreter makes it for another interpreter:
+    that one the target, the tool's own kept for ``python: tool`` builds."""
     tag = "cp" + version.replace(".", "")
     return dataclasses.replace(
         host(),
@@ -121,6 +123,7 @@ def interpreter_host(version: str) -> object:
         python_version=version,
         soabi=f"cpython-{tag[2:]}-x86_64-linux-gnu",
         python_tag=tag,
+        tool_python=host().tool(),
     )
 
 
@@ -145,6 +148,32 @@ def test_only_the_python_components_are_planned_per_interpreter() -> None:
     assert len(str(lm311.build_dir)) == len(str(lm312.build_dir))  # RUNPATH space alike
     assert set(lm312.depends) <= {"minirt", "miniops", "miniccl"}
     assert split_lane("minilm@cp312") == ("minilm", "cp312")
+
+
+def test_a_python_tool_build_runs_the_tools_own_interpreter_for_every_target() -> None:
+    """minirt runs a Python header generator at configure (``python: tool``): every target
+    interpreter plans the build a plain release plans, with the tool's own interpreter, while
+    minilm (``python: true``) gets each target's."""
+    mini = ROOT / "examples/mini-stack"
+    plain = plan_for("cpu", root=mini)
+    for version in ("3.10", "3.12"):
+        plan = plan_for("cpu", root=mini, facts=interpreter_host(version))  # type: ignore[arg-type]
+        rt, lm = plan.get("minirt"), plan.get("minilm")
+        assert rt.key == plain.get("minirt").key
+        assert rt.defines["Python_EXECUTABLE"] == host().python
+        assert rt.build_dir == plain.get("minirt").build_dir
+        assert lm.defines["Python_EXECUTABLE"] == f"/usr/bin/python{version}"
+        assert lm.key != plain.get("minilm").key
+
+
+def test_a_recipe_reads_python_true_tool_and_false_per_vendor(tmp_path: Path) -> None:
+    stack = load_stack(ROOT / "examples/mini-stack/stack.yaml")
+    assert stack.components["minirt"].recipe.python_for("cpu") == "tool"
+    assert stack.components["minilm"].recipe.python_for("cpu") == "target"
+    assert stack.components["miniccl"].recipe.python_for("cpu") == ""
+    real = load_stack(ROOT / "stack.yaml")
+    assert real.components["infiniops"].recipe.python_for("cpu") == "tool"
+    assert real.components["infiniops"].recipe.python_for("nvidia") == "target"  # WITH_TORCH
 
 
 def test_a_plain_plan_keeps_its_keys_and_directories() -> None:

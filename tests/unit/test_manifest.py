@@ -247,11 +247,12 @@ def test_wrong_types_are_located(tmp_path: Path) -> None:
     path = write_stack(
         tmp_path,
         "vendors:\n  cpu: {}\ncomponents:\n  a: {path: src}\n",
-        {"a": "depends: rt\npython: maybe\n" + RECIPE_CPU},
+        {"a": "depends: rt\npython: maybe\nvendors:\n  cpu:\n    python: 3\n"},
     )
     found = "\n".join(problems(path))
     assert "a.yaml:1:10: 'depends' must be a list" in found
-    assert "a.yaml:2:9: 'python' must be true or false" in found
+    assert "a.yaml:2:9: 'python' must be true (built for the wheel's interpreter), tool" in found
+    assert "'vendors.cpu.python' must be true (built for the wheel's interpreter), tool" in found
 
 
 def test_cli_validate_exits_2_without_traceback(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]

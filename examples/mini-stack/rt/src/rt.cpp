@@ -1,6 +1,7 @@
 #include "mini/rt.h"
 
 #include "backends.h"
+#include "minirt_backends.h"  // generated at configure (scripts/generate_backends.py)
 
 extern "C" const char *minirt_backends(void) { return MINIRT_BACKENDS; }
 
