@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
@@ -14,6 +15,12 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from builder import vendors as vendor_registry
 from builder.core.errors import UsageError
+from builder.manifest.borrowed import (
+    borrowed_source,
+    lender_name,
+    refuse_own_pins,
+    with_own_options,
+)
 from builder.manifest.contract import check_reasons, read_contract
 from builder.manifest.model import (
     CacheSettings,
@@ -61,7 +68,17 @@ VENDOR_KEYS = (
     "sanitize",
 )
 CI_KEYS = ("runs-on", "image")
-COMPONENT_KEYS = ("git", "rev", "path", "options", "recipe", "vendors", "only", "reason")
+COMPONENT_KEYS = (
+    "git",
+    "rev",
+    "path",
+    "source",
+    "options",
+    "recipe",
+    "vendors",
+    "only",
+    "reason",
+)
 OVERRIDE_KEYS = ("git", "rev", "path", "options", "reason")
 BUILD_TYPES = ("Release", "Debug", "RelWithDebInfo", "MinSizeRel")
 
@@ -113,14 +130,16 @@ def _read_stack(path: Path, doc: Doc, problems: Problems) -> Stack | None:
     pins = r.mapping(("components",), required=True)
     if not pins and r.has(("components",)):
         r.error(("components",), "no components listed")
-    components: dict[str, Component] = {}
+    read: dict[str, Component] = {}
     recipe_docs: dict[str, Doc] = {}
-    for name in pins:
+    # Those with a pin first: one with ``source: NAME`` takes NAME's (builder.manifest.borrowed).
+    for name in sorted(pins, key=lambda n: lender_name(r, ("components", n)) is not None):
         component = _read_component(
-            r, name, path.parent, recipes_dir, set(vendor_configs), recipe_docs
+            r, name, path.parent, recipes_dir, set(vendor_configs), recipe_docs, read
         )
         if component is not None:
-            components[name] = component
+            read[name] = component
+    components = {name: read[name] for name in pins if name in read}
     _check_references(r, components, vendor_configs, recipe_docs)
     order = _order(r, components)
     wheel = read_wheel(r, components, vendor_configs)
@@ -308,6 +327,7 @@ def _read_component(
     recipes_dir: Path,
     vendors: set[str],
     recipe_docs: dict[str, Doc],
+    read: Mapping[str, Component],
 ) -> Component | None:
     key: Key = ("components", name)
     if not NAME_RE.match(name):
@@ -320,8 +340,41 @@ def _read_component(
         r.mapping(key)
         return None
     r.check_keys(key, COMPONENT_KEYS)
-    source = _read_source(r, key, root, required=True)
+    lender = lender_name(r, key)
+    borrowed = None
+    if lender is not None:
+        refuse_own_pins(r, key, lender)
+        borrowed = borrowed_source(r, key, lender, read)
+    source = borrowed[0] if borrowed else None
+    if lender is None:
+        source = _read_source(r, key, root, required=True)
     options = r.cmake_options((*key, "options"))
+    overrides = _read_overrides(r, key, root, vendors, source if lender is None else None)
+    recipe_file = r.string((*key, "recipe"))
+    recipe_path = (root / recipe_file) if recipe_file else recipes_dir / f"{name}.yaml"
+    loaded = load_recipe(name, recipe_path, r, (*key, "recipe") if recipe_file else key)
+    if source is None or loaded is None:
+        return None
+    if borrowed is not None:
+        overrides = with_own_options(borrowed[1], {v: o.options for v, o in overrides.items()})
+    recipe, recipe_docs[name] = loaded
+    return Component(
+        name=name,
+        source=source,
+        options=options,
+        overrides=overrides,
+        recipe=recipe,
+        only=_read_only(r, (*key, "only"), vendors),
+        reason=read[lender].reason if lender else r.string((*key, "reason")),
+        borrows=lender,
+    )
+
+
+def _read_overrides(
+    r: Reader, key: Key, root: Path, vendors: set[str], source: Source | None
+) -> dict[str, VendorOverride]:
+    """``vendors.V`` of a component: its options, and its own pin where it has one (``source``:
+    the component's own; None for one with ``source: NAME``, which pins nothing)."""
     overrides: dict[str, VendorOverride] = {}
     for raw_vendor in r.mapping((*key, "vendors")):
         vkey: Key = (*key, "vendors", raw_vendor)
@@ -335,7 +388,7 @@ def _read_component(
             continue
         r.mapping(vkey)
         r.check_keys(vkey, OVERRIDE_KEYS)
-        override_source = _read_source(r, vkey, root, required=False)
+        override_source = _read_source(r, vkey, root, required=False) if source else None
         if isinstance(override_source, GitSource) and not override_source.url:
             base_url = source.url if isinstance(source, GitSource) else ""
             override_source = GitSource(url=base_url, rev=override_source.rev)
@@ -344,21 +397,7 @@ def _read_component(
             options=r.cmake_options((*vkey, "options")),
             reason=r.string((*vkey, "reason")),
         )
-    recipe_file = r.string((*key, "recipe"))
-    recipe_path = (root / recipe_file) if recipe_file else recipes_dir / f"{name}.yaml"
-    loaded = load_recipe(name, recipe_path, r, (*key, "recipe") if recipe_file else key)
-    if source is None or loaded is None:
-        return None
-    recipe, recipe_docs[name] = loaded
-    return Component(
-        name=name,
-        source=source,
-        options=options,
-        overrides=overrides,
-        recipe=recipe,
-        only=_read_only(r, (*key, "only"), vendors),
-        reason=r.string((*key, "reason")),
-    )
+    return overrides
 
 
 def _read_only(r: Reader, key: Key, vendors: set[str]) -> frozenset[str] | None:

@@ -192,6 +192,9 @@ class Component:
     recipe: Recipe
     only: frozenset[str] | None = None  # the vendors whose stack has it; None: every vendor
     reason: str | None = None  # why its pin departs from the contract (builder.manifest.contract)
+    # ``source: NAME``: built from component NAME's checkout (its pins, per vendor too), which
+    # it takes instead of a pin of its own (InfiniLM's runtime, beside its extension modules).
+    borrows: str | None = None
 
     def in_stack(self, vendor: str) -> bool:
         return self.only is None or vendor in self.only

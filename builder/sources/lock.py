@@ -233,6 +233,8 @@ def source_for(stack: Stack, component: str, vendor: str | None) -> GitSource:
     if component not in stack.components:
         raise UsageError(unknown_message("component", component, stack.components))
     entry = stack.components[component]
+    if (lender := entry.borrows) is not None:
+        raise UsageError(f"{component} builds {lender}'s checkout: lock {lender}, which both build")
     if vendor and not entry.in_stack(vendor):
         raise UsageError(f"component '{component}' is not in {vendor}'s stack: nothing to lock")
     source = entry.source_for(vendor) if vendor else entry.source
@@ -302,6 +304,8 @@ def pins(stack: Stack) -> list[tuple[str, tuple[str, ...], GitSource]]:
     """Every distinct git pin: (component, vendors using an override (empty: default), source)."""
     out: list[tuple[str, tuple[str, ...], GitSource]] = []
     for name, component in stack.components.items():
+        if component.borrows is not None:
+            continue  # its lender's pins, listed under the lender
         if isinstance(component.source, GitSource):
             out.append((name, (), component.source))
         for vendor, override in component.overrides.items():

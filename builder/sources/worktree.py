@@ -99,7 +99,9 @@ def expand(stack: Stack, requested: Mapping[str, Path]) -> dict[str, Path]:
                 (
                     n
                     for n, c in stack.components.items()
-                    if isinstance(c.source, GitSource) and same_repository(c.source.url, url)
+                    if c.borrows is None
+                    and isinstance(c.source, GitSource)
+                    and same_repository(c.source.url, url)
                 ),
                 None,
             )
@@ -117,7 +119,14 @@ def apply(stack: Stack, vendor: str, specs: tuple[str, ...]) -> Stack:
     for name, tree in trees.items():
         if name not in components:
             raise UsageError(unknown_message("component", name, components))
-        components[name] = _with_source(components[name], vendor, source_of(tree))
+        if (lender := components[name].borrows) is not None:
+            raise UsageError(
+                f"{name} builds {lender}'s checkout (source: {lender}): "
+                f"give --worktree {lender}={tree}, which both build"
+            )
+        source = source_of(tree)
+        for each in (name, *(n for n, c in components.items() if c.borrows == name)):
+            components[each] = _with_source(components[each], vendor, source)
     return dataclasses.replace(stack, components=components)
 
 

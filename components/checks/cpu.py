@@ -9,8 +9,8 @@ gemm, linear, mul, relu, rms_norm, silu, silu_and_mul, swiglu and top-k/top-p sa
 infinicore sources that call any other operator are left out of the cpu build
 (components/infinilm/CMakeLists.txt, INFINILM_SKIP_MISSING_OPS), so those operators have no CPU
 implementation; the ones that remain reach the CPU through a recipe patch
-(components/infinilm/patches/cpu-infiniops-devices.patch: InfiniLM 9439ea6 registers its InfiniOps
-implementations for GPU vendors only). So:
+(components/infinilm-runtime/patches/cpu-infiniops-devices.patch: InfiniLM 9439ea6 registers its
+InfiniOps implementations for GPU vendors only). So:
 
 - every infinicore operator that has one must agree with torch on the CPU;
 - the operators greedy decoding of a Qwen3 needs and that have none (embedding first: a model

@@ -17,7 +17,7 @@ transformers, tokenizers, safetensors, flash-attn). Downloads nothing:
   same prefix (teacher-forced on InfiniLM's own sampled ids, at the same temperature) and inside
   the top-p nucleus, within fp16 slack; and a near-zero temperature must give the greedy ids.
   This needs PR #922's NVIDIA kernel in InfiniOps (components/infiniops/patches/) and
-  components/infinilm/patches/nvidia-sampling-dispatch.patch: InfiniLM 9439ea6 asked its own
+  components/infinilm-runtime/patches/nvidia-sampling-dispatch.patch: InfiniLM 9439ea6 asked its own
   inline copy of ``active_implementation_indices``, which sees no NVIDIA kernel (``Assertion
   `!indices.empty()` failed``), and scaled the logits by a {1, 1} tensor that InfiniOps' CUDA
   Mul reads past its one element (every temperature then sampled the same wrong ids);

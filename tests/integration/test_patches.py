@@ -255,10 +255,10 @@ def test_the_infiniccl_cpu_patch_applies_to_a_tree_of_its_layout(tmp_path: Path)
 
 
 def test_the_infinilm_sampling_patch_applies_to_a_tree_of_its_layout(tmp_path: Path) -> None:
-    """components/infinilm/patches/nvidia-sampling-dispatch.patch: the active implementations
-    come from libinfiniops' exported dispatch function, the temperature factor has the logits'
-    shape."""
-    patch = ROOT / "components" / "infinilm" / "patches" / "nvidia-sampling-dispatch.patch"
+    """components/infinilm-runtime/patches/nvidia-sampling-dispatch.patch: the active
+    implementations come from libinfiniops' exported dispatch function, the temperature factor
+    has the logits' shape."""
+    patch = ROOT / "components" / "infinilm-runtime" / "patches" / "nvidia-sampling-dispatch.patch"
     path, _ = preimage(patch)
     assert path == "csrc/infinicore/src/ops/random_sample/random_sample_infiniops.cc"
     text = patched(patch, tmp_path)

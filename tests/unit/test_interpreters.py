@@ -166,6 +166,22 @@ def test_a_python_tool_build_runs_the_tools_own_interpreter_for_every_target() -
         assert lm.key != plain.get("minilm").key
 
 
+def test_the_real_stacks_native_libraries_and_infinilms_runtime_are_built_once_on_cpu() -> None:
+    """Of the real stack for two interpreters, cpu builds only InfiniLM's extension modules per
+    interpreter; nvidia builds InfiniOps (WITH_TORCH) and what links it per interpreter too."""
+    plans = {
+        v: {
+            tag: plan_for(v, facts=interpreter_host(version))  # type: ignore[arg-type]
+            for tag, version in (("cp310", "3.10"), ("cp313", "3.13"))
+        }
+        for v in ("cpu", "nvidia")
+    }
+    assert shared_names(plans["cpu"]) == {"infinirt", "infiniops", "infiniccl", "infinilm-runtime"}
+    assert shared_names(plans["nvidia"]) == {"infinirt", "cutlass", "infiniccl"}
+    union = [c.name for c in union_plan(plans["cpu"]).components]
+    assert union[-2:] == ["infinilm@cp310", "infinilm@cp313"]
+
+
 def test_a_recipe_reads_python_true_tool_and_false_per_vendor(tmp_path: Path) -> None:
     stack = load_stack(ROOT / "examples/mini-stack/stack.yaml")
     assert stack.components["minirt"].recipe.python_for("cpu") == "tool"

@@ -34,9 +34,16 @@ def problems(path: Path) -> list[str]:
     return list(info.value.problems)
 
 
-def test_real_stack_yaml_loads_with_its_five_components_in_order_and_four_vendors() -> None:
+def test_real_stack_yaml_loads_with_its_six_components_in_order_and_four_vendors() -> None:
     stack = load_stack(ROOT / "stack.yaml")
-    assert stack.order == ("infinirt", "cutlass", "infiniops", "infiniccl", "infinilm")
+    assert stack.order == (
+        "infinirt",
+        "cutlass",
+        "infiniops",
+        "infiniccl",
+        "infinilm-runtime",
+        "infinilm",
+    )
     assert set(stack.vendors) == {"cpu", "nvidia", "moore", "thead"}
 
 
@@ -266,7 +273,7 @@ def test_cli_validate_exits_2_without_traceback(tmp_path: Path, cli) -> None:  #
 def test_cli_validate_ok_on_the_real_manifest(cli) -> None:  # type: ignore[no-untyped-def]
     result = cli("validate", "--manifest", ROOT / "stack.yaml")
     assert result.code == 0
-    assert "5 components" in result.out
+    assert "6 components" in result.out
 
 
 def test_per_vendor_override_changes_only_that_vendor(tmp_path: Path) -> None:

@@ -43,8 +43,21 @@ def test_nvidia_pins_infiniops_to_a_revision_with_with_linked() -> None:
 def test_plan_order_builds_runtime_first_and_infinilm_last() -> None:
     plan = plan_for("nvidia", CUDA)
     names = [c.name for c in plan.components]
-    assert names == ["infinirt", "cutlass", "infiniops", "infiniccl", "infinilm"]
-    assert plan.get("infinilm").depends == ("infinirt", "infiniops", "infiniccl")
+    assert names == [
+        "infinirt",
+        "cutlass",
+        "infiniops",
+        "infiniccl",
+        "infinilm-runtime",
+        "infinilm",
+    ]
+    assert plan.get("infinilm-runtime").depends == ("infinirt", "infiniops", "infiniccl")
+    assert plan.get("infinilm").depends == (
+        "infinilm-runtime",
+        "infinirt",
+        "infiniops",
+        "infiniccl",
+    )
 
 
 def test_commands_are_cmake_ninja_configure_build_install() -> None:
@@ -90,8 +103,8 @@ def test_cpu_plan_limits_operators_and_uses_openmpi() -> None:
         "add", "cast", "cat", "causal_softmax", "gemm", "linear", "mul", "relu", "rms_norm",
         "silu", "silu_and_mul", "swiglu", "top_k_top_p_sampling_from_logits",
     ]  # fmt: skip
-    assert defines(plan, "infinilm")["INFINILM_SKIP_MISSING_OPS"] == "ON"
-    assert "INFINILM_SKIP_MISSING_OPS" not in defines(plan_for("nvidia", CUDA), "infinilm")
+    assert defines(plan, "infinilm-runtime")["INFINILM_SKIP_MISSING_OPS"] == "ON"
+    assert "INFINILM_SKIP_MISSING_OPS" not in defines(plan_for("nvidia", CUDA), "infinilm-runtime")
     assert ops["WITH_CPU"] == "ON" and "WITH_NVIDIA" not in ops
     assert defines(plan, "infiniccl")["WITH_OMPI"] == "ON"
     assert "CMAKE_CUDA_COMPILER" not in defines(plan, "infinirt")
@@ -109,6 +122,14 @@ def test_infinilm_is_built_from_the_cmake_project_in_components() -> None:
         ("INFINI_CCL_ROOT", "infiniccl"),
     ):
         assert lm.defines[var] == str(plan_for("nvidia", CUDA).get(dep).prefix)
+    runtime = plan_for("nvidia", CUDA).get("infinilm-runtime")
+    assert lm.defines["INFINILM_RUNTIME_ROOT"] == str(runtime.prefix)
+    assert (lm.defines["INFINILM_PART"], runtime.defines["INFINILM_PART"]) == (
+        "extensions",
+        "runtime",
+    )
+    # One checkout: the runtime builds InfiniLM's pin, the same CMake project.
+    assert runtime.source == lm.source and runtime.cmake_source == lm.cmake_source
 
 
 def test_keys_differ_per_vendor_and_are_stable() -> None:

@@ -239,8 +239,9 @@ def test_moore_infiniccl_is_pinned_to_a_revision_with_mccl_on_moore() -> None:
 
 
 def test_infinilm_matches_pytorchs_abi_on_nvidia_only() -> None:
-    assert defines(plan_for("nvidia"), "infinilm")["INFINILM_CXX11_ABI"] == "TORCH"
-    assert defines(plan_for("cpu"), "infinilm")["INFINILM_CXX11_ABI"] == ""
+    for part in ("infinilm-runtime", "infinilm"):  # one ABI across the runtime's interface
+        assert defines(plan_for("nvidia"), part)["INFINILM_CXX11_ABI"] == "TORCH"
+        assert defines(plan_for("cpu"), part)["INFINILM_CXX11_ABI"] == ""
 
 
 @pytest.mark.parametrize(
@@ -260,7 +261,7 @@ def test_infinilm_uses_infinirt_graphs_only_where_the_pinned_infinirt_has_them(
     vendor: str,
     graph: str,
 ) -> None:
-    assert defines(plan_for(vendor), "infinilm")["INFINILM_INFINIRT_GRAPH"] == graph
+    assert defines(plan_for(vendor), "infinilm-runtime")["INFINILM_INFINIRT_GRAPH"] == graph
 
 
 def test_infinilm_project_files_are_part_of_its_key(tmp_path: Path) -> None:
@@ -277,7 +278,14 @@ def test_selecting_infinilm_plans_the_whole_stack_in_dependency_order() -> None:
     names = [c.name for c in plan_for("nvidia", select=("infinilm",)).components]
     assert names.index("infinirt") < names.index("infiniops") < names.index("infinilm")
     assert names.index("cutlass") < names.index("infiniops")
-    assert set(names) == {"infinirt", "cutlass", "infiniops", "infiniccl", "infinilm"}
+    assert set(names) == {
+        "infinirt",
+        "cutlass",
+        "infiniops",
+        "infiniccl",
+        "infinilm-runtime",
+        "infinilm",
+    }
 
 
 @pytest.mark.parametrize(
