@@ -27,6 +27,8 @@ PPU = Toolkit(
     source="PPU_SDK_ROOT",
 )
 LAYOUT = Layout(home=Path("/h"), store_root=Path("/h/store"))
+# The real stack.yaml's components in dependency order (cutlass: nvidia's stack only).
+REAL_ORDER = ("infinirt", "cutlass", "infiniops", "infiniccl", "infinilm-runtime", "infinilm")
 
 
 def host(toolkit: Toolkit | None = None) -> HostFacts:

@@ -10,6 +10,7 @@ import pytest
 from builder.core.errors import ManifestError
 from builder.manifest.loader import MANIFEST_ENV, default_manifest, load_stack
 from builder.manifest.model import PathSource
+from tests.planning import REAL_ORDER
 
 ROOT = Path(__file__).resolve().parents[2]
 SHA = "a" * 40
@@ -36,14 +37,7 @@ def problems(path: Path) -> list[str]:
 
 def test_real_stack_yaml_loads_with_its_six_components_in_order_and_four_vendors() -> None:
     stack = load_stack(ROOT / "stack.yaml")
-    assert stack.order == (
-        "infinirt",
-        "cutlass",
-        "infiniops",
-        "infiniccl",
-        "infinilm-runtime",
-        "infinilm",
-    )
+    assert stack.order == REAL_ORDER
     assert set(stack.vendors) == {"cpu", "nvidia", "moore", "thead"}
 
 
