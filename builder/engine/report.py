@@ -271,7 +271,8 @@ class Progress:
             self.say(result.name, f"built in {result.seconds:.1f}s")
         elif result.status == "failed":
             log = _failed_log(result)
-            self.say(result.name, "FAILED" + (f" (log: {log})" if log else ""))
+            why = f": {result.error.splitlines()[0]}" if result.error else ""
+            self.say(result.name, f"FAILED{why}" + (f" (log: {log})" if log else ""))
         elif result.status == "hit" and result.waited:
             self.say(result.name, f"built by another process (waited {result.waited:.1f}s)")
 
@@ -280,6 +281,10 @@ class Progress:
 
 
 def _failed_log(result: ComponentResult) -> str | None:
+    """The log of the step that failed: its suite's, once the suite has started (none where it
+    failed before it ran a test), else the last step's."""
+    if result.suite:
+        return result.suite.get("log")
     return next(reversed(result.logs.values()), None) if result.logs else None
 
 

@@ -38,6 +38,10 @@ class SuiteFailed(BuildError):
         self.record = record
 
 
+# What runs a suite, as pip takes it (this tool depends on both; another interpreter may not).
+RUNNER_REQUIREMENTS = "'pytest>=8' 'pytest-xdist>=3'"
+
+
 def run_suite(
     component: ComponentPlan,
     *,
@@ -151,7 +155,7 @@ def _require_pytest(name: str, suite: PlannedSuite, env: Mapping[str, str]) -> N
     if proc.run([python, "-c", "import pytest"], env=env, check=False).returncode != 0:
         raise BuildError(
             f"component '{name}', suite: pytest is not installed for {python}",
-            hint=f"install it: {python} -m pip install 'pytest>=8' 'pytest-xdist>=3'",
+            hint=f"install it: {python} -m pip install {RUNNER_REQUIREMENTS}",
         )
 
 

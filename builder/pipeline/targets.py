@@ -19,7 +19,10 @@ from typing import TYPE_CHECKING
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from builder.core import proc
 from builder.core.errors import PreflightError, UsageError
+from builder.engine.suite import RUNNER_REQUIREMENTS
+from builder.manifest.model import TARGET
 from builder.pipeline.context import Context, require_preflight
 from builder.providers.interpreters import Interpreter, find_all
 
@@ -111,15 +114,38 @@ def _same(a: str, b: str) -> bool:
 
 def require(target: Target, components: tuple[str, ...]) -> None:
     """Every provider the wheel needs, for this target's interpreter (naming it when there
-    are several)."""
+    are several), and pytest there where a component built for it runs its own suite."""
     try:
         require_preflight(target.ctx, components, wheel=True)
+        require_suite_runner(target, components)
     except PreflightError as exc:
         if target.interpreter is not None:
             exc.message = f"for Python {target.interpreter.version} ({target.python}): " + (
                 exc.message
             )
         raise
+
+
+def require_suite_runner(target: Target, components: tuple[str, ...]) -> None:
+    """A component built for the target interpreter (``python: true``) runs its suite with
+    that interpreter, after its compile: pytest must be there before the first compile."""
+    stack, vendor = target.ctx.stack, target.ctx.vendor
+    suites = [
+        name
+        for name in components
+        if stack.components[name].recipe.python_for(vendor) == TARGET
+        and (test := stack.components[name].recipe.test_for(vendor)) is not None
+        and test.suite is not None
+    ]
+    if not suites:
+        return
+    probe = proc.run([target.python, "-c", "import pytest, xdist"], check=False, timeout=60)
+    if probe.returncode != 0:
+        raise PreflightError(
+            f"pytest and pytest-xdist are not both installed for {target.python}, which runs "
+            f"the suite of {', '.join(suites)} after its build",
+            hint=f"install them first: {target.python} -m pip install {RUNNER_REQUIREMENTS}",
+        )
 
 
 def with_unmet(target: Target) -> Target:

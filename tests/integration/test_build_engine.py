@@ -200,6 +200,7 @@ def test_failing_component_in_a_parallel_build_is_reported_and_the_other_finishe
     result = cli(*build_with_ccl_failing(mini, tmp_path))
     assert result.code == 5
     assert "component 'miniccl', step build" in result.err
+    assert "[miniccl] FAILED: component 'miniccl', step build" in result.err  # as it happens
     assert "broken on purpose" in result.err
     assert "build failed: miniccl" in result.err
     report = last_report(home)

@@ -154,3 +154,36 @@ def test_a_second_interpreter_without_pybind11_stops_at_preflight_with_the_pip_l
     assert f"{python} -m pip install pybind11" in result.err
     assert "Traceback" not in result.err
     assert not (tmp_path / "out").exists()
+
+
+def test_an_interpreter_without_pytest_stops_at_preflight_where_its_engine_runs_a_suite(
+    home: Path,
+    mini: Path,
+    tmp_path: Path,
+    other_python: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    """The engine built for each interpreter runs its own suite with that interpreter, after
+    its compile: an interpreter without pytest is a preflight failure with the pip line, before
+    anything compiles (the other venv has pybind11 only)."""
+    recipe = mini.parent / "components" / "minilm.yaml"
+    recipe.write_text(recipe.read_text() + "test:\n  pytest: []\n  select: [python]\n")
+    result = cli(
+        "release",
+        "--manifest",
+        mini,
+        "--vendor",
+        "cpu",
+        "-o",
+        tmp_path / "out",
+        "--python",
+        OWN,
+        "--python",
+        other_python,
+    )
+    assert result.code == 3, result.err
+    assert f"pytest and pytest-xdist are not both installed for {other_python}" in result.err
+    assert "which runs the suite of minilm after its build" in result.err
+    assert f"{other_python} -m pip install 'pytest>=8' 'pytest-xdist>=3'" in result.err
+    assert "Traceback" not in result.err
+    assert not list((home / "logs").rglob("build.log"))  # nothing compiled
