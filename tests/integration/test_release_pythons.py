@@ -48,6 +48,12 @@ def other_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return venv / "bin" / "python"
 
 
+def release_for(cli, mini: Path, out: Path, python: Path):  # type: ignore[no-untyped-def]
+    """``release`` of the mini stack for this interpreter and ``python``."""
+    return cli("release", "--manifest", mini, "--vendor", "cpu", "-o", out, "--python", OWN,
+               "--python", python)  # fmt: skip
+
+
 def members(wheel: Path) -> dict[str, bytes]:
     with zipfile.ZipFile(wheel) as zf:
         return {n: zf.read(n) for n in zf.namelist()}
@@ -136,19 +142,7 @@ def test_a_second_interpreter_without_pybind11_stops_at_preflight_with_the_pip_l
         pytest.skip(f"needs a second CPython ({OTHER}): {exc.message}")
     subprocess.run([found.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
-    result = cli(
-        "release",
-        "--manifest",
-        mini,
-        "--vendor",
-        "cpu",
-        "-o",
-        tmp_path / "out",
-        "--python",
-        OWN,
-        "--python",
-        python,
-    )
+    result = release_for(cli, mini, tmp_path / "out", python)
     assert result.code == 3, result.err
     assert f"for Python {found.version} ({python})" in result.err
     assert f"{python} -m pip install pybind11" in result.err
@@ -168,19 +162,7 @@ def test_an_interpreter_without_pytest_stops_at_preflight_where_its_engine_runs_
     anything compiles (the other venv has pybind11 only)."""
     recipe = mini.parent / "components" / "minilm.yaml"
     recipe.write_text(recipe.read_text() + "test:\n  pytest: []\n  select: [python]\n")
-    result = cli(
-        "release",
-        "--manifest",
-        mini,
-        "--vendor",
-        "cpu",
-        "-o",
-        tmp_path / "out",
-        "--python",
-        OWN,
-        "--python",
-        other_python,
-    )
+    result = release_for(cli, mini, tmp_path / "out", other_python)
     assert result.code == 3, result.err
     assert f"pytest and pytest-xdist are not both installed for {other_python}" in result.err
     assert "which runs the suite of minilm after its build" in result.err
