@@ -281,10 +281,10 @@ class Progress:
 
 
 def _failed_log(result: ComponentResult) -> str | None:
-    """The log of the step that failed: its suite's, once the suite has started (none where it
-    failed before it ran a test), else the last step's."""
+    """The log of the step that failed: once the suite has started, the suite's (or its build
+    step's, as the engine recorded it; none where it wrote no log), else the last step's."""
     if result.suite:
-        return result.suite.get("log")
+        return result.logs.get("suite")
     return next(reversed(result.logs.values()), None) if result.logs else None
 
 

@@ -168,4 +168,5 @@ def test_an_interpreter_without_pytest_stops_at_preflight_where_its_engine_runs_
     assert "which runs the suite of minilm after its build" in result.err
     assert f"{other_python} -m pip install 'pytest>=8' 'pytest-xdist>=3'" in result.err
     assert "Traceback" not in result.err
-    assert not list((home / "logs").rglob("build.log"))  # nothing compiled
+    assert not list((home / "store").glob("*/prefix"))  # nothing was built
+    assert not (tmp_path / "out").exists()
