@@ -20,7 +20,7 @@ TSAN = parse("thread")
 
 def test_profiles_compile_with_the_sanitizer_frame_pointers_and_debug_info() -> None:
     assert parse("address,undefined") == Profile(("address", "undefined"))
-    assert ASAN.flags == ("-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g", "-O1")
+    assert ASAN.flags == ("-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g", "-O0")
     assert TSAN is not None and TSAN.flags[0] == "-fsanitize=thread"
     assert ASAN.cuda_flags[:2] == (
         "-Xcompiler=-fsanitize=address",
@@ -56,11 +56,11 @@ def test_a_test_command_builds_with_the_profile_and_tsan_is_kept_out_of_cmake() 
     base = {"CXXFLAGS": "-O2", "LD_PRELOAD": "/opt/mine.so"}
     asan = env_for_tests(parse("address,undefined"), "g++", base)
     # What a test compiles (a consumer CMake configures) is instrumented, the user's flags last.
-    assert asan["CXXFLAGS"] == "-fsanitize=address,undefined -fno-omit-frame-pointer -g -O1 -O2"
+    assert asan["CXXFLAGS"] == "-fsanitize=address,undefined -fno-omit-frame-pointer -g -O0 -O2"
     assert (
         asan["LDFLAGS"]
         == asan["CFLAGS"]
-        == "-fsanitize=address,undefined -fno-omit-frame-pointer -g -O1"
+        == "-fsanitize=address,undefined -fno-omit-frame-pointer -g -O0"
     )
     assert asan["LD_PRELOAD"] == run_env(parse("address,undefined"), "g++", base)["LD_PRELOAD"]
     assert "libasan.so" in asan["LD_PRELOAD"]
@@ -82,7 +82,7 @@ def test_the_profile_is_part_of_every_key_and_of_the_build_directory() -> None:
     assert plain.get("infinirt").key == plan_for("cpu").get("infinirt").key
     rt = defines(asan, "infinirt")
     assert rt["INFINI_STACK_SANITIZE_FLAGS"] == "-fsanitize=address,undefined;" + (
-        "-fno-omit-frame-pointer;-g;-O1"
+        "-fno-omit-frame-pointer;-g;-O0"
     )
     assert "INFINI_STACK_CUDA_SANITIZE_FLAGS" not in rt  # cpu compiles no CUDA
     assert to_json(asan)["sanitize"] == "address,undefined"
@@ -103,7 +103,7 @@ def test_nvidia_plan_gives_nvcc_the_host_flags_through_xcompiler() -> None:
         "-Xcompiler=-fsanitize=undefined",
         "-Xcompiler=-fno-omit-frame-pointer",
         "-Xcompiler=-g",
-        "-Xcompiler=-O1",
+        "-Xcompiler=-O0",
     ]
 
 
