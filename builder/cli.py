@@ -107,9 +107,9 @@ def run(words: list[str], *, launched: bool = False) -> int:
         # The launcher starts ``build`` without ``site`` (builder/noop.py):
         # a build that is not settled runs again with it.
         os.execv(sys.executable, [sys.executable, "-c", RUN, *words])
-    args = make_parser(words).parse_args(words)
-    args.argv = tuple(words)
     try:
+        args = make_parser(words).parse_args(words)  # --version and --help print here
+        args.argv = tuple(words)
         check_options(args)  # every path option, before any work starts
         code: int = args.handler(args)
     except StackError as exc:

@@ -90,10 +90,11 @@ def test_report_html_into_a_directory_that_cannot_be_written_is_a_usage_error(
     assert f"{file} cannot be written" in capsys.readouterr().err
 
 
-def test_a_command_piped_into_a_closed_pipe_ends_quietly() -> None:
-    shell = (
-        f"'{sys.executable}' -m builder plan --vendor cpu | true"  # true exits before plan writes
-    )
+@pytest.mark.parametrize("words", ["plan --vendor cpu", "--version", "--help", "plan --help"])
+def test_a_command_piped_into_a_closed_pipe_ends_quietly(words: str) -> None:
+    # true exits before the command writes; --version and --help print while their
+    # command line is parsed
+    shell = f"'{sys.executable}' -m builder {words} | true"
     done = subprocess.run(
         ["bash", "-o", "pipefail", "-c", shell],
         capture_output=True,
