@@ -26,10 +26,19 @@ from builder.manifest.model import (
     Stack,
     source_label,
 )
-from builder.plan_suites import PlannedSuite, in_build_test, plan_suite, suite_json
+from builder.plan_paths import all_path_maps
+from builder.plan_suites import (
+    PlannedSuite,
+    PlannedTest,
+    in_build_test,
+    plan_suite,
+    plan_test,
+    suite_json,
+    test_json,
+)
 from builder.vendors import get as get_vendor
 
-StepKind = Literal["configure", "build", "test", "install"]
+StepKind = Literal["configure", "build", "install"]
 # Environment variables CMake reads on a first configure: they change what gets compiled.
 COMPILER_ENV = (
     "CC",
@@ -89,12 +98,18 @@ class ComponentPlan:
     submodules: frozenset[str] | None = None  # the submodule paths to check out; None: all
     patches: tuple[PlannedPatch, ...] = ()  # applied in order to the checkout
     sanitize: Profile | None = None  # the sanitizer profile it compiles and links with
+    test: PlannedTest | None = None  # its in-build test, built and run beside the entry
     suite: PlannedSuite | None = None  # its own pytest suite, run on the entry after its build
     key_inputs: Mapping[str, Any] = field(compare=False)
 
     @property
     def short_key(self) -> str:
         return self.key[:12]
+
+    @property
+    def tested(self) -> bool:
+        """Whether tests run once its entry is in the store (``build --test``, ``release``)."""
+        return self.test is not None or self.suite is not None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,8 +149,10 @@ def make_plan(
         # python: tool builds with the tool's own interpreter, whichever the target's.
         own = host.for_tool() if component.recipe.python_for(vendor) == TOOL else host
         planned[name] = plan_component(
-            stack, component, vendor, own, inputs, layout, planned, tests, jobs, sanitize
+            stack, component, vendor, own, inputs, layout, planned, jobs, sanitize
         )
+        if tests:
+            planned[name] = with_test(stack, planned[name], jobs)
         if suites:
             planned[name] = with_suite(stack, planned[name], own, planned, jobs)
     return Plan(
@@ -156,23 +173,19 @@ def plan_component(
     inputs: Inputs,
     layout: Layout,
     done: Mapping[str, ComponentPlan],
-    tests: bool,
     jobs: int,
     sanitize: Profile | None = None,
 ) -> ComponentPlan:
     recipe = component.recipe
     plugin = get_vendor(vendor)
     options = component.options_for(vendor)
-    test = in_build_test(recipe.test_for(vendor) if tests else None)
-    if test is not None:
-        options.update(test.options)
     own = _own_host(host, component.name)
     vendor_defines = plugin.cmake_defines(own, stack.vendors[vendor].settings)
     sanitizing = cmake_defines(sanitize, cuda="CMAKE_CUDA_FLAGS_INIT" in vendor_defines)
     env = plugin.environment(host)
     patches = _patches(recipe.patches_for(vendor), inputs)
     key_inputs = _key_inputs(
-        stack, component, vendor, own, inputs, options, vendor_defines, env, done, tests, patches
+        stack, component, vendor, own, inputs, options, vendor_defines, env, done, patches
     )
     key_inputs.update(_sanitize_key(sanitizing))
     key = hash_inputs(key_inputs)
@@ -185,8 +198,7 @@ def plan_component(
     defines.update(all_path_maps(component.name, source_dir, build_dir, layout.store_root, defines))
     defines.update({**sanitizing, **options})  # a recipe's own flags win
     cmake_source = recipe.project if recipe.project else source_dir
-    test_command = test.command if test is not None else None
-    steps = _steps(cmake_source, build_dir, layout.staging_prefix(key), defines, jobs, test_command)
+    steps = _steps(cmake_source, build_dir, layout.staging_prefix(key), defines, jobs)
     return ComponentPlan(
         name=component.name,
         vendor=vendor,
@@ -208,6 +220,22 @@ def plan_component(
         sanitize=sanitize,
         key_inputs=key_inputs,
     )
+
+
+def with_test(stack: Stack, planned: ComponentPlan, jobs: int) -> ComponentPlan:
+    """``planned`` with its recipe's in-build test for its vendor, built beside the entry with
+    the test's options: it changes no key."""
+    spec = in_build_test(stack.components[planned.name].recipe.test_for(planned.vendor))
+    if spec is None:
+        return planned
+    test = plan_test(
+        spec,
+        cmake_source=planned.cmake_source,
+        build_dir=planned.build_dir,
+        defines=planned.defines,
+        jobs=jobs,
+    )
+    return replace(planned, test=test)
 
 
 def with_suite(
@@ -259,7 +287,6 @@ def _key_inputs(
     vendor_defines: Mapping[str, str],
     env: Mapping[str, str],
     done: Mapping[str, ComponentPlan],
-    tests: bool,
     patches: tuple[PlannedPatch, ...],
 ) -> dict[str, Any]:
     """Everything that can change what the component's build produces (``own``: the host as
@@ -282,7 +309,8 @@ def _key_inputs(
         "compiler_env": {k: own.env[k] for k in COMPILER_ENV if own.env.get(k)},
         "toolkit": _toolkit_identity(own),
         "providers": dict(sorted(own.providers.items())),
-        "tests": in_build_test(recipe.test_for(vendor) if tests else None) is not None,
+        # Tests build beside the entry (PlannedTest): always False, kept so keys stay as they were.
+        "tests": False,
     }
     if recipe.python_for(vendor):
         key_inputs["python"] = [own.python, own.soabi, own.pybind11_version]
@@ -331,71 +359,6 @@ def hash_inputs(data: Mapping[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-# Included by every project() of a component's build: it adds the prefix maps as compile options.
-PREFIX_MAPS_CMAKE = Path(__file__).parent / "cmake" / "prefix_maps.cmake"
-
-
-def path_maps(name: str, source_dir: Path, build_dir: Path, store: Path) -> dict[str, str]:
-    """Compiler flags that keep this machine's paths out of the binaries: ``__FILE__`` in
-    asserts and the debug info name ``/infini-stack/...`` instead of the checkout, the build
-    directory and the store (whose headers other components compile in). A store entry is then
-    relocatable (the remote cache pushes no entry with a path it cannot rewrite) and a build
-    elsewhere reproduces it.
-
-    The flags travel as a CMake list, one element a flag, and :data:`PREFIX_MAPS_CMAKE` adds
-    them with ``add_compile_options``, which quotes each for the shell: a directory whose path
-    has a space or a shell-special character builds (in ``CMAKE_CXX_FLAGS_INIT`` the flags
-    were split at every space)."""
-    return {
-        "CMAKE_PROJECT_INCLUDE": str(PREFIX_MAPS_CMAKE),
-        "INFINI_STACK_PREFIX_MAPS": ";".join(prefix_maps(name, source_dir, build_dir, store)),
-    }
-
-
-def prefix_maps(name: str, source_dir: Path, build_dir: Path, store: Path) -> list[str]:
-    """The ``-ffile-prefix-map`` flags of :func:`path_maps`, one a flag."""
-    return [
-        f"-ffile-prefix-map={path}=/infini-stack/{where}"
-        for path, where in (
-            (source_dir, f"src/{name}"),
-            (build_dir, f"build/{name}"),
-            (store, "store"),
-        )
-    ]
-
-
-def all_path_maps(
-    name: str, source_dir: Path, build_dir: Path, store: Path, defines: Mapping[str, str]
-) -> dict[str, str]:
-    """:func:`path_maps` for C and C++, and for CUDA where the vendor compiles it."""
-    maps = prefix_maps(name, source_dir, build_dir, store)
-    cuda = cuda_path_maps(maps, defines.get("CMAKE_CUDA_FLAGS_INIT"))
-    return {**path_maps(name, source_dir, build_dir, store), **cuda}
-
-
-def cuda_path_maps(maps: list[str], cuda_flags: str | None) -> dict[str, str]:
-    """The host compiler's prefix maps for nvcc, where the vendor compiles CUDA (it sets
-    ``CMAKE_CUDA_FLAGS_INIT``): nvcc preprocesses device code with the host compiler too, so
-    ``__FILE__`` in kernels (asserts, printf) is mapped as well and two builds under different
-    directories give the same device code. nvcc passes ``-Xcompiler``'s text to a shell as it
-    is, so each flag is double-quoted for it (a path with a single quote nvcc cannot compile
-    at all, with or without maps)."""
-    if cuda_flags is None:
-        return {}
-    return {
-        "INFINI_STACK_CUDA_PREFIX_MAPS": ";".join(f"-Xcompiler={_sh_double(f)}" for f in maps),
-        # cudafe++ names anonymous namespaces after the source's path: it is given the mapped
-        # one (builder/cmake/nvcc_source_name.sh).
-        "INFINI_STACK_SOURCE_MAPS": ";".join(m.removeprefix("-ffile-prefix-map=") for m in maps),
-    }
-
-
-def _sh_double(text: str) -> str:
-    """``text`` in double quotes for a POSIX shell."""
-    escaped = "".join("\\" + c if c in '\\"$`' else c for c in text)
-    return f'"{escaped}"'
-
-
 def _defines(
     stack: Stack,
     component: Component,
@@ -436,7 +399,6 @@ def _steps(
     staging: Path,
     defines: Mapping[str, str],
     jobs: int,
-    test_command: tuple[str, ...] | None,
 ) -> tuple[Step, ...]:
     configure = (
         "cmake",
@@ -452,8 +414,6 @@ def _steps(
         Step(kind="configure", argv=configure),
         Step(kind="build", argv=("cmake", "--build", str(build_dir), "--parallel", str(jobs))),
     ]
-    if test_command:
-        steps.append(Step(kind="test", argv=test_command, cwd=build_dir))
     # Installed aside, then renamed into the store; the configured prefix stays the final one so
     # that paths baked in at configure time name where the files will live.
     install = ("cmake", "--install", str(build_dir), "--prefix", str(staging))
@@ -492,6 +452,7 @@ def to_json(plan: Plan) -> dict[str, Any]:
                 "patches": [
                     {"name": p.name, "path": str(p.path), "sha256": p.sha256} for p in c.patches
                 ],
+                "test": test_json(c.test),
                 "suite": suite_json(c.suite),
             }
             for c in plan.components

@@ -1,5 +1,7 @@
-"""Planning a component's own pytest suite: the command, its environment, and the build it
-needs beside the shipped one (InfiniOps' Python bindings). Pure, as :mod:`builder.plan` is.
+"""Planning a component's own tests: its in-build test (a build beside the shipped one with the
+recipe's test options, and a command run in it: InfiniRT's ctest) and its pytest suite (the
+command, its environment, and the build it needs beside the shipped one: InfiniOps' Python
+bindings). Neither changes the entry's key. Pure, as :mod:`builder.plan` is.
 
 The suite runs from the component's checkout against its store entry, the one the wheel
 bundles: ``LD_LIBRARY_PATH`` names the entry's ``lib/`` and its dependencies', so a module the
@@ -18,6 +20,9 @@ from builder.manifest.model import Deselected, Suite, SuiteBuild, TestSpec
 
 SUITE_STEP_CONFIGURE = "suite-configure"
 SUITE_STEP_BUILD = "suite-build"
+TEST_STEP_CONFIGURE = "test-configure"
+TEST_STEP_BUILD = "test-build"
+TEST_STEP = "test"
 MAX_WORKER_RESTARTS = 100  # crashed tests a suite survives before xdist stops it
 
 
@@ -40,6 +45,44 @@ class PlannedSuite:
     deselected: tuple[Deselected, ...] = ()
     selected: tuple[str, ...] = ()
     library_dirs: tuple[Path, ...] = field(default=())
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedTest:
+    """A recipe's in-build test (``test.options``, ``test.command``): the component configured
+    with the test options in a directory beside its build (``<build dir>.test``), built there,
+    and the command run there. The entry is built without the options, so a tested build and a
+    plain one share their keys, and ``wheel`` after ``build --test`` packages what was tested."""
+
+    build_dir: Path
+    options: Mapping[str, str]
+    command: tuple[str, ...]
+    steps: tuple[SuiteStep, ...]  # its configure and build; the command runs after them
+
+
+def plan_test(
+    test: TestSpec,
+    *,
+    cmake_source: Path,
+    build_dir: Path,
+    defines: Mapping[str, str],
+    jobs: int,
+) -> PlannedTest:
+    """The entry's configure plus the test's options, in ``<build dir>.test``."""
+    test_dir = build_dir.with_name(build_dir.name + ".test")
+    own = {**defines, **test.options}
+    configure: tuple[str, ...] = ("cmake", "-S", str(cmake_source), "-B", str(test_dir))
+    configure += ("-G", "Ninja", *(f"-D{k}={v}" for k, v in own.items()))
+    build = ("cmake", "--build", str(test_dir), "--parallel", str(jobs))
+    return PlannedTest(
+        build_dir=test_dir,
+        options=dict(test.options),
+        command=test.command,
+        steps=(
+            SuiteStep(kind=TEST_STEP_CONFIGURE, argv=configure),
+            SuiteStep(kind=TEST_STEP_BUILD, argv=build),
+        ),
+    )
 
 
 def plan_suite(
@@ -166,7 +209,18 @@ def suite_json(suite: PlannedSuite | None) -> dict[str, Any] | None:
     }
 
 
+def test_json(test: PlannedTest | None) -> dict[str, Any] | None:
+    if test is None:
+        return None
+    return {
+        "build_dir": str(test.build_dir),
+        "options": dict(test.options),
+        "steps": [{"kind": s.kind, "argv": list(s.argv)} for s in test.steps],
+        "command": list(test.command),
+    }
+
+
 def in_build_test(test: TestSpec | None) -> TestSpec | None:
-    """The test when it changes or runs in the build (options, a command); a pytest suite
-    alone runs on the entry the wheel ships, so it changes no key."""
+    """The test when it builds or runs beside the entry (options, a command), not only a
+    pytest suite."""
     return test if test is not None and test.in_build else None

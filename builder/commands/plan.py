@@ -17,7 +17,7 @@ from builder.core import termwrap
 from builder.core.proc import quote
 from builder.manifest.model import source_label
 from builder.plan import Plan, Step, to_json
-from builder.plan_suites import PlannedSuite
+from builder.plan_suites import PlannedSuite, PlannedTest
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -57,6 +57,8 @@ def render(plan: Plan, width: int | None = None) -> str:
             lines.append("#  env: " + " ".join(f"{k}={v}" for k, v in c.env.items()))
         for step in c.steps:
             lines += _command(step, width)
+        if c.test is not None:
+            lines += _test(c.test, width)
         if c.suite is not None:
             lines += _suite(c.suite, width)
     return termwrap.fit("\n".join(lines), width)
@@ -79,6 +81,16 @@ def _command(step: Step, width: int | None) -> list[str]:
     parts = [quote(group) for group in groups]
     lines = [prefix + parts[0], *(f"    {part}" for part in parts[1:])]
     return [f"{line} \\" for line in lines[:-1]] + [lines[-1] + suffix]
+
+
+def _test(test: PlannedTest, width: int | None) -> list[str]:
+    """The component's in-build test, as `build --test` runs it beside its entry."""
+    lines = ["#  test (build --test), built beside the entry with its options (no key change):"]
+    for step in test.steps:
+        lines += _command(Step(kind="build", argv=step.argv), width)
+    if test.command:
+        lines += _command(Step(kind="build", argv=test.command, cwd=test.build_dir), width)
+    return lines
 
 
 def _suite(suite: PlannedSuite, width: int | None) -> list[str]:

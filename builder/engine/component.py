@@ -1,4 +1,5 @@
-"""One component built into the store: configure, build, test, install, then commit the entry.
+"""One component built into the store: configure, build, install, then commit the entry; then,
+for ``build --test`` and ``release``, its tests on that entry.
 
 Safety against being killed at any moment (SIGKILL included):
 
@@ -40,6 +41,7 @@ from builder.plan import (
     hash_inputs,
     launcher_defines,
 )
+from builder.plan_suites import SuiteStep
 
 STAMP = ".infini-stack-configured"
 
@@ -105,27 +107,83 @@ class Builder:
                     result.seconds = round(time.monotonic() - start - result.waited, 3)
         result.status = "built"
 
-    def run_suite(self, component: ComponentPlan, result: ComponentResult) -> None:
-        """The component's own pytest suite on its entry (after its build or a store hit)."""
-        from builder.engine.suite import SuiteFailed, run_suite
-
+    def run_tests(self, component: ComponentPlan, result: ComponentResult) -> None:
+        """The component's own tests on its entry, after its build or a store hit: its in-build
+        test (built beside it), then its pytest suite."""
         logs = self.layout.logs(self.run_id) / component.name
         logs.mkdir(parents=True, exist_ok=True)
+        # One run at a time per entry: two would share its test and suite build directories.
+        lock = lock_path(self.layout.locks(), f"suite:{component.build_dir}")
+        with file_lock(lock, on_wait=lambda holder: self.progress.waiting(component.name, holder)):
+            if component.test is not None:
+                self._run_test(component, result, logs)
+            if component.suite is not None:
+                self._run_suite(component, result, logs)
+
+    def _run_test(self, component: ComponentPlan, result: ComponentResult, logs: Path) -> None:
+        """The component configured with its test's options beside its build, built, and the
+        test's command run there, with the sanitizer's runtime where the component is
+        sanitized; a sanitizer report fails it."""
+        from builder.engine.suite import build_beside
+
+        test = component.test
+        assert test is not None
+        env = self._env(component)
+        self.progress.step(component.name, "test-build")
+        begun = time.monotonic() - self.started
+        try:
+            seconds = build_beside(
+                component.name, test.steps, test.build_dir, env, logs, self.children
+            )
+        except BuildError as exc:
+            result.logs.update(_written(logs, test.steps))
+            if self.cancelled.is_set():
+                raise Cancelled from exc
+            raise
+        result.logs.update(_written(logs, test.steps))
+        result.steps.update(seconds)
+        for kind, took in seconds.items():  # seconds into the run, as the entry's steps
+            result.step_started[kind] = round(begun, 3)
+            begun += took
+        self.progress.step_done(component.name, "test-build", sum(seconds.values()))
+        if not test.command:
+            return
+        log = logs / "test.log"
+        result.logs["test"] = str(log)
+        self.progress.step(component.name, "test")
+        result.step_started["test"] = round(time.monotonic() - self.started, 3)
+        try:
+            done = proc.run(
+                test.command,
+                what=f"{component.name}: test",
+                cwd=test.build_dir,
+                env=self._sanitized_env(component, env, tests=True),
+                log=log,
+                children=self.children,
+            )
+        except CommandFailed as exc:
+            if self.cancelled.is_set():
+                raise Cancelled from exc
+            self._sanitizer_reports(component, "test", log, result)
+            raise BuildError(f"component '{component.name}', step test: " + exc.message) from exc
+        self._sanitizer_reports(component, "test", log, result)
+        result.steps["test"] = round(done.seconds, 3)
+        self.progress.step_done(component.name, "test", done.seconds)
+
+    def _run_suite(self, component: ComponentPlan, result: ComponentResult, logs: Path) -> None:
+        """The component's own pytest suite on its entry."""
+        from builder.engine.suite import SuiteFailed, run_suite
+
         started = round(time.monotonic() - self.started, 3)
         self.progress.step(component.name, "suite")
-        # One suite at a time per entry: two runs would share its build directory.
-        lock = lock_path(self.layout.locks(), f"suite:{component.build_dir}")
         try:
-            with file_lock(
-                lock, on_wait=lambda holder: self.progress.waiting(component.name, holder)
-            ):
-                result.suite = run_suite(
-                    component,
-                    env=self._sanitized_env(component, self._env(component)),
-                    logs=logs,
-                    children=self.children,
-                    say=lambda text: self.progress.say(component.name, text),
-                )
+            result.suite = run_suite(
+                component,
+                env=self._sanitized_env(component, self._env(component)),
+                logs=logs,
+                children=self.children,
+                say=lambda text: self.progress.say(component.name, text),
+            )
         except BuildError as exc:
             result.suite = exc.record if isinstance(exc, SuiteFailed) else {}
             result.suite["started"] = started
@@ -166,7 +224,7 @@ class Builder:
                     argv,
                     what=f"{component.name}: {step.kind}",
                     cwd=step.cwd,
-                    env=self._step_env(component, step, env),
+                    env=env,
                     log=log,
                     children=children,
                     on_line=self._ninja(component.name, result) if step.kind == "build" else None,
@@ -174,11 +232,9 @@ class Builder:
             except CommandFailed as exc:
                 if self.cancelled.is_set():
                     raise Cancelled from exc
-                self._sanitizer_reports(component, step, log, result)
                 raise BuildError(
                     f"component '{component.name}', step {step.kind}: " + exc.message
                 ) from exc
-            self._sanitizer_reports(component, step, log, result)
             commands.append(
                 {"step": step.kind, "argv": list(argv), "cwd": str(step.cwd) if step.cwd else None}
             )
@@ -271,14 +327,6 @@ class Builder:
             argv = (*argv, *(f"-D{k}={v}" for k, v in launcher_defines(self.launcher).items()))
         return argv
 
-    def _step_env(
-        self, component: ComponentPlan, step: Step, env: dict[str, str]
-    ) -> dict[str, str]:
-        """A sanitized component's tests run with the runtime of the compiler that built them
-        (a test runner such as ctest is not built with it), and what they compile is built with
-        the profile (:func:`builder.core.sanitize.env_for_tests`)."""
-        return self._sanitized_env(component, env, tests=True) if step.kind == "test" else env
-
     def _sanitized_env(
         self, component: ComponentPlan, env: dict[str, str], *, tests: bool = False
     ) -> dict[str, str]:
@@ -293,19 +341,19 @@ class Builder:
         return make(component.sanitize, host.cxx, env, suppressions=files)
 
     def _sanitizer_reports(
-        self, component: ComponentPlan, step: Step, log: Path, result: ComponentResult
+        self, component: ComponentPlan, kind: str, log: Path, result: ComponentResult
     ) -> None:
         """A sanitizer report in a sanitized step's log fails the step, whatever its exit
         status; the run report keeps each report's first lines."""
-        if component.sanitize is None or step.kind != "test":
+        if component.sanitize is None:
             return
         found = sanitizer_findings.findings(log.read_text(encoding="utf-8", errors="replace"))
         if not found:
             return
-        result.findings = [{"step": step.kind, **f.to_json()} for f in found]
+        result.findings = [{"step": kind, **f.to_json()} for f in found]
         lines = [line for f in found for line in f.lines()]
         raise BuildError(
-            f"component '{component.name}', step {step.kind}: {len(found)} sanitizer "
+            f"component '{component.name}', step {kind}: {len(found)} sanitizer "
             f"report(s) ({component.sanitize.spec}):\n" + "\n".join(f"  {x}" for x in lines),
             hint=f"full log: {log}",
         )
@@ -369,3 +417,8 @@ def _clear_dir(path: Path) -> None:
             shutil.rmtree(child)
         else:
             child.unlink()
+
+
+def _written(logs: Path, steps: tuple[SuiteStep, ...]) -> dict[str, str]:
+    """The logs this run wrote for ``steps`` (a configure its stamp skipped wrote none)."""
+    return {s.kind: str(log) for s in steps if (log := logs / f"{s.kind}.log").is_file()}

@@ -1,7 +1,7 @@
 """Execute a Plan: build each component into the store, in dependency order, never half-built.
 
 Components whose dependencies are done build at the same time, sharing one job budget that
-builds never oversubscribe. A component's own test suite runs once its entry is in the store,
+builds never oversubscribe. A component's own tests run once its entry is in the store,
 beside the builds that depend on it. A store hit costs a stat: no cmake, no ninja. A failure
 stops new work (with ``keep_going``, only the work that depends on it), lets running builds
 finish, and reports every failure with its command, exit status, output tail and log, and why
@@ -175,8 +175,8 @@ def _schedule(
     *,
     keep_going: bool = False,
 ) -> list[tuple[str, StackError]]:
-    """Build in dependency order; a component's own suite runs once its entry is in the store,
-    beside the builds of what depends on it (they need the entry, not the suite's verdict)."""
+    """Build in dependency order; a component's own tests run once its entry is in the store,
+    beside the builds of what depends on it (they need the entry, not the tests' verdict)."""
     pending = list(plan.components)  # dependency order
     done: set[str] = set()
     errors: list[tuple[str, StackError]] = []
@@ -188,7 +188,7 @@ def _schedule(
             while pending or running:
                 if keep_going or not errors:
                     for c in _settle_hits(pending, done, builder.store, results):
-                        running[pool.submit(_suite, builder, results[c.name], c)] = (c, 0)
+                        running[pool.submit(_tests, builder, results[c.name], c)] = (c, 0)
                     free = budget - sum(jobs for _, jobs in running.values())
                     ready = [c for c in pending if set(c.depends) <= done]
                     for c, jobs in zip(ready, shares(free, len(ready)), strict=False):
@@ -205,12 +205,12 @@ def _schedule(
                         errors.append((c.name, exc))
                     elif exc is not None:
                         raise exc
-                    elif jobs and c.suite is not None and (keep_going or not errors):
-                        done.add(c.name)  # built: its suite runs on the entry
-                        running[pool.submit(_suite, builder, results[c.name], c)] = (c, 0)
+                    elif jobs and c.tested and (keep_going or not errors):
+                        done.add(c.name)  # built: its tests run on the entry
+                        running[pool.submit(_tests, builder, results[c.name], c)] = (c, 0)
                     else:
                         done.add(c.name)
-                        if jobs and c.suite is not None:  # its suite is new work: not started
+                        if jobs and c.tested:  # its tests are new work: not started
                             builder.progress.finish(results[c.name])
         except (KeyboardInterrupt, Interrupted) as exc:
             signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
@@ -235,15 +235,15 @@ def _build(
         _failed(result, exc)
         builder.progress.finish(result)
         raise
-    if component.suite is None:
+    if not component.tested:
         builder.progress.finish(result)
 
 
-def _suite(builder: Builder, result: ComponentResult, component: ComponentPlan) -> None:
+def _tests(builder: Builder, result: ComponentResult, component: ComponentPlan) -> None:
     try:
-        builder.run_suite(component, result)
+        builder.run_tests(component, result)
     except Cancelled:
-        raise  # its entry is in the store, as its status says; its suite says it was stopped
+        raise  # its entry is in the store, as its status says; its tests say they were stopped
     except BaseException as exc:
         _failed(result, exc)
         raise
@@ -267,9 +267,9 @@ def _stop(
 ) -> Interrupted:
     """Stop every running component's processes and wait for its worker to notice."""
     builder.cancelled.set()
-    # A component whose suite runs (no job tokens) is built: its suite is what stops.
+    # A component whose tests run (no job tokens) is built: its tests are what stops.
     what = {
-        c.name: _current_step(results[c.name]) if jobs else "suite" for c, jobs in running.values()
+        c.name: _current_step(results[c.name]) if jobs else "tests" for c, jobs in running.values()
     }
     if what:
         builder.progress.note(
@@ -297,14 +297,14 @@ def _settle_hits(
     results: dict[str, ComponentResult],
 ) -> list[ComponentPlan]:
     """Store hits cost a stat: settle them at once, in order, without taking a slot; returns
-    the hits whose own suite is to run on the entry."""
-    suites: list[ComponentPlan] = []
+    the hits whose own tests are to run on the entry."""
+    tested: list[ComponentPlan] = []
     for c in list(pending):
         if set(c.depends) <= done and store.has(c.key):
             results[c.name].status = "hit"
             results[c.name].prefix = str(c.prefix)
             done.add(c.name)
             pending.remove(c)
-            if c.suite is not None:
-                suites.append(c)
-    return suites
+            if c.tested:
+                tested.append(c)
+    return tested

@@ -44,6 +44,8 @@ class Keep:
         for c in plan.components:
             self.entries.add(entry_name(c.key))
             self.build_dirs.add(c.build_dir)
+            if c.test is not None:  # build --test's build beside the entry, kept for the next
+                self.build_dirs.add(c.test.build_dir)
             self.source_trees.add(c.source_dir)
 
 

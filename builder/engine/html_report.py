@@ -24,8 +24,10 @@ from builder.engine.trace import critical_components, lanes, span
 STEP_COLOURS = {
     "configure": "#90cdf4",
     "build": "#3182ce",
-    "test": "#9f7aea",
     "install": "#68d391",
+    "test-configure": "#d6bcfa",  # build --test's build beside the entry
+    "test-build": "#b794f4",
+    "test": "#9f7aea",
 }
 STATUS_COLOURS = {"built": "#3182ce", "failed": "#c53030", "pulled": "#805ad5", "hit": "#a0aec0"}
 LEFT, ROW, WIDTH = 130, 34, 1100

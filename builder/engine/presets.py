@@ -39,13 +39,16 @@ class HandBuild:
 
     def cache_variables(self) -> dict[str, str]:
         defines = dict(self.component.defines)
+        if self.component.test is not None:  # --test: one build with the test's options
+            defines.update(self.component.test.options)
         defines["CMAKE_INSTALL_PREFIX"] = str(self.install_dir)
         if self.launcher:
             defines.update(launcher_defines(self.launcher))
         return defines
 
     def test_command(self) -> tuple[str, ...] | None:
-        return next((s.argv for s in self.component.steps if s.kind == "test"), None)
+        test = self.component.test
+        return test.command if test is not None and test.command else None
 
     def commands(self) -> list[tuple[tuple[str, ...], Path | None]]:
         """The commands in order, each with the directory it runs in (None: anywhere)."""

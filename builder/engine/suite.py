@@ -21,13 +21,13 @@ from builder.core import proc
 from builder.core.errors import BuildError, CommandFailed
 from builder.core.fs import atomic_write
 from builder.plan import ComponentPlan
-from builder.plan_suites import SUITE_STEP_CONFIGURE, PlannedSuite
+from builder.plan_suites import SUITE_STEP_CONFIGURE, TEST_STEP_CONFIGURE, PlannedSuite, SuiteStep
 
 SLOWEST = 10  # the slowest tests a report names
 FAILURE_LINES = 12  # the lines of a failing test's output a report keeps
 FAILURES_SHOWN = 10  # the failing tests an error names
 PYTEST_NO_TESTS = 5  # pytest's exit status when nothing was collected
-STAMP = ".infini-stack-suite-configured"  # the configure command the suite directory has
+STAMP = ".infini-stack-suite-configured"  # the configure command a build beside the entry has
 
 
 class SuiteFailed(BuildError):
@@ -56,7 +56,7 @@ def run_suite(
     assert suite is not None
     run_env = _environment(env, suite)
     _require_pytest(component.name, suite, run_env)
-    seconds = _build(component.name, suite, run_env, logs, children)
+    seconds = build_beside(component.name, suite.steps, suite.build_dir, run_env, logs, children)
     if suite.package_dir is not None:
         _package_module(component.name, suite)
     argv = _parallel(suite, run_env, say)
@@ -88,16 +88,23 @@ def run_suite(
     return record
 
 
-def _build(
-    name: str, suite: PlannedSuite, env: Mapping[str, str], logs: Path, children: proc.Children
+def build_beside(
+    name: str,
+    steps: tuple[SuiteStep, ...],
+    build_dir: Path | None,
+    env: Mapping[str, str],
+    logs: Path,
+    children: proc.Children,
 ) -> dict[str, float]:
-    """The suite's own build; its configure is skipped where the directory was configured
-    with the same command (a stamp written after it succeeded), the build is incremental."""
+    """A build beside the entry (a suite's, a test's), step by step, each with its log; its
+    configure is skipped where the directory was configured with the same command (a stamp
+    written after it succeeded), the build is incremental."""
     seconds: dict[str, float] = {}
-    for step in suite.steps:
-        stamp = suite.build_dir / STAMP if suite.build_dir is not None else None
+    for step in steps:
+        stamp = build_dir / STAMP if build_dir is not None else None
         wanted = json.dumps(list(step.argv))
-        if step.kind == SUITE_STEP_CONFIGURE and stamp is not None:
+        configure = step.kind in (SUITE_STEP_CONFIGURE, TEST_STEP_CONFIGURE)
+        if configure and stamp is not None:
             if stamp.is_file() and stamp.read_text(encoding="utf-8") == wanted:
                 continue
             stamp.unlink(missing_ok=True)
@@ -112,7 +119,7 @@ def _build(
         except CommandFailed as exc:
             raise BuildError(f"component '{name}', {step.kind}: {exc.message}") from exc
         seconds[step.kind] = round(done.seconds, 3)
-        if step.kind == SUITE_STEP_CONFIGURE and stamp is not None:
+        if configure and stamp is not None:
             atomic_write(stamp, wanted)
     return seconds
 

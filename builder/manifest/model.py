@@ -95,8 +95,8 @@ class TestSpec:
 
     @property
     def in_build(self) -> bool:
-        """Whether it changes the build (options) or runs in it (a command): then a test
-        build is an entry of its own; a suite alone runs on the entry the wheel ships."""
+        """Whether it builds (options) or runs (a command) beside the entry: a build of the
+        component with the options in a directory of its own, never an entry."""
         return bool(self.options or self.command)
 
 

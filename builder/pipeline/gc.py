@@ -31,8 +31,7 @@ def keep_for(manifests: Sequence[Path | None], layout: Layout) -> gc.Keep:
         for vendor in stack.vendors:
             host, _ = preflighted_host(stack, vendor, layout)
             inputs = gather(stack, vendor)
-            for tests in (False, True):
-                keep.add(make_plan(stack, vendor, host, inputs, layout, tests=tests))
+            keep.add(make_plan(stack, vendor, host, inputs, layout, tests=True))
     return keep
 
 

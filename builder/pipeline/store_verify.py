@@ -18,7 +18,6 @@ from builder.pipeline.build import build_plan
 from builder.pipeline.context import Context, open_context, plan_for, require_preflight
 from builder.pipeline.integrity import discard, verify_store
 from builder.pipeline.requests import CacheRequest, PlanRequest, StackRequest
-from builder.plan import Plan
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,13 +80,9 @@ def run_verify(request: VerifyRequest) -> Outcome:
     return Outcome(tuple(Checked(v, repaired.get(v.name, "")) for v in verdicts))
 
 
-def _plans(ctx: Context) -> list[Plan]:
-    return [plan_for(ctx, PlanRequest(tests=tests)) for tests in (False, True)]
-
-
 def _plan_entries(ctx: Context) -> list[str]:
     store = Store(ctx.layout)
-    names = {entry_name(c.key) for plan in _plans(ctx) for c in plan.components}
+    names = {entry_name(c.key) for c in plan_for(ctx, PlanRequest()).components}
     return sorted(n for n in names if n in set(store.entries()))
 
 
@@ -102,19 +97,16 @@ def _repair(
         store = Store(here.layout)
         for v in mine:
             discard(store, v.name)
-        plans = _plans(here)
-        for plan in plans:
-            wanted = {entry_name(c.key) for c in plan.components} & {v.name for v in mine}
-            wanted -= set(out)
-            if not wanted:
-                continue
+        plan = plan_for(here, PlanRequest())
+        wanted = {entry_name(c.key) for c in plan.components} & {v.name for v in mine}
+        if wanted:
             require_preflight(here)
             report = build_plan(here, plan, command="store-verify", cache=request.cache)
             for c in report.components:
                 name = entry_name(c.key)
                 if name in wanted and store.verify(name).state == "ok":
                     out[name] = "pulled" if c.status == "pulled" else "rebuilt"
-        made = {entry_name(c.key) for plan in plans for c in plan.components}
+        made = {entry_name(c.key) for c in plan.components}
         for v in mine:
             if v.name not in made:
                 out[v.name] = "removed: no plan of the manifest makes it"

@@ -50,9 +50,9 @@ class Nvidia:
         defines["CMAKE_CUDA_ARCHITECTURES"] = ";".join(self.architectures(settings))
         # nvcc names its intermediate files /tmp/tmpxft_<pid>_<n>-<k>_<source>.cudafe1.cpp, and
         # the host compiler writes that name into the object (its STT_FILE symbol in .symtab):
-        # two compiles of one source differ. With
-        # --objdir-as-tempdir they are named after the object file instead (plan.path_maps adds
-        # the host compiler's prefix maps, which also map __FILE__ in device code).
+        # two compiles of one source differ. With --objdir-as-tempdir they are named after the
+        # object file instead (plan_paths.path_maps adds the host compiler's prefix maps, which
+        # also map __FILE__ in device code).
         compression = FATBIN_COMPRESSION[settings.fatbin_compression or "default"]
         defines["CMAKE_CUDA_FLAGS_INIT"] = " ".join((NVCC_DETERMINISM, *compression))
         # What preflight found wins: the toolkit it chose, NCCL_LIB/NCCL_INC (InfiniCCL's

@@ -105,6 +105,8 @@ def test_a_failing_component_test_fails_release_and_build_test_with_exit_5(
     assert report["command"] == "release" and not report["ok"]
     assert {c["name"]: c["status"] for c in report["components"]}["miniops"] == "failed"
 
+    # The release built MiniLM; an edit to it has build --test build it again.
+    (broken.parent / "engine" / "EDITED").write_text("an edit to MiniLM's source tree\n")
     result = cli("build", "--manifest", broken, "--vendor", "cpu", "--test")
     assert result.code == 5, result.err
     assert "FAILED tests/test_broken.py::test_gemm_of_nothing_is_an_error" in result.err
@@ -163,7 +165,7 @@ def test_a_build_stopped_while_a_suite_runs_says_so_and_keeps_the_built_entry(
             p.kill()
             p.communicate()
     assert p.returncode == 128 + signal.SIGTERM, err
-    assert "interrupted by SIGTERM while building miniops (suite)" in err
+    assert "interrupted by SIGTERM while building miniops (tests)" in err
     assert "Traceback" not in err
     assert not session_members(pytest_session)  # its workers were stopped too
     # The entry was built and stays; its suite, not the component, was interrupted.
@@ -171,3 +173,30 @@ def test_a_build_stopped_while_a_suite_runs_says_so_and_keeps_the_built_entry(
     (miniops,) = [c for c in last_report(home)["components"] if c["name"] == "miniops"]
     assert miniops["suite"]["interrupted"] is True
     assert "suite miniops: interrupted" in err
+
+
+def test_build_test_tests_the_stored_entries_and_wheel_then_packages_them(
+    shared_home: Path,
+    mini: Path,
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    # The store holds the plain build: --test builds nothing new for the wheel, it tests it.
+    result = cli("build", "--manifest", mini, "--vendor", "cpu", "--test", "-j", "2")
+    assert result.code == 0, result.err
+    components = {c["name"]: c for c in last_report(shared_home)["components"]}
+    assert {c["status"] for c in components.values()} == {"hit"}
+    minirt = components["minirt"]
+    # MiniRT's ctest ran on the hit, built beside its entry with the test's option.
+    assert {"test-configure", "test-build", "test"} <= set(minirt["steps"])
+    ctest = Path(minirt["logs"]["test"]).read_text()
+    assert "100% tests passed" in ctest
+    assert components["miniops"]["suite"]["ok"] is True
+    keys = {name: c["key"] for name, c in components.items()}
+
+    wheel = cli("wheel", "--manifest", mini, "--vendor", "cpu", "-o", tmp_path / "dist")
+    assert wheel.code == 0, wheel.err
+    packaged = {c["name"]: c for c in last_report(shared_home)["components"]}
+    assert {c["status"] for c in packaged.values()} == {"hit"}
+    assert {name: c["key"] for name, c in packaged.items()} == keys
+    assert len(list((tmp_path / "dist").glob("*.whl"))) == 1

@@ -194,11 +194,11 @@ def test_infinirt_runs_ctest_only_when_tests_are_asked_for() -> None:
     plain = plan_for("cpu").get("infinirt")
     assert plain.defines["INFINI_RT_BUILD_TESTING"] == "OFF"
     assert [s.kind for s in plain.steps] == ["configure", "build", "install"]
+    assert plain.test is None
     tested = plan_for("cpu", tests=True).get("infinirt")
-    assert tested.defines["INFINI_RT_BUILD_TESTING"] == "ON"
-    assert [s.kind for s in tested.steps] == ["configure", "build", "test", "install"]
-    test = next(s for s in tested.steps if s.kind == "test")
-    assert test.argv == ("ctest", "--output-on-failure") and test.cwd == tested.build_dir
+    assert tested.test is not None
+    assert "-DINFINI_RT_BUILD_TESTING=ON" in tested.test.steps[0].argv
+    assert tested.test.command == ("ctest", "--output-on-failure")
 
 
 def test_infinirt_generator_runs_with_the_planned_interpreter() -> None:
@@ -222,7 +222,9 @@ def test_infiniccl_backend_per_vendor(vendor: str, backend: str) -> None:
 
 def test_infiniccl_examples_are_built_only_for_tests() -> None:
     assert defines(plan_for("nvidia"), "infiniccl")["BUILD_EXAMPLES"] == "OFF"
-    assert defines(plan_for("nvidia", tests=True), "infiniccl")["BUILD_EXAMPLES"] == "ON"
+    tested = plan_for("nvidia", tests=True).get("infiniccl")
+    assert tested.defines["BUILD_EXAMPLES"] == "OFF"  # the entry: the examples beside it
+    assert tested.test is not None and tested.test.options["BUILD_EXAMPLES"] == "ON"
 
 
 def test_moore_infiniccl_is_pinned_to_a_revision_with_mccl_on_moore() -> None:
@@ -298,9 +300,8 @@ def test_infiniccl_nvidia_test_runs_the_two_gpu_all_reduce_only_with_two_gpus_st
     import os
     import subprocess
 
-    tested = plan_for("nvidia", tests=True).get("infiniccl")
-    assert tested.defines["BUILD_EXAMPLES"] == "ON"
-    (step,) = [s for s in tested.steps if s.kind == "test"]
+    test = plan_for("nvidia", tests=True).get("infiniccl").test
+    assert test is not None and test.options["BUILD_EXAMPLES"] == "ON"
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     listing = "".join(f"GPU {i}: NVIDIA H200 (UUID: GPU-{i})\\n" for i in range(gpus))
@@ -313,7 +314,7 @@ def test_infiniccl_nvidia_test_runs_the_two_gpu_all_reduce_only_with_two_gpus_st
         script.chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     done = subprocess.run(
-        list(step.argv), cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+        list(test.command), cwd=tmp_path, env=env, capture_output=True, text=True, check=False
     )
     assert done.returncode == code, done.stdout + done.stderr
     assert said in done.stdout

@@ -146,8 +146,32 @@ def test_infinilm_runs_its_static_contracts_and_script_tests() -> None:
     assert suite.argv[-2:] == ("test/static", "test/scripts")
 
 
-def test_in_build_tests_still_make_an_entry_of_their_own() -> None:
-    assert planned("cpu", tests=True).get("infinirt").key != planned("cpu").get("infinirt").key
+def test_in_build_tests_build_beside_the_entry_and_change_no_key() -> None:
+    # build --test, then wheel: the wheel packages the entries that were tested.
+    tested, plain = planned("cpu", tests=True), planned("cpu")
+    assert [c.key for c in tested.components] == [c.key for c in plain.components]
+    infinirt = tested.get("infinirt")
+    test = infinirt.test
+    assert test is not None and plain.get("infinirt").test is None
+    assert test.build_dir == infinirt.build_dir.with_name(infinirt.build_dir.name + ".test")
+    configure, build = (s.argv for s in test.steps)
+    assert "-DINFINI_RT_BUILD_TESTING=ON" in configure
+    assert configure[configure.index("-B") + 1] == str(test.build_dir)
+    assert build[:3] == ("cmake", "--build", str(test.build_dir))
+    assert test.command == ("ctest", "--output-on-failure")
+    # the entry itself is built with the recipe's own options, the test's left out
+    assert infinirt.defines["INFINI_RT_BUILD_TESTING"] == "OFF"
+    assert all(s.kind != "test" for s in infinirt.steps)
+
+
+def test_a_test_build_has_the_entry_s_configure_and_its_dependencies() -> None:
+    tested = planned("cpu", tests=True)
+    infiniccl = tested.get("infiniccl")
+    assert infiniccl.test is not None
+    configure = infiniccl.test.steps[0].argv
+    entry_defines = {f"-D{k}={v}" for k, v in infiniccl.defines.items()}
+    assert entry_defines - {"-DBUILD_EXAMPLES=OFF"} <= set(configure)
+    assert "-DBUILD_EXAMPLES=ON" in configure
 
 
 def test_without_suites_nothing_is_planned_to_run() -> None:
