@@ -185,3 +185,11 @@ def registry(tmp_path: Path):  # type: ignore[no-untyped-def]
     reg = Registry(tmp_path / "registry").start()
     yield reg
     reg.stop()
+
+
+def require_in_wheel(manifest: Path, *requirements: str) -> None:
+    """The mini stack's wheel (``manifest``) made to declare ``requirements`` (Requires-Dist)."""
+    listed = ", ".join(f'"{r}"' for r in requirements)
+    text = manifest.read_text()
+    anchor = 'requires_python: ">=3.8"'
+    manifest.write_text(text.replace(anchor, f"{anchor}\n  requires: [{listed}]"))

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from builder.core import proc
-from builder.core.errors import EXIT_PREFLIGHT
+from builder.core.errors import EXIT_PREFLIGHT, PreflightError
 
 # Run by the target interpreter, stdlib only: the installed version of each distribution named
 # in argv[1] (a JSON list), and the environment markers are evaluated against.
@@ -90,3 +90,14 @@ def pip_line(python: str, unmet_ones: Sequence[Unmet]) -> str:
     """The command that installs what is missing into ``python``."""
     names = " ".join(shlex.quote(u.requirement) for u in unmet_ones)
     return f"{shlex.quote(python)} -m pip install {names}"
+
+
+def unmet_error(python: str, unmet_ones: Sequence[Unmet]) -> PreflightError:
+    """What stops a runtime check whose interpreter lacks the wheel's requirements (exit 3),
+    before it starts: each one, and the pip line."""
+    listed = "\n".join(f"  {u.render()}" for u in unmet_ones)
+    return PreflightError(
+        f"the wheel's runtime requirements are not all installed for {python}, where the "
+        f"runtime check runs:\n{listed}",
+        hint=f"install them first: {pip_line(python, unmet_ones)}",
+    )

@@ -339,20 +339,29 @@ def absent_requirements(wheel: Path, python: str) -> list[str]:
     """The wheel's requirements that ``python`` has not installed (markers evaluated for it, so
     an extra's never count), as the top-level modules they are likely imported as: each
     distribution's name, normalised (``librt``, ``pytokens``, ``typing_extensions``)."""
-    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.requirements import Requirement
 
     from builder.checks.requirements import unmet
     from wheels.naming import escaped_name
+
+    found = unmet(requires_dist(wheel), python)
+    lacking = [Requirement(u.requirement) for u in found if u.found is None]
+    return sorted({escaped_name(r.name) for r in lacking})
+
+
+def requires_dist(wheel: Path) -> list[str]:
+    """The wheel's valid Requires-Dist lines (the audit's requires-dist rule says what is wrong
+    with another)."""
+    from packaging.requirements import InvalidRequirement, Requirement
 
     valid = []
     for line in _requires_dist(wheel):
         try:
             Requirement(line)
         except InvalidRequirement:
-            continue  # (the audit's requires-dist rule says what is wrong with it)
+            continue
         valid.append(line)
-    lacking = [Requirement(u.requirement) for u in unmet(valid, python) if u.found is None]
-    return sorted({escaped_name(r.name) for r in lacking})
+    return valid
 
 
 def _requires_dist(wheel: Path) -> list[str]:

@@ -46,9 +46,13 @@ class Finding:
         }
 
 
+QUOTE = "| "  # a child's output line as the runtime check quotes it (children.py CHILD_MARK)
+
+
 def findings(text: str) -> list[Finding]:
-    """Every sanitizer report in ``text``, in order (at most :data:`MOST`)."""
-    lines = text.splitlines()
+    """Every sanitizer report in ``text``, in order (at most :data:`MOST`), a child's output
+    quoted by the runtime check included."""
+    lines = [line.removeprefix(QUOTE) for line in text.splitlines()]
     found: list[Finding] = []
     for index, line in enumerate(lines):
         head = _head(line)

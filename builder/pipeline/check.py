@@ -68,17 +68,29 @@ def run_check_request(request: CheckRequest) -> CheckResult:
     device = find_device(get_vendor(vendor))
     if not device.present:
         raise NoDevice(f"check: not run ({device.what})")
+    python = request.python or sys.executable
+    require_installed(request.wheel, python)
     print(f"check: {script.name} on {device.what}", file=sys.stderr)
     return run_check(
         request.wheel,
         vendor,
         script,
-        request.python or sys.executable,
+        python,
         force_argmax=request.force_argmax,
         jobs=request.jobs,
         sanitize=profile,
         suppressions=stack.suppressions,
     )
+
+
+def require_installed(wheel: Path, python: str) -> None:
+    """The wheel's runtime requirements ``python`` lacks stop the check before it starts, with
+    the pip line (exit 3), as release's preflight does: the check would fail at its import."""
+    from builder.checks.requirements import unmet, unmet_error
+    from builder.checks.smoke import requires_dist
+
+    if missing := unmet(requires_dist(wheel), python):
+        raise unmet_error(python, missing)
 
 
 def failed(result: CheckResult) -> CheckError:

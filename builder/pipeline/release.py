@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.core.errors import AuditError, CheckError, PreflightError, StackError
+from builder.core.errors import AuditError, CheckError, StackError
 from builder.core.sanitize import parse as parse_profile
 from builder.core.sanitize import refuse_release
 from builder.engine import bound
@@ -187,7 +187,7 @@ class Gate:
         """The wheel's Requires-Dist ``target``'s interpreter lacks: a preflight failure when
         the runtime check will run there (for one of several interpreters: with --strict),
         a note when it will not."""
-        from builder.checks.requirements import pip_line
+        from builder.checks.requirements import pip_line, unmet_error
 
         target = targets.with_unmet(target)
         if not target.unmet:
@@ -196,11 +196,7 @@ class Gate:
         listed = "\n".join(f"  {u.render()}" for u in missing)
         why = self.device_skipped()
         if why is None and (len(self.targets) == 1 or self.request.strict):
-            raise PreflightError(
-                f"the wheel's runtime requirements are not all installed for {python}, where "
-                f"the runtime check runs:\n{listed}",
-                hint=f"install them first: {pip_line(python, missing)}",
-            )
+            raise unmet_error(python, missing)
         why = why or f"they are missing; install them with {pip_line(python, missing)}"
         print(
             f"note: the wheel's runtime requirements not installed for {python} "

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from builder.checks import venv
-from tests.conftest import HAVE_NVCC
+from tests.conftest import HAVE_NVCC, require_in_wheel
 from tests.wheelmaker import make_wheel
 
 pytestmark = pytest.mark.integration
@@ -97,6 +97,27 @@ def no_devices(vendor: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     lister.chmod(0o755)
     monkeypatch.setitem(REGISTRY, vendor, replace(REGISTRY[vendor], device_command=(str(lister),)))
     return runs
+
+
+def test_check_names_a_runtime_requirement_its_interpreter_lacks_before_it_runs(
+    shared_home: Path,
+    mini: Path,
+    tmp_path: Path,
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    # The check would stop at its import (ModuleNotFoundError, exit 7): it says so first, as
+    # release's preflight does, with the pip line.
+    require_in_wheel(mini, "infini-stack-absent-dist>=1", "pytest")
+    made = cli("wheel", "--manifest", mini, "--vendor", "cpu", "--out", tmp_path / "dist")
+    assert made.code == 0, made.err
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    result = cli("check", wheel, "--manifest", mini)
+    assert result.code == 3, result.err
+    assert "infini-stack-absent-dist>=1 (not installed)" in result.err
+    assert "-m pip install 'infini-stack-absent-dist>=1'" in result.err
+    assert "pytest" not in result.err.split("hint:")[-1]  # installed here: not asked for
+    assert "check: cpu.py on" not in result.err  # nothing ran
+    assert "Traceback" not in result.err
 
 
 def test_check_of_a_vendor_without_its_device_here_says_so_and_exits_3(

@@ -13,6 +13,7 @@ import pytest
 from builder.pipeline import sbom
 from builder.pipeline.build_manifest import read_from_wheel
 from builder.pipeline.release import sbom_of
+from tests.conftest import require_in_wheel
 from tests.standins import compile_library
 
 pytestmark = pytest.mark.integration
@@ -211,13 +212,7 @@ def test_release_preflight_names_a_missing_runtime_requirement_and_its_pip_line(
     tmp_path: Path,
     cli,  # type: ignore[no-untyped-def]
 ) -> None:
-    text = mini.read_text()
-    mini.write_text(
-        text.replace(
-            'requires_python: ">=3.8"',
-            'requires_python: ">=3.8"\n  requires: ["infini-stack-absent-dist>=1", "pytest"]',
-        )
-    )
+    require_in_wheel(mini, "infini-stack-absent-dist>=1", "pytest")
     out = tmp_path / "release"
     result = cli("release", "--manifest", mini, "--vendor", "cpu", "-o", out)
     assert result.code == 3, result.err

@@ -216,3 +216,33 @@ def test_reports_are_read_back_with_kind_place_and_the_first_stack() -> None:
     )
     assert asan.lines()[0] == "address: heap-buffer-overflow at /infini-stack/src/bugs/bugs.cpp:17"
     assert findings("all tests passed\n") == []
+
+
+# A child of the runtime check under ASan (InfiniLM's embedding op on the CPU), its output
+# quoted as the check quotes a child's: each line after "| ".
+QUOTED_SEGV = """\
+child op op=embedding: exit status 1 in 11.7s, its output:
+| AddressSanitizer:DEADLYSIGNAL
+| =================================================================
+| ==9794==ERROR: AddressSanitizer: SEGV on unknown address (pc 0x7f3ed9897b26 T0)
+| ==9794==The signal is caused by a READ memory access.
+|     #0 0x7f3ed9897b26 in graph::Op::~Op() /infini-stack/src/lm/graph.cc:147
+|     #1 0x7f3ed9b951c1 in op::Embedding::Embedding() /infini-stack/src/lm/embedding.cc:11
+|
+| AddressSanitizer can not provide additional info.
+| SUMMARY: AddressSanitizer: SEGV /infini-stack/src/lm/graph.cc:147 in graph::Op::~Op()
+| ==9794==ABORTING
+"""
+
+
+def test_a_report_in_a_child_s_quoted_output_keeps_its_place_and_frames() -> None:
+    (segv,) = findings(QUOTED_SEGV)
+    assert (segv.sanitizer, segv.kind, segv.where) == (
+        "address",
+        "SEGV",
+        "/infini-stack/src/lm/graph.cc:147",
+    )
+    assert [f.split(" in ")[1] for f in segv.frames] == [
+        "graph::Op::~Op() /infini-stack/src/lm/graph.cc:147",
+        "op::Embedding::Embedding() /infini-stack/src/lm/embedding.cc:11",
+    ]
