@@ -77,6 +77,8 @@ class CheckResult:
 
     def render(self) -> str:
         verdict = "passed" if self.ok else f"FAILED (exit status {self.returncode})"
+        if not self.ok and self.returncode == 0 and self.findings:
+            verdict = f"FAILED ({len(self.findings)} sanitizer report(s); the script exited 0)"
         text = f"check {self.script.name}: {verdict} in {self.seconds:.1f}s"
         lines = [line for f in self.findings for line in f.lines()]
         return "\n".join([text, *(f"  {line}" for line in lines)])

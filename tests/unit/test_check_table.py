@@ -362,3 +362,25 @@ def test_the_summary_row_gives_its_own_verdict_and_names_the_cases_not_run() -> 
     assert verdict(failed) == "FAIL (not run: tp2)"
     assert verdict({**passed, "not_run": []}) == "pass"
     assert verdict({"check": "tp2", "ok": False, "not_run": "1 GPU"}) == "not run (1 GPU)"
+
+
+def test_a_check_failed_by_a_sanitizer_report_alone_says_so_with_the_report() -> None:
+    from builder.core.sanitizer_findings import findings
+
+    report = (
+        "==7==ERROR: AddressSanitizer: SEGV on unknown address (pc 0x1 T0)\n"
+        "    #0 0x1 in Op::~Op() /infini-stack/src/lm/graph.cc:147\n"
+        "SUMMARY: AddressSanitizer: SEGV /infini-stack/src/lm/graph.cc:147 in Op::~Op()\n"
+    )
+    result = CheckResult(
+        ok=False,
+        script=Path("cpu.py"),
+        output=report,
+        seconds=1.0,
+        returncode=0,
+        findings=tuple(findings(report)),
+    )
+    head, where, frame = result.render().splitlines()
+    assert head == "check cpu.py: FAILED (1 sanitizer report(s); the script exited 0) in 1.0s"
+    assert where == "  address: SEGV at /infini-stack/src/lm/graph.cc:147"
+    assert frame.endswith("in Op::~Op() /infini-stack/src/lm/graph.cc:147")
