@@ -30,6 +30,7 @@ from builder.plan_paths import all_path_maps
 from builder.plan_suites import (
     PlannedSuite,
     PlannedTest,
+    configure_argv,
     in_build_test,
     plan_suite,
     plan_test,
@@ -400,16 +401,7 @@ def _steps(
     defines: Mapping[str, str],
     jobs: int,
 ) -> tuple[Step, ...]:
-    configure = (
-        "cmake",
-        "-S",
-        str(cmake_source),
-        "-B",
-        str(build_dir),
-        "-G",
-        "Ninja",
-        *(f"-D{k}={v}" for k, v in defines.items()),
-    )
+    configure = configure_argv(cmake_source, build_dir, defines)
     steps = [
         Step(kind="configure", argv=configure),
         Step(kind="build", argv=("cmake", "--build", str(build_dir), "--parallel", str(jobs))),

@@ -47,6 +47,15 @@ class PlannedSuite:
     library_dirs: tuple[Path, ...] = field(default=())
 
 
+def configure_argv(
+    cmake_source: Path, build_dir: Path, defines: Mapping[str, str]
+) -> tuple[str, ...]:
+    """``cmake`` configuring ``cmake_source`` into ``build_dir`` with Ninja and ``defines``: the
+    entry's configure, and a build's beside it."""
+    options = (f"-D{k}={v}" for k, v in defines.items())
+    return ("cmake", "-S", str(cmake_source), "-B", str(build_dir), "-G", "Ninja", *options)
+
+
 @dataclass(frozen=True, kw_only=True)
 class PlannedTest:
     """A recipe's in-build test (``test.options``, ``test.command``): the component configured
@@ -70,9 +79,7 @@ def plan_test(
 ) -> PlannedTest:
     """The entry's configure plus the test's options, in ``<build dir>.test``."""
     test_dir = build_dir.with_name(build_dir.name + ".test")
-    own = {**defines, **test.options}
-    configure: tuple[str, ...] = ("cmake", "-S", str(cmake_source), "-B", str(test_dir))
-    configure += ("-G", "Ninja", *(f"-D{k}={v}" for k, v in own.items()))
+    configure = configure_argv(cmake_source, test_dir, {**defines, **test.options})
     build = ("cmake", "--build", str(test_dir), "--parallel", str(jobs))
     return PlannedTest(
         build_dir=test_dir,
@@ -180,8 +187,7 @@ def _build_steps(
     loads the entry's libraries); then its target."""
     options = {k: v.replace("{prefix}", str(prefix)) for k, v in build.options.items()}
     own = {**defines, **options, "CMAKE_SKIP_BUILD_RPATH": "ON"}
-    configure: tuple[str, ...] = ("cmake", "-S", str(cmake_source), "-B", str(suite_dir))
-    configure += ("-G", "Ninja", *(f"-D{k}={v}" for k, v in own.items()))
+    configure = configure_argv(cmake_source, suite_dir, own)
     target = ("cmake", "--build", str(suite_dir), "--target", build.target, "--parallel", str(jobs))
     return (
         SuiteStep(kind=SUITE_STEP_CONFIGURE, argv=configure),

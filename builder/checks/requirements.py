@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import shlex
+import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from builder.core import proc
 from builder.core.errors import EXIT_PREFLIGHT, PreflightError
@@ -52,6 +54,29 @@ class Unmet:
     def render(self) -> str:
         state = "not installed" if self.found is None else f"{self.found} is installed"
         return f"{self.requirement} ({state})"
+
+
+def requires_dist(wheel: Path) -> list[str]:
+    """The valid Requires-Dist values of the wheel's METADATA, read as the audit reads its
+    headers (the audit's requires-dist rule says what is wrong with another)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    from wheels.audit.archive import Headers
+
+    with zipfile.ZipFile(wheel) as zf:
+        metadata = next(
+            (n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")),
+            None,
+        )
+        text = zf.read(metadata).decode("utf-8", "replace") if metadata else ""
+    valid = []
+    for value in Headers(text).get_all("Requires-Dist"):
+        try:
+            Requirement(value.strip())
+        except InvalidRequirement:
+            continue
+        valid.append(value.strip())
+    return valid
 
 
 def unmet(requires: Sequence[str], python: str) -> list[Unmet]:

@@ -341,40 +341,12 @@ def absent_requirements(wheel: Path, python: str) -> list[str]:
     distribution's name, normalised (``librt``, ``pytokens``, ``typing_extensions``)."""
     from packaging.requirements import Requirement
 
-    from builder.checks.requirements import unmet
+    from builder.checks.requirements import requires_dist, unmet
     from wheels.naming import escaped_name
 
     found = unmet(requires_dist(wheel), python)
     lacking = [Requirement(u.requirement) for u in found if u.found is None]
     return sorted({escaped_name(r.name) for r in lacking})
-
-
-def requires_dist(wheel: Path) -> list[str]:
-    """The wheel's valid Requires-Dist lines (the audit's requires-dist rule says what is wrong
-    with another)."""
-    from packaging.requirements import InvalidRequirement, Requirement
-
-    valid = []
-    for line in _requires_dist(wheel):
-        try:
-            Requirement(line)
-        except InvalidRequirement:
-            continue
-        valid.append(line)
-    return valid
-
-
-def _requires_dist(wheel: Path) -> list[str]:
-    """The Requires-Dist values of the wheel's METADATA, read as the audit reads its headers."""
-    from wheels.audit.archive import Headers
-
-    with zipfile.ZipFile(wheel) as zf:
-        metadata = next(
-            (n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")),
-            None,
-        )
-        text = zf.read(metadata).decode("utf-8", "replace") if metadata else ""
-    return [value.strip() for value in Headers(text).get_all("Requires-Dist")]
 
 
 def _run(

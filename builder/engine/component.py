@@ -41,7 +41,7 @@ from builder.plan import (
     hash_inputs,
     launcher_defines,
 )
-from builder.plan_suites import SuiteStep
+from builder.plan_suites import TEST_STEP, TEST_STEP_BUILD, SuiteStep
 
 STAMP = ".infini-stack-configured"
 
@@ -129,7 +129,7 @@ class Builder:
         test = component.test
         assert test is not None
         env = self._env(component)
-        self.progress.step(component.name, "test-build")
+        self.progress.step(component.name, TEST_STEP_BUILD)
         begun = time.monotonic() - self.started
         try:
             seconds = build_beside(
@@ -145,17 +145,17 @@ class Builder:
         for kind, took in seconds.items():  # seconds into the run, as the entry's steps
             result.step_started[kind] = round(begun, 3)
             begun += took
-        self.progress.step_done(component.name, "test-build", sum(seconds.values()))
+        self.progress.step_done(component.name, TEST_STEP_BUILD, sum(seconds.values()))
         if not test.command:
             return
-        log = logs / "test.log"
-        result.logs["test"] = str(log)
-        self.progress.step(component.name, "test")
-        result.step_started["test"] = round(time.monotonic() - self.started, 3)
+        log = logs / f"{TEST_STEP}.log"
+        result.logs[TEST_STEP] = str(log)
+        self.progress.step(component.name, TEST_STEP)
+        result.step_started[TEST_STEP] = round(time.monotonic() - self.started, 3)
         try:
             done = proc.run(
                 test.command,
-                what=f"{component.name}: test",
+                what=f"{component.name}: {TEST_STEP}",
                 cwd=test.build_dir,
                 env=self._sanitized_env(component, env, tests=True),
                 log=log,
@@ -164,11 +164,13 @@ class Builder:
         except CommandFailed as exc:
             if self.cancelled.is_set():
                 raise Cancelled from exc
-            self._sanitizer_reports(component, "test", log, result)
-            raise BuildError(f"component '{component.name}', step test: " + exc.message) from exc
-        self._sanitizer_reports(component, "test", log, result)
-        result.steps["test"] = round(done.seconds, 3)
-        self.progress.step_done(component.name, "test", done.seconds)
+            self._sanitizer_reports(component, TEST_STEP, log, result)
+            raise BuildError(
+                f"component '{component.name}', step {TEST_STEP}: " + exc.message
+            ) from exc
+        self._sanitizer_reports(component, TEST_STEP, log, result)
+        result.steps[TEST_STEP] = round(done.seconds, 3)
+        self.progress.step_done(component.name, TEST_STEP, done.seconds)
 
     def _run_suite(self, component: ComponentPlan, result: ComponentResult, logs: Path) -> None:
         """The component's own pytest suite on its entry."""

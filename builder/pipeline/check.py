@@ -86,8 +86,7 @@ def run_check_request(request: CheckRequest) -> CheckResult:
 def require_installed(wheel: Path, python: str) -> None:
     """The wheel's runtime requirements ``python`` lacks stop the check before it starts, with
     the pip line (exit 3), as release's preflight does: the check would fail at its import."""
-    from builder.checks.requirements import unmet, unmet_error
-    from builder.checks.smoke import requires_dist
+    from builder.checks.requirements import requires_dist, unmet, unmet_error
 
     if missing := unmet(requires_dist(wheel), python):
         raise unmet_error(python, missing)
