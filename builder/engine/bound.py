@@ -45,10 +45,10 @@ def cores() -> int:
 def since(start: Mark, end: Mark | None = None, *, cpus: int | None = None) -> dict[str, Any]:
     """The figures from ``start`` to ``end`` (now): CPU-seconds, cores, bound, wall, ratio."""
     end = end or mark()
-    cpu, wall, n = end.cpu - start.cpu, end.wall - start.wall, cpus or cores()
-    bound = cpu / n
+    cpu, wall, n = round(end.cpu - start.cpu, 3), end.wall - start.wall, cpus or cores()
+    bound = cpu / n  # of the CPU-seconds as reported, so that the figures agree to the digit
     return {
-        "cpu_seconds": round(cpu, 3),
+        "cpu_seconds": cpu,
         "cores": n,
         "bound_seconds": round(bound, 3),
         "wall_seconds": round(wall, 3),
